@@ -1,0 +1,966 @@
+//! The reader: msgpack-numpy bytes → Arrow `RecordBatch`es.
+//!
+//! # Layouts (SPEC §2) and the `auto` rule
+//! `auto` looks at the first object of the file:
+//! - a map whose values are all ndarrays (ndim ≥ 1) or lists, all of one length, and which is the
+//!   only object in the file → `columns`;
+//! - any other map (not an ndarray) → `records`;
+//! - a top-level array that is the only object → its elements are the rows: `records` when the
+//!   first element is a map, else `values`;
+//! - one bare ndarray (ndim ≥ 1), the only object → `values`, its axis 0 are the rows;
+//! - anything else → `values`, one row per object.
+//!
+//! An empty file or a top-level `[]` is an empty table with no columns.
+
+pub(crate) mod array;
+pub(crate) mod ndarray;
+pub(crate) mod values;
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, RecordBatchReader};
+use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
+
+use self::array::{make_decoder, nest_fixed, ArrayDecoder, Ctx, StructDecoder};
+use self::ndarray::{probe, Special};
+use crate::dtype::{meta, NumpyDtype};
+use crate::error::{Error, ErrorKind, Result};
+use crate::msgpack::{Cursor, Kind};
+use crate::options::{Dialect, Layout, ObjectArrays, TensorMode};
+use crate::schema::{InferOptions, Inferrer, NdKind, Ty};
+
+/// Default rows per batch.
+pub const DEFAULT_BATCH_SIZE: usize = 65_536;
+/// Default nesting limit.
+pub const DEFAULT_MAX_DEPTH: usize = 128;
+/// Rows a streaming (`Read`) source infers its schema from, by default.
+pub const DEFAULT_STREAM_INFER_ROWS: usize = 1000;
+
+/// Builds a [`Reader`]. Every setter documents its default; `new()` sets them all.
+///
+/// ```
+/// # fn main() -> msgpack_arrow::Result<()> {
+/// use msgpack_arrow::{Layout, ReaderBuilder};
+/// let b = ReaderBuilder::new();
+/// assert_eq!(b.layout(), Layout::Auto);
+/// assert_eq!(b.batch_size(), 65_536);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ReaderBuilder {
+    schema: Option<SchemaRef>,
+    layout: Layout,
+    batch_size: usize,
+    projection: Option<Vec<String>>,
+    infer_rows: Option<usize>,
+    tensor: TensorMode,
+    object_arrays: ObjectArrays,
+    dialect: Dialect,
+    max_depth: usize,
+}
+
+impl Default for ReaderBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ReaderBuilder {
+    /// A builder with every default.
+    pub fn new() -> Self {
+        ReaderBuilder {
+            schema: None,
+            layout: Layout::Auto,
+            batch_size: DEFAULT_BATCH_SIZE,
+            projection: None,
+            infer_rows: None,
+            tensor: TensorMode::Array,
+            object_arrays: ObjectArrays::Error,
+            dialect: Dialect::Auto,
+            max_depth: DEFAULT_MAX_DEPTH,
+        }
+    }
+    /// Use this schema instead of inferring one (default: inferred). Keys not in it are skipped.
+    pub fn with_schema(mut self, schema: SchemaRef) -> Self {
+        self.schema = Some(schema);
+        self
+    }
+    /// The layout (default [`Layout::Auto`]).
+    pub fn with_layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
+    }
+    /// Rows per batch (default 65,536).
+    pub fn with_batch_size(mut self, n: usize) -> Self {
+        self.batch_size = n.max(1);
+        self
+    }
+    /// Only these columns, in this order (default: all). Others are skipped: their bytes are never copied.
+    pub fn with_projection(mut self, columns: Option<Vec<String>>) -> Self {
+        self.projection = columns;
+        self
+    }
+    /// Infer the schema from this many rows (default `None`: all rows of an in-memory or mapped
+    /// file; 1000 for a `Read` stream). Keys first seen later are then errors.
+    pub fn with_infer_rows(mut self, n: Option<usize>) -> Self {
+        self.infer_rows = n;
+        self
+    }
+    /// Tensor representation (default [`TensorMode::Array`]: nested FixedSizeList / List).
+    pub fn with_tensor(mut self, t: TensorMode) -> Self {
+        self.tensor = t;
+        self
+    }
+    /// Object arrays (default [`ObjectArrays::Error`]: refused, never unpickled).
+    pub fn with_object_arrays(mut self, o: ObjectArrays) -> Self {
+        self.object_arrays = o;
+        self
+    }
+    /// Which ndarray map dialect to recognise (default [`Dialect::Auto`]).
+    pub fn with_dialect(mut self, d: Dialect) -> Self {
+        self.dialect = d;
+        self
+    }
+    /// Maximum nesting depth of msgpack containers (default 128).
+    pub fn with_max_depth(mut self, d: usize) -> Self {
+        self.max_depth = d.max(2);
+        self
+    }
+    /// The layout set.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+    /// The batch size set.
+    pub fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    fn infer_options(&self) -> InferOptions {
+        InferOptions { dialect: self.dialect, tensor: self.tensor, object_arrays: self.object_arrays, max_depth: self.max_depth }
+    }
+
+    /// Read from bytes in memory (copied once into an Arrow buffer; use
+    /// [`ReaderBuilder::build_from_buffer`] to avoid the copy).
+    pub fn build_from_slice(self, data: &[u8]) -> Result<Reader> {
+        self.build_from_buffer(Buffer::from(data))
+    }
+
+    /// Read from an Arrow buffer. `columns`-layout tensors are taken zero-copy where aligned.
+    pub fn build_from_buffer(self, buf: Buffer) -> Result<Reader> {
+        let plan = plan(&self, buf.as_slice())?;
+        Reader::from_plan(self, buf, plan)
+    }
+
+    /// Read a file: memory-mapped when plain; `.zst`, `.lz4`, `.gz` are decompressed on the fly.
+    pub fn build_from_path(self, path: impl AsRef<Path>) -> Result<Reader> {
+        let path = path.as_ref();
+        match crate::io::compress::open_input(path)? {
+            crate::io::compress::Input::Mmap(m) => self.build_from_buffer(mmap_buffer(m)),
+            crate::io::compress::Input::Stream(r) => self.build(r),
+        }
+    }
+
+    /// Read from any `Read`: a stream of records or values is decoded batch by batch in bounded
+    /// memory; the single-object containers (one top-level array, one columns map, one bare
+    /// ndarray) are read whole.
+    pub fn build<R: Read + Send + 'static>(self, r: R) -> Result<Reader> {
+        let mut s = StreamReader::new(Box::new(r));
+        // buffer the first object (and one more byte, to know whether more follow)
+        let first_end = s.fill_object(0)?;
+        let single = match first_end {
+            None => true,
+            Some(e) => !s.fill_to(e + 1)?,
+        };
+        let probe_plan = plan_first(&self, &s.buf, single)?;
+        match probe_plan.map(|p| (p.layout, p.container)) {
+            Some((Layout::Records | Layout::Values, Container::Stream)) if !single => {
+                let mut me = self;
+                let infer = me.infer_rows.unwrap_or(DEFAULT_STREAM_INFER_ROWS);
+                me.infer_rows = Some(infer);
+                // buffer `infer` objects to infer from
+                let mut end = 0usize;
+                let mut n = 0usize;
+                while n < infer {
+                    match s.fill_object(end)? {
+                        Some(e) => {
+                            end = e;
+                            n += 1;
+                        }
+                        None => break,
+                    }
+                }
+                let plan = plan(&me, &s.buf[..end])?;
+                Reader::from_stream(me, s, plan)
+            }
+            _ => {
+                let mut all = std::mem::take(&mut s.buf);
+                s.src.read_to_end(&mut all)?;
+                self.build_from_buffer(Buffer::from_vec(all))
+            }
+        }
+    }
+}
+
+/// Map a file into an Arrow buffer without copying.
+pub(crate) fn mmap_buffer(m: memmap2::Mmap) -> Buffer {
+    let len = m.len();
+    if len == 0 {
+        return Buffer::from_vec(Vec::<u8>::new());
+    }
+    let ptr = std::ptr::NonNull::new(m.as_ptr() as *mut u8).expect("mmap of a non-empty file is non-null");
+    // SAFETY: the pointer and length describe the mapping, which the Arc keeps alive as long as any
+    // Buffer slice refers to it; it is never written through.
+    unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(m)) }
+}
+
+/// How rows are contained in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Container {
+    /// concatenated objects, one row each (columns: one chunk each)
+    Stream,
+    /// one top-level array, one row per element
+    Array,
+    /// one bare ndarray, axis 0 are the rows
+    NdArray,
+    /// nothing to read
+    Empty,
+}
+
+impl Container {
+    fn as_str(self) -> &'static str {
+        match self {
+            Container::Stream | Container::Empty => "stream",
+            Container::Array => "array",
+            Container::NdArray => "ndarray",
+        }
+    }
+}
+
+/// The decisions made before decoding: layout, container, schema, where rows start.
+pub(crate) struct Plan {
+    pub layout: Layout,
+    pub container: Container,
+    pub reason: String,
+    /// full (unprojected) schema
+    pub schema: Option<SchemaRef>,
+    /// position of the first row and number of rows (records/values over a stream or array)
+    pub first_row: usize,
+    pub rows: Option<usize>,
+}
+
+/// Layout decision from the first object alone. `None` for an empty input.
+fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result<Option<Plan>> {
+    let mut c = Cursor::new(data, 0);
+    if c.is_empty() {
+        return Ok(None);
+    }
+    let mk = |layout, container, reason: &str, first_row| {
+        Some(Plan { layout, container, reason: reason.to_string(), schema: None, first_row, rows: None })
+    };
+    let kind = c.peek_kind()?;
+    let special = if kind == Kind::Map {
+        let mut d = c.clone();
+        match probe(&mut d, b.dialect, b.max_depth)? {
+            Some(Special::Array(nd)) => Some(nd.shape.len()),
+            Some(Special::Complex(..)) => Some(0),
+            None => None,
+        }
+    } else {
+        None
+    };
+    // a top-level array that is the only object: its elements are the rows
+    let array_first_is_map = if kind == Kind::Array && single {
+        let mut d = c.clone();
+        let n = d.read_array_len()?;
+        if n == 0 {
+            return Ok(Some(Plan { layout: if b.layout == Layout::Auto { Layout::Values } else { b.layout }, container: Container::Empty, reason: "empty top-level array".into(), schema: None, first_row: 0, rows: Some(0) }));
+        }
+        let first_row = d.pos();
+        let is_map = d.peek_kind()? == Kind::Map && probe(&mut d.clone(), b.dialect, b.max_depth)?.is_none();
+        Some((is_map, first_row))
+    } else {
+        None
+    };
+    Ok(match b.layout {
+        Layout::Auto => match (kind, special, array_first_is_map) {
+            (Kind::Map, None, _) if single && is_columns_map(&mut c.clone(), b)? => {
+                mk(Layout::Columns, Container::Stream, "auto: one map whose values are all ndarrays or lists of one length", 0)
+            }
+            (Kind::Map, None, _) => mk(Layout::Records, Container::Stream, "auto: first object is a map", 0),
+            (Kind::Array, _, Some((true, p))) => mk(Layout::Records, Container::Array, "auto: one top-level array of maps", p),
+            (Kind::Array, _, Some((false, p))) => mk(Layout::Values, Container::Array, "auto: one top-level array of non-map values", p),
+            (Kind::Map, Some(ndim), _) if single && ndim >= 1 => mk(Layout::Values, Container::NdArray, "auto: one bare ndarray; its axis 0 are the rows", 0),
+            _ => mk(Layout::Values, Container::Stream, "auto: first object is not a map", 0),
+        },
+        Layout::Records => match array_first_is_map {
+            Some((_, p)) => mk(Layout::Records, Container::Array, "records: one top-level array", p),
+            None => mk(Layout::Records, Container::Stream, "records: a stream of maps", 0),
+        },
+        Layout::Columns => mk(Layout::Columns, Container::Stream, "columns: map(s) of name → ndarray or list", 0),
+        Layout::Values => match (array_first_is_map, special) {
+            (Some((_, p)), _) => mk(Layout::Values, Container::Array, "values: one top-level array", p),
+            (None, Some(ndim)) if single && ndim >= 1 => mk(Layout::Values, Container::NdArray, "values: one bare ndarray; its axis 0 are the rows", 0),
+            _ => mk(Layout::Values, Container::Stream, "values: a stream of values", 0),
+        },
+    })
+}
+
+/// Whether the map at the cursor qualifies for `auto` → `columns`.
+fn is_columns_map(c: &mut Cursor<'_>, b: &ReaderBuilder) -> Result<bool> {
+    let n = c.read_map_len()?;
+    if n == 0 {
+        return Ok(false);
+    }
+    let mut len = None;
+    for _ in 0..n {
+        if !matches!(c.peek_kind()?, Kind::Str | Kind::Bin) {
+            return Ok(false);
+        }
+        c.read_str_or_bin()?;
+        let l = match c.peek_kind()? {
+            Kind::Array => {
+                let l = c.clone().read_array_len()?;
+                c.skip(b.max_depth)?;
+                l
+            }
+            Kind::Map => match probe(c, b.dialect, b.max_depth)? {
+                Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => nd.shape[0],
+                _ => return Ok(false),
+            },
+            _ => return Ok(false),
+        };
+        if *len.get_or_insert(l) != l {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Full plan: layout, and the schema inferred unless given.
+fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
+    let single = {
+        let mut c = Cursor::new(data, 0);
+        c.is_empty() || {
+            c.skip(b.max_depth)?;
+            c.is_empty()
+        }
+    };
+    let Some(mut p) = plan_first(b, data, single)? else {
+        return Ok(Plan { layout: if b.layout == Layout::Auto { Layout::Values } else { b.layout }, container: Container::Empty, reason: "empty input".into(), schema: None, first_row: 0, rows: Some(0) });
+    };
+    if p.container == Container::Empty {
+        return Ok(p);
+    }
+    let mut inf = Inferrer::new(b.infer_options());
+    let mut c = Cursor::new(data, 0);
+    let ty_to_schema = |ty: Ty, inf: &Inferrer| -> Result<Schema> {
+        match ty {
+            Ty::Struct(fields) => Ok(Schema::new(
+                fields.iter().map(|(k, v)| v.to_field(k, &inf.opts)).collect::<Result<Vec<Field>>>()?,
+            )),
+            Ty::Null => Ok(Schema::empty()),
+            other => Ok(Schema::new(vec![other.to_field("value", &inf.opts)?])),
+        }
+    };
+    let limit = b.infer_rows.unwrap_or(usize::MAX);
+    match (p.layout, p.container) {
+        (Layout::Records | Layout::Values, Container::Stream | Container::Array) => {
+            // walk the rows: count them all, infer from the first `limit`
+            let mut ty = if p.layout == Layout::Records { Ty::Struct(Default::default()) } else { Ty::Null };
+            let (mut left, array) = if p.container == Container::Array {
+                let n = c.read_array_len()?;
+                (n, true)
+            } else {
+                (usize::MAX, false)
+            };
+            p.first_row = c.pos();
+            let mut rows = 0usize;
+            while left > 0 && !c.is_empty() {
+                let at = c.offset();
+                if rows < limit {
+                    let t = if p.layout == Layout::Records {
+                        if c.peek_kind()? != Kind::Map {
+                            return Err(c.error(ErrorKind::Layout(format!("records layout: row {rows} is not a map"))).at_record(rows as u64));
+                        }
+                        inf.map(&mut c, 0)
+                    } else {
+                        inf.value(&mut c, 0)
+                    }
+                    .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
+                    ty = ty.merge(t).map_err(|e| e.at_offset(at).at_record(rows as u64))?;
+                } else {
+                    c.skip(b.max_depth).map_err(|e| e.at_record(rows as u64))?;
+                }
+                rows += 1;
+                if array {
+                    left -= 1;
+                }
+            }
+            if array && !c.is_empty() {
+                return Err(c.error(ErrorKind::Layout("data after the top-level array".into())));
+            }
+            p.rows = Some(rows);
+            if b.schema.is_none() {
+                p.schema = Some(Arc::new(ty_to_schema(ty, &inf)?));
+            }
+        }
+        (Layout::Columns, _) => {
+            let mut ty = Ty::Struct(Default::default());
+            let mut chunks = 0;
+            while !c.is_empty() && (chunks == 0 || b.infer_rows.is_none()) {
+                let t = infer_columns_map(&mut c, &mut inf, b)?;
+                ty = ty.merge(t).map_err(|e| e.at_record(chunks))?;
+                chunks += 1;
+            }
+            if b.schema.is_none() {
+                p.schema = Some(Arc::new(ty_to_schema(ty, &inf)?));
+            }
+        }
+        (Layout::Values, Container::NdArray) => {
+            let t = infer_columns_value(&mut c, &mut inf, b)?.1;
+            if b.schema.is_none() {
+                p.schema = Some(Arc::new(Schema::new(vec![t.to_field("value", &inf.opts)?])));
+            }
+        }
+        _ => unreachable!("plan_first gives only these"),
+    }
+    if let Some(s) = &b.schema {
+        p.schema = Some(s.clone());
+    }
+    Ok(p)
+}
+
+/// Infer one `columns` map: the type of each column's rows.
+fn infer_columns_map(c: &mut Cursor<'_>, inf: &mut Inferrer, b: &ReaderBuilder) -> Result<Ty> {
+    let at = c.offset();
+    if c.peek_kind()? != Kind::Map {
+        return Err(c.error(ErrorKind::Layout("columns layout: expected a map of name → ndarray or list".into())));
+    }
+    let n = c.read_map_len()?;
+    let mut fields = indexmap::IndexMap::new();
+    let mut len: Option<(usize, String)> = None;
+    for _ in 0..n {
+        let kp = c.pos();
+        let key = crate::schema::read_key(c)?;
+        if fields.contains_key(key) {
+            return Err(c.error_at(kp, ErrorKind::Key(format!("duplicate key {key:?} in one map"))));
+        }
+        let (l, t) = infer_columns_value(c, inf, b).map_err(|e| e.prepend_path(key))?;
+        match &len {
+            Some((l0, k0)) if *l0 != l => {
+                return Err(Error::new(ErrorKind::Layout(format!("columns of unequal length: {k0:?} has {l0} rows, {key:?} has {l}"))).at_offset(at))
+            }
+            _ => len = Some((l, key.to_string())),
+        }
+        fields.insert(key.to_string(), t);
+    }
+    Ok(Ty::Struct(fields))
+}
+
+/// Infer one column of a `columns` map: (rows, type of a row).
+fn infer_columns_value(c: &mut Cursor<'_>, inf: &mut Inferrer, b: &ReaderBuilder) -> Result<(usize, Ty)> {
+    let at = c.pos();
+    match c.peek_kind()? {
+        Kind::Array => {
+            let n = c.read_array_len()?;
+            let mut t = Ty::Null;
+            for i in 0..n {
+                let p = c.offset();
+                let v = inf.value(c, 1)?;
+                t = t.merge(v).map_err(|e| e.at_offset(p).at_record(i as u64))?;
+            }
+            Ok((n, t))
+        }
+        Kind::Map => match probe(c, b.dialect, b.max_depth)? {
+            Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => {
+                let dt = inf.dtype(nd.type_raw, &nd, c.offset_of(0))?;
+                if matches!(dt, NumpyDtype::Object) {
+                    return Err(c.error_at(at, ErrorKind::ObjectArray));
+                }
+                nd.check_len(&dt, c.offset_of(0))?;
+                let shape = nd.shape[1..].iter().map(|&d| Some(d)).collect();
+                Ok((nd.shape[0], Ty::Nd { dt, shape, kind: NdKind::Array }))
+            }
+            _ => Err(c.error_at(at, ErrorKind::Layout("columns layout: a value must be an ndarray with ndim ≥ 1 or a list".into()))),
+        },
+        k => Err(c.error(ErrorKind::Layout(format!("columns layout: a value must be an ndarray or a list, found {k:?}").to_lowercase()))),
+    }
+}
+
+/// Reads `RecordBatch`es; wrap it in [`ArrowReader`] for an [`arrow_array::RecordBatchReader`].
+pub struct Reader {
+    schema: SchemaRef,
+    layout: Layout,
+    reason: String,
+    inner: Inner,
+}
+
+enum Inner {
+    Empty,
+    Rows(RowsReader),
+    Batches(std::vec::IntoIter<RecordBatch>),
+    Stream(Box<StreamRows>),
+}
+
+/// Decodes consecutive rows (records or values) of a buffer.
+struct RowsReader {
+    buf: Buffer,
+    pos: usize,
+    left: usize,
+    row: u64,
+    batch_size: usize,
+    dec: RowDecoder,
+    schema: SchemaRef,
+}
+
+enum RowDecoder {
+    Records(StructDecoder),
+    Values(Box<dyn ArrayDecoder>),
+}
+
+impl RowDecoder {
+    fn new(layout: Layout, full: &Schema, projection: Option<&[String]>, ctx: &Ctx) -> Result<(Self, SchemaRef)> {
+        if layout == Layout::Records {
+            let d = StructDecoder::new(full.fields().clone(), projection, ctx)?;
+            let s = Arc::new(Schema::new_with_metadata(d.output_fields(), full.metadata().clone()));
+            Ok((RowDecoder::Records(d), s))
+        } else {
+            let f = full.fields().first().ok_or_else(|| Error::new(ErrorKind::Layout("values layout needs a schema with one field".into())))?;
+            let d = make_decoder(f, ctx).map_err(|e| e.prepend_path(f.name()))?;
+            Ok((RowDecoder::Values(d), Arc::new(full.clone())))
+        }
+    }
+    #[inline]
+    fn decode(&mut self, c: &mut Cursor<'_>) -> Result<()> {
+        match self {
+            RowDecoder::Records(d) => d.decode_map(c),
+            RowDecoder::Values(d) => d.decode(c),
+        }
+    }
+    fn reserve(&mut self, rows: usize) {
+        match self {
+            RowDecoder::Records(d) => d.reserve_rows(rows),
+            RowDecoder::Values(d) => d.reserve(rows),
+        }
+    }
+    fn finish(&mut self) -> Result<Vec<ArrayRef>> {
+        match self {
+            RowDecoder::Records(d) => d.finish_columns(),
+            RowDecoder::Values(d) => Ok(vec![d.finish()?]),
+        }
+    }
+}
+
+fn batch(schema: &SchemaRef, cols: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch> {
+    Ok(RecordBatch::try_new_with_options(schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(rows)))?)
+}
+
+fn with_layout_metadata(schema: &Schema, layout: Layout, container: Container) -> Schema {
+    let mut md = schema.metadata().clone();
+    md.insert(meta::LAYOUT.to_string(), layout.to_string());
+    md.insert(meta::CONTAINER.to_string(), container.as_str().to_string());
+    Schema::new_with_metadata(schema.fields().clone(), md)
+}
+
+fn project(schema: &Schema, projection: Option<&[String]>) -> Result<Schema> {
+    match projection {
+        None => Ok(schema.clone()),
+        Some(p) => {
+            let mut fields = Vec::with_capacity(p.len());
+            for name in p {
+                let f = schema.field_with_name(name).map_err(|_| {
+                    Error::new(ErrorKind::Key(format!(
+                        "column {name:?} not found; the columns are: {}",
+                        schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+                    )))
+                })?;
+                fields.push(f.clone());
+            }
+            Ok(Schema::new_with_metadata(fields, schema.metadata().clone()))
+        }
+    }
+}
+
+impl Reader {
+    fn from_plan(b: ReaderBuilder, buf: Buffer, p: Plan) -> Result<Reader> {
+        let ctx = Ctx { dialect: b.dialect, max_depth: b.max_depth, strict_keys: b.schema.is_none() };
+        let Some(full) = p.schema.clone() else {
+            return Ok(Reader { schema: Arc::new(with_layout_metadata(&Schema::empty(), p.layout, p.container)), layout: p.layout, reason: p.reason, inner: Inner::Empty });
+        };
+        let full = with_layout_metadata(&full, p.layout, p.container);
+        let projected = project(&full, b.projection.as_deref())?;
+        match (p.layout, p.container) {
+            (Layout::Records | Layout::Values, Container::Stream | Container::Array) => {
+                // the decoder uses projected field order; reorder after
+                let (dec, dec_schema) = RowDecoder::new(p.layout, &full, b.projection.as_deref(), &ctx)?;
+                let _ = dec_schema;
+                Ok(Reader {
+                    schema: Arc::new(projected.clone()),
+                    layout: p.layout,
+                    reason: p.reason,
+                    inner: Inner::Rows(RowsReader { buf, pos: p.first_row, left: p.rows.unwrap_or(0), row: 0, batch_size: b.batch_size, dec, schema: Arc::new(projected) }),
+                })
+            }
+            (Layout::Columns, _) | (Layout::Values, Container::NdArray) => {
+                let schema = Arc::new(projected);
+                let batches = decode_columns(&b, &buf, &full, &schema, p.container, &ctx)?;
+                Ok(Reader { schema, layout: p.layout, reason: p.reason, inner: Inner::Batches(batches.into_iter()) })
+            }
+            _ => Ok(Reader { schema: Arc::new(projected), layout: p.layout, reason: p.reason, inner: Inner::Empty }),
+        }
+    }
+
+    fn from_stream(b: ReaderBuilder, s: StreamReader, p: Plan) -> Result<Reader> {
+        let ctx = Ctx { dialect: b.dialect, max_depth: b.max_depth, strict_keys: b.schema.is_none() };
+        let full = with_layout_metadata(p.schema.as_deref().unwrap_or(&Schema::empty()), p.layout, p.container);
+        let projected = Arc::new(project(&full, b.projection.as_deref())?);
+        let (dec, _) = RowDecoder::new(p.layout, &full, b.projection.as_deref(), &ctx)?;
+        Ok(Reader {
+            schema: projected.clone(),
+            layout: p.layout,
+            reason: p.reason,
+            inner: Inner::Stream(Box::new(StreamRows { s, dec, schema: projected, batch_size: b.batch_size, row: 0, max_depth: b.max_depth })),
+        })
+    }
+
+    /// The layout used (`auto` resolved).
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+    /// Why this layout was chosen.
+    pub fn layout_reason(&self) -> &str {
+        &self.reason
+    }
+    /// The output schema (projection applied; layout and container in its metadata).
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+    /// Read everything into batches (convenience; prefer iterating for large inputs).
+    pub fn collect_batches(self) -> Result<Vec<RecordBatch>> {
+        self.collect()
+    }
+}
+
+fn reorder(cols: Vec<ArrayRef>, dec_fields: &[String], schema: &SchemaRef) -> Vec<ArrayRef> {
+    if dec_fields.iter().map(String::as_str).eq(schema.fields().iter().map(|f| f.name().as_str())) {
+        return cols;
+    }
+    let by: HashMap<&str, &ArrayRef> = dec_fields.iter().map(String::as_str).zip(cols.iter()).collect();
+    schema.fields().iter().map(|f| by[f.name().as_str()].clone()).collect()
+}
+
+impl RowsReader {
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        let n = self.left.min(self.batch_size);
+        self.dec.reserve(n);
+        let data = self.buf.as_slice();
+        let mut c = Cursor::new(data, 0);
+        c.set_pos(self.pos);
+        for _ in 0..n {
+            let at = c.offset();
+            self.dec.decode(&mut c).map_err(|e| e.at_offset(at).at_record(self.row))?;
+            self.row += 1;
+        }
+        self.pos = c.pos();
+        self.left -= n;
+        let cols = self.dec.finish()?;
+        let names = dec_names(&self.dec, &self.schema);
+        batch(&self.schema, reorder(cols, &names, &self.schema), n).map(Some)
+    }
+}
+
+fn dec_names(dec: &RowDecoder, schema: &SchemaRef) -> Vec<String> {
+    match dec {
+        RowDecoder::Records(d) => d.output_fields().iter().map(|f| f.name().clone()).collect(),
+        RowDecoder::Values(_) => schema.fields().iter().map(|f| f.name().clone()).collect(),
+    }
+}
+
+/// Decode `columns` maps (or one bare ndarray) into whole columns, then slice them into batches.
+fn decode_columns(b: &ReaderBuilder, buf: &Buffer, full: &Schema, out: &SchemaRef, container: Container, ctx: &Ctx) -> Result<Vec<RecordBatch>> {
+    let data = buf.as_slice();
+    let mut c = Cursor::new(data, 0);
+    let mut batches = Vec::new();
+    let mut chunk = 0u64;
+    while !c.is_empty() {
+        let mut cols: HashMap<String, ArrayRef> = HashMap::new();
+        let mut rows = None;
+        if container == Container::NdArray {
+            let f = &full.fields()[0];
+            let (n, a) = decode_column_value(&mut c, buf, f, ctx)?;
+            rows = Some(n);
+            cols.insert(f.name().clone(), a);
+        } else {
+            let at = c.offset();
+            let n = c.read_map_len().map_err(|e| e.at_record(chunk))?;
+            for _ in 0..n {
+                let key = crate::schema::read_key(&mut c)?.to_string();
+                let wanted = out.field_with_name(&key).is_ok();
+                let Ok(f) = full.field_with_name(&key) else {
+                    c.skip(b.max_depth)?;
+                    continue;
+                };
+                if !wanted {
+                    // projected out: skipped, its bytes never copied
+                    c.skip(b.max_depth)?;
+                    continue;
+                }
+                let (len, a) = decode_column_value(&mut c, buf, f, ctx).map_err(|e| e.prepend_path(&key).at_record(chunk))?;
+                if let Some(r) = rows {
+                    if r != len {
+                        return Err(Error::new(ErrorKind::Layout(format!("columns of unequal length in one map: {r} and {len} ({key:?})"))).at_offset(at));
+                    }
+                }
+                rows = Some(len);
+                cols.insert(key, a);
+            }
+            if rows.is_none() {
+                // every column projected out: still count rows from the first value
+                let mut d = Cursor::new(data, 0);
+                d.set_pos(c.pos());
+                rows = Some(0);
+                let _ = d;
+            }
+        }
+        let rows = rows.unwrap_or(0);
+        let mut arrays = Vec::with_capacity(out.fields().len());
+        for f in out.fields() {
+            match cols.remove(f.name()) {
+                Some(a) => arrays.push(a),
+                None => arrays.push(arrow_array::new_null_array(f.data_type(), rows)),
+            }
+        }
+        let whole = batch(out, arrays, rows)?;
+        let mut off = 0;
+        while off < rows {
+            let n = (rows - off).min(b.batch_size);
+            batches.push(whole.slice(off, n));
+            off += n;
+        }
+        chunk += 1;
+        if container == Container::NdArray {
+            break;
+        }
+    }
+    Ok(batches)
+}
+
+/// One column of a `columns` map: an ndarray (N, *s) taken whole, or a list decoded row by row.
+fn decode_column_value(c: &mut Cursor<'_>, buf: &Buffer, f: &Field, ctx: &Ctx) -> Result<(usize, ArrayRef)> {
+    let at = c.pos();
+    if c.peek_kind()? == Kind::Array {
+        let n = c.read_array_len()?;
+        let mut d = make_decoder(f, ctx)?;
+        d.reserve(n);
+        for i in 0..n {
+            let p = c.offset();
+            d.decode(c).map_err(|e| e.at_offset(p).at_record(i as u64))?;
+        }
+        return Ok((n, d.finish()?));
+    }
+    let Some(Special::Array(nd)) = probe(c, ctx.dialect, ctx.max_depth)? else {
+        return Err(c.error_at(at, ErrorKind::Layout("columns layout: a value must be an ndarray with ndim ≥ 1 or a list".into())));
+    };
+    let dt = nd.parse_dtype(c.offset_of(nd.type_pos))?;
+    if matches!(dt, NumpyDtype::Object) {
+        return Err(c.error_at(at, ErrorKind::ObjectArray));
+    }
+    nd.check_len(&dt, c.offset_of(0))?;
+    let want = f.metadata().get(meta::DTYPE).map(|s| NumpyDtype::from_metadata(s)).transpose()?;
+    if let Some(w) = &want {
+        if values::native(w) != values::native(&dt) {
+            return Err(c.error_at(nd.type_pos, ErrorKind::TypeConflict(format!("ndarray of {} in a column of {}", dt.to_dtype_str(), w.to_dtype_str()))));
+        }
+    }
+    if nd.shape.is_empty() {
+        return Err(c.error_at(at, ErrorKind::Layout("columns layout: a 0-d array has no rows".into())));
+    }
+    let rows = nd.shape[0];
+    // zero-copy when no swap is needed: a slice of the input buffer (to_arrow copies only if misaligned)
+    let bytes = if dt.swap_width() == 0 {
+        buf.slice_with_length(nd.data_pos, nd.data.len())
+    } else {
+        let mut m = MutableBuffer::new(nd.data.len());
+        values::extend_native(&dt, nd.data, &mut m);
+        m.into()
+    };
+    let values = values::to_arrow(&values::native(&dt), bytes, nd.len, true, None)?;
+    let t = f.data_type();
+    let arr: ArrayRef = if nd.shape.len() == 1 {
+        values
+    } else {
+        match f.metadata().get(meta::EXTENSION_NAME).map(String::as_str) {
+            Some("arrow.fixed_shape_tensor") => match t {
+                arrow_schema::DataType::FixedSizeList(item, n) => Arc::new(arrow_array::FixedSizeListArray::try_new(item.clone(), *n, values, None)?),
+                _ => return Err(Error::new(ErrorKind::Layout(format!("bad tensor storage type {t}")))),
+            },
+            _ => {
+                // check the per-row shape fits the schema's FixedSizeList sizes
+                let mut tt = t;
+                for (axis, &d) in nd.shape[1..].iter().enumerate() {
+                    match tt {
+                        arrow_schema::DataType::FixedSizeList(item, n) if *n as usize == d => tt = item.data_type(),
+                        _ => {
+                            return Err(c.error_at(at, ErrorKind::TypeConflict(format!(
+                                "ndarray of shape {:?} does not fit column type {t} (axis {})",
+                                nd.shape,
+                                axis + 1
+                            ))))
+                        }
+                    }
+                }
+                nest_fixed(t, values, None, rows)?
+            }
+        }
+    };
+    Ok((rows, arr))
+}
+
+impl Iterator for Reader {
+    type Item = Result<RecordBatch>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let r = match &mut self.inner {
+            Inner::Empty => return None,
+            Inner::Rows(r) => r.next_batch(),
+            Inner::Batches(b) => return b.next().map(Ok),
+            Inner::Stream(s) => s.next_batch(),
+        };
+        match r {
+            Ok(Some(b)) => Some(Ok(b)),
+            Ok(None) => None,
+            Err(e) => {
+                // an error ends the stream
+                self.inner = Inner::Empty;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// A [`Reader`] as an `arrow_array::RecordBatchReader` (errors become `ArrowError`s).
+pub struct ArrowReader(pub Reader);
+
+impl Iterator for ArrowReader {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|r| r.map_err(ArrowError::from))
+    }
+}
+
+impl RecordBatchReader for ArrowReader {
+    fn schema(&self) -> SchemaRef {
+        self.0.schema()
+    }
+}
+
+/// Buffers a `Read` source so whole top-level objects can be decoded from a slice.
+pub(crate) struct StreamReader {
+    src: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    /// absolute offset of `buf[0]`
+    base: u64,
+    eof: bool,
+}
+
+const READ_CHUNK: usize = 1 << 20;
+
+impl StreamReader {
+    fn new(src: Box<dyn Read + Send>) -> Self {
+        StreamReader { src, buf: Vec::new(), base: 0, eof: false }
+    }
+    /// Read until `buf` has at least `n` bytes; false at EOF before that.
+    fn fill_to(&mut self, n: usize) -> Result<bool> {
+        while self.buf.len() < n && !self.eof {
+            let old = self.buf.len();
+            self.buf.resize(old + READ_CHUNK.max(n - old), 0);
+            let got = loop {
+                match self.src.read(&mut self.buf[old..]) {
+                    Ok(g) => break g,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        self.buf.truncate(old);
+                        return Err(e.into());
+                    }
+                }
+            };
+            self.buf.truncate(old + got);
+            if got == 0 {
+                self.eof = true;
+            }
+        }
+        Ok(self.buf.len() >= n)
+    }
+    /// End of the complete object starting at `start`, reading more as needed; `None` at a clean EOF.
+    fn fill_object(&mut self, start: usize) -> Result<Option<usize>> {
+        loop {
+            if start >= self.buf.len() && !self.fill_to(start + 1)? {
+                return Ok(None);
+            }
+            let mut c = Cursor::new(&self.buf, self.base);
+            c.set_pos(start);
+            match c.skip(crate::decode::DEFAULT_MAX_DEPTH.max(1024)) {
+                Ok(()) => return Ok(Some(c.pos())),
+                Err(e) if matches!(e.kind(), ErrorKind::Truncated { .. }) && !self.eof => {
+                    let want = self.buf.len() + READ_CHUNK;
+                    self.fill_to(want)?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+struct StreamRows {
+    s: StreamReader,
+    dec: RowDecoder,
+    schema: SchemaRef,
+    batch_size: usize,
+    row: u64,
+    max_depth: usize,
+}
+
+impl StreamRows {
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        let mut n = 0usize;
+        let mut pos = 0usize;
+        while n < self.batch_size {
+            match self.s.fill_object(pos)? {
+                Some(end) => {
+                    let mut c = Cursor::new(&self.s.buf[..end], self.s.base);
+                    c.set_pos(pos);
+                    let at = c.offset();
+                    self.dec.decode(&mut c).map_err(|e| e.at_offset(at).at_record(self.row))?;
+                    pos = end;
+                    n += 1;
+                    self.row += 1;
+                }
+                None => break,
+            }
+        }
+        let _ = self.max_depth;
+        // drop what was decoded; keep the (partial) rest
+        self.s.buf.drain(..pos);
+        self.s.base += pos as u64;
+        if n == 0 {
+            return Ok(None);
+        }
+        let cols = self.dec.finish()?;
+        let names = dec_names(&self.dec, &self.schema);
+        batch(&self.schema, reorder(cols, &names, &self.schema), n).map(Some)
+    }
+}
+
+/// Infer the schema and layout of msgpack-numpy bytes with default options.
+pub fn infer_schema(data: &[u8], layout: Layout, infer_rows: Option<usize>) -> Result<(Schema, Layout)> {
+    let b = ReaderBuilder::new().with_layout(layout).with_infer_rows(infer_rows);
+    let p = plan(&b, data)?;
+    let s = p.schema.map(|s| with_layout_metadata(&s, p.layout, p.container)).unwrap_or_else(|| with_layout_metadata(&Schema::empty(), p.layout, p.container));
+    Ok((s, p.layout))
+}

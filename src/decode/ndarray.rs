@@ -1,0 +1,324 @@
+//! Recognising msgpack-numpy maps: ndarrays (`nd: True`), numpy scalars (`nd: False`), Python
+//! complex numbers, and openpi's `__ndarray__` maps. A map is special only when it has the full key
+//! set; anything else is an ordinary user map.
+
+use crate::dtype::{NumpyDtype, StructField};
+use crate::error::{Error, ErrorKind, Result};
+use crate::msgpack::{Cursor, Int, Kind};
+use crate::options::Dialect;
+
+/// Most ndarray maps have 5 keys; an upper bound keeps the probe cheap on big user maps.
+const MAX_SPECIAL_KEYS: usize = 16;
+/// numpy allows at most 64 dimensions.
+const MAX_NDIM: usize = 64;
+
+/// What a special map holds.
+#[derive(Debug)]
+pub(crate) enum Special<'a> {
+    /// An ndarray (`nd: True`, or openpi) or a numpy scalar (`nd: False`: `shape` is empty).
+    Array(NdArray<'a>),
+    /// A Python complex, parsed.
+    Complex(f64, f64),
+}
+
+/// The parts of an ndarray map, borrowed from the input.
+#[derive(Debug)]
+pub(crate) struct NdArray<'a> {
+    /// Raw msgpack bytes of the `type` value: a cheap key for caching the parsed dtype.
+    pub type_raw: &'a [u8],
+    /// Position of the `type` value in the buffer (for error offsets).
+    pub type_pos: usize,
+    /// `kind` as bytes (`b""`, `b"V"`, `b"O"`), if present.
+    pub kind: Option<&'a [u8]>,
+    /// `nd` was False: a numpy scalar.
+    pub scalar: bool,
+    /// Shape (empty for 0-d arrays and scalars).
+    pub shape: Vec<usize>,
+    /// Number of elements (product of the shape; checked for overflow).
+    pub len: usize,
+    /// The `data` payload.
+    pub data: &'a [u8],
+    /// Position of the payload in the buffer.
+    pub data_pos: usize,
+}
+
+fn key_id(k: &[u8], dialect: Dialect) -> u8 {
+    match (k, dialect) {
+        (b"nd", Dialect::Auto | Dialect::MsgpackNumpy) => 1,
+        (b"type", Dialect::Auto | Dialect::MsgpackNumpy) => 2,
+        (b"kind", Dialect::Auto | Dialect::MsgpackNumpy) => 3,
+        (b"shape", _) => 4,
+        (b"data", _) => 5,
+        (b"complex", Dialect::Auto | Dialect::MsgpackNumpy) => 6,
+        (b"__ndarray__", Dialect::Auto | Dialect::Openpi) => 7,
+        (b"dtype", Dialect::Auto | Dialect::Openpi) => 8,
+        _ => 0,
+    }
+}
+
+/// If the map at the cursor is a msgpack-numpy special map, consume it and return what it holds;
+/// otherwise leave the cursor where it was and return `None`.
+pub(crate) fn probe<'a>(c: &mut Cursor<'a>, dialect: Dialect, depth: usize) -> Result<Option<Special<'a>>> {
+    let start = c.pos();
+    let n = c.read_map_len()?;
+    if n == 0 || n > MAX_SPECIAL_KEYS {
+        c.set_pos(start);
+        return Ok(None);
+    }
+    // positions of the values of the keys we care about, by key id
+    let mut at = [usize::MAX; 9];
+    for _ in 0..n {
+        let id = match c.peek_kind()? {
+            Kind::Str | Kind::Bin => key_id(c.read_str_or_bin()?.0, dialect),
+            _ => {
+                // Not a msgpack-numpy map (its keys are all strings); let the map decoder report it.
+                c.set_pos(start);
+                return Ok(None);
+            }
+        };
+        if id != 0 {
+            if at[id as usize] != usize::MAX {
+                c.set_pos(start);
+                return Ok(None);
+            }
+            at[id as usize] = c.pos();
+        }
+        c.skip(depth)?;
+    }
+    let end = c.pos();
+    let has = |id: usize| at[id] != usize::MAX;
+    let read_bool = |c: &mut Cursor<'a>, id: usize| -> Option<bool> {
+        c.set_pos(at[id]);
+        c.read_bool().ok()
+    };
+    let special = if has(1) && has(2) && has(5) {
+        match read_bool(c, 1) {
+            Some(true) if has(4) => Some(ndarray(c, &at, false)?),
+            Some(false) => Some(ndarray(c, &at, true)?),
+            _ => None,
+        }
+    } else if has(6) && has(5) && !has(1) {
+        match read_bool(c, 6) {
+            Some(true) => {
+                c.set_pos(at[5]);
+                let (s, _) = c.read_str_or_bin()?;
+                {
+                let (re, im) = parse_complex(s).ok_or_else(|| {
+                    c.error_at(at[5], ErrorKind::InvalidNdarray(format!(
+                        "complex data {:?} is not a Python complex literal",
+                        String::from_utf8_lossy(s)
+                    )))
+                })?;
+                Some(Special::Complex(re, im))
+            }
+            }
+            _ => None,
+        }
+    } else if has(7) && has(8) && has(4) && has(5) {
+        match read_bool(c, 7) {
+            Some(true) => {
+                at[2] = at[8];
+                Some(ndarray(c, &at, false)?)
+            }
+            _ => None,
+        }
+    } else {
+        None
+    };
+    c.set_pos(if special.is_some() { end } else { start });
+    Ok(special)
+}
+
+fn ndarray<'a>(c: &mut Cursor<'a>, at: &[usize; 9], scalar: bool) -> Result<Special<'a>> {
+    let bad = |c: &Cursor<'a>, pos: usize, msg: String| c.error_at(pos, ErrorKind::InvalidNdarray(msg));
+    // type: a str (or bin) dtype string, or a descr array for structured dtypes
+    c.set_pos(at[2]);
+    let type_pos = at[2];
+    match c.peek_kind()? {
+        Kind::Str | Kind::Bin | Kind::Array => {}
+        k => return Err(bad(c, type_pos, format!("'type' must be a dtype string or descr list, found {k:?}").to_lowercase())),
+    }
+    c.skip(MAX_NDIM)?;
+    let type_raw = &c.buf()[type_pos..c.pos()];
+    let kind = if at[3] != usize::MAX {
+        c.set_pos(at[3]);
+        match c.peek_kind()? {
+            Kind::Str | Kind::Bin => Some(c.read_str_or_bin()?.0),
+            Kind::Nil => None,
+            k => return Err(bad(c, at[3], format!("'kind' must be bytes, found {k:?}").to_lowercase())),
+        }
+    } else {
+        None
+    };
+    let mut shape = Vec::new();
+    if !scalar {
+        c.set_pos(at[4]);
+        let n = match c.peek_kind()? {
+            Kind::Array => c.read_array_len()?,
+            k => return Err(bad(c, at[4], format!("'shape' must be an array of ints, found {k:?}").to_lowercase())),
+        };
+        if n > MAX_NDIM {
+            return Err(bad(c, at[4], format!("{n} dimensions (numpy allows {MAX_NDIM})")));
+        }
+        for _ in 0..n {
+            let p = c.pos();
+            match c.read_int() {
+                Ok(Int::I(d)) if d >= 0 => shape.push(usize::try_from(d).map_err(|_| {
+                    bad(c, p, format!("shape entry {d} is too large"))
+                })?),
+                Ok(Int::I(d)) => return Err(bad(c, p, format!("negative shape entry {d}"))),
+                Ok(Int::U(d)) => return Err(bad(c, p, format!("shape entry {d} is too large"))),
+                Err(_) => return Err(bad(c, p, "'shape' must be an array of ints".into())),
+            }
+        }
+    }
+    let len = shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| bad(c, at[4], format!("shape {shape:?} overflows")))?;
+    c.set_pos(at[5]);
+    let (data, data_pos) = match c.peek_kind()? {
+        Kind::Str | Kind::Bin => c.read_str_or_bin()?,
+        k => return Err(bad(c, at[5], format!("'data' must be bin, found {k:?}").to_lowercase())),
+    };
+    Ok(Special::Array(NdArray { type_raw, type_pos, kind, scalar, shape, len, data, data_pos }))
+}
+
+impl<'a> NdArray<'a> {
+    /// Parse the dtype (callers cache it by `type_raw`).
+    pub fn parse_dtype(&self, base: u64) -> Result<NumpyDtype> {
+        let mut c = Cursor::new(self.type_raw, base);
+        let structured = self.kind == Some(b"V") || c.peek_kind()? == Kind::Array;
+        if self.kind == Some(b"O") {
+            return Ok(NumpyDtype::Object);
+        }
+        if structured {
+            parse_descr(&mut c, 0)
+        } else {
+            let (s, _) = c.read_str_or_bin()?;
+            let s = std::str::from_utf8(s)
+                .map_err(|_| c.error_at(0, ErrorKind::UnsupportedDtype(String::from_utf8_lossy(s).into())))?;
+            NumpyDtype::parse(s).map_err(|e| e.at_offset(base))
+        }
+    }
+
+    /// Check `data` holds exactly `len × itemsize` bytes.
+    pub fn check_len(&self, dt: &NumpyDtype, base: u64) -> Result<()> {
+        if matches!(dt, NumpyDtype::Object) {
+            return Ok(());
+        }
+        let want = self.len.checked_mul(dt.itemsize());
+        if want != Some(self.data.len()) {
+            return Err(Error::new(ErrorKind::InvalidNdarray(format!(
+                "data has {} bytes, but shape {:?} of {} needs {}",
+                self.data.len(),
+                self.shape,
+                dt.to_dtype_str(),
+                want.map_or("more than 2^64".to_string(), |w| w.to_string())
+            )))
+            .at_offset(base + self.data_pos as u64));
+        }
+        Ok(())
+    }
+}
+
+/// A structured descr: `[[name, type, shape?], ...]`, `type` a dtype string or a nested descr.
+fn parse_descr(c: &mut Cursor<'_>, depth: usize) -> Result<NumpyDtype> {
+    if depth > 32 {
+        return Err(c.error(ErrorKind::TooDeep(32)));
+    }
+    let bad = |c: &Cursor<'_>, m: &str| c.error(ErrorKind::UnsupportedDtype(format!("structured descr: {m}")));
+    let n = c.read_array_len()?;
+    let mut fields = Vec::with_capacity(n.min(1024));
+    for _ in 0..n {
+        let parts = c.read_array_len()?;
+        if !(2..=3).contains(&parts) {
+            return Err(bad(c, "a field must be [name, type] or [name, type, shape]"));
+        }
+        let (name, _) = c.read_str_or_bin()?;
+        let name = std::str::from_utf8(name).map_err(|_| bad(c, "field name is not UTF-8"))?.to_string();
+        let dtype = match c.peek_kind()? {
+            Kind::Array => parse_descr(c, depth + 1)?,
+            Kind::Str | Kind::Bin => {
+                let p = c.offset();
+                let (s, _) = c.read_str_or_bin()?;
+                let s = std::str::from_utf8(s).map_err(|_| bad(c, "type is not UTF-8"))?;
+                NumpyDtype::parse(s).map_err(|e| e.at_offset(p))?
+            }
+            _ => return Err(bad(c, "field type must be a string or a descr")),
+        };
+        let mut shape = Vec::new();
+        if parts == 3 {
+            let k = c.read_array_len()?;
+            for _ in 0..k.min(MAX_NDIM + 1) {
+                match c.read_int()? {
+                    Int::I(d) if d >= 0 => shape.push(d as usize),
+                    _ => return Err(bad(c, "field shape must hold non-negative ints")),
+                }
+            }
+            if k > MAX_NDIM {
+                return Err(bad(c, "field shape has too many dimensions"));
+            }
+        }
+        fields.push(StructField { name, dtype, shape });
+    }
+    // a descr of one unnamed field is a plain void dtype ('|V8')
+    if let [f] = fields.as_slice() {
+        if f.name.is_empty() && f.shape.is_empty() {
+            if let NumpyDtype::Void { .. } | NumpyDtype::Object = f.dtype {
+                return Ok(f.dtype.clone());
+            }
+        }
+    }
+    Ok(NumpyDtype::Struct(fields))
+}
+
+/// Parse Python's `repr(complex)`: `(1+2j)`, `1j`, `(-0-1j)`, `(nan+infj)`, `(1e+16-2.5e-05j)`.
+pub(crate) fn parse_complex(s: &[u8]) -> Option<(f64, f64)> {
+    let s = std::str::from_utf8(s).ok()?.trim();
+    let s = s.strip_prefix('(').and_then(|t| t.strip_suffix(')')).unwrap_or(s);
+    let num = |t: &str| -> Option<f64> {
+        let (sign, body) = match t.as_bytes().first()? {
+            b'-' => (-1.0, &t[1..]),
+            b'+' => (1.0, &t[1..]),
+            _ => (1.0, t),
+        };
+        let v = match body {
+            "inf" | "infinity" => f64::INFINITY,
+            "nan" => f64::NAN,
+            _ => body.parse::<f64>().ok()?,
+        };
+        Some(if v.is_nan() { v.copysign(sign) } else { sign * v })
+    };
+    match s.strip_suffix(['j', 'J']) {
+        None => Some((num(s)?, 0.0)),
+        Some(body) => {
+            // split at the last sign that is not the first char and not after an exponent 'e'
+            let b = body.as_bytes();
+            let split = (1..b.len()).rev().find(|&i| (b[i] == b'+' || b[i] == b'-') && !matches!(b[i - 1], b'e' | b'E'));
+            match split {
+                Some(i) => Some((num(&body[..i])?, num(&body[i..])?)),
+                None => Some((0.0, num(body)?)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn complex_reprs() {
+        // reprs as Python prints them
+        assert_eq!(parse_complex(b"(1+2j)"), Some((1.0, 2.0)));
+        assert_eq!(parse_complex(b"1j"), Some((0.0, 1.0)));
+        assert_eq!(parse_complex(b"-1j"), Some((0.0, -1.0)));
+        assert_eq!(parse_complex(b"(1e+16-2.5e-05j)"), Some((1e16, -2.5e-05)));
+        let (re, im) = parse_complex(b"(-0-0j)").unwrap();
+        assert!(re == 0.0 && re.is_sign_negative() && im.is_sign_negative());
+        let (re, im) = parse_complex(b"(nan+infj)").unwrap();
+        assert!(re.is_nan() && im == f64::INFINITY);
+        assert_eq!(parse_complex(b"(1+2)"), None);
+    }
+}

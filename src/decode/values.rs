@@ -1,0 +1,265 @@
+//! numpy element bytes → Arrow arrays, per dtype. Fixed-width numbers become the values buffer as
+//! they are (zero-copy when the bytes are aligned and in native order); everything else converts.
+
+use std::sync::Arc;
+
+use arrow_array::types::*;
+use arrow_array::builder::{BinaryBuilder, StringBuilder};
+use arrow_array::*;
+use arrow_buffer::ArrowNativeType;
+use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, Fields, TimeUnit};
+
+use crate::dtype::{ByteOrder, NpTimeUnit, NumpyDtype};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Copy `src` (elements of `dt` in file order) to the end of `dst`, in native order.
+#[inline]
+pub(crate) fn extend_native(dt: &NumpyDtype, src: &[u8], dst: &mut MutableBuffer) {
+    match dt.swap_width() {
+        0 => dst.extend_from_slice(src),
+        w => {
+            let start = dst.len();
+            dst.extend_from_slice(src);
+            swap_in_place(&mut dst.as_slice_mut()[start..], w);
+        }
+    }
+}
+
+/// Reverse the bytes of each `w`-byte unit.
+pub(crate) fn swap_in_place(b: &mut [u8], w: usize) {
+    match w {
+        2 => b.chunks_exact_mut(2).for_each(|c| c.swap(0, 1)),
+        4 => b.chunks_exact_mut(4).for_each(|c| {
+            let v = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]).swap_bytes();
+            c.copy_from_slice(&v.to_ne_bytes())
+        }),
+        8 => b.chunks_exact_mut(8).for_each(|c| {
+            let v = u64::from_ne_bytes(c.try_into().unwrap()).swap_bytes();
+            c.copy_from_slice(&v.to_ne_bytes())
+        }),
+        _ => b.chunks_exact_mut(w.max(1)).for_each(|c| c.reverse()),
+    }
+}
+
+/// The dtype with its byte order made native: what `extend_native` leaves in a buffer.
+pub(crate) fn native(dt: &NumpyDtype) -> NumpyDtype {
+    let o = if cfg!(target_endian = "little") { ByteOrder::Little } else { ByteOrder::Big };
+    match dt.clone() {
+        NumpyDtype::Int { size, signed, order } if order != ByteOrder::NotApplicable => {
+            NumpyDtype::Int { size, signed, order: o }
+        }
+        NumpyDtype::Float { size, .. } => NumpyDtype::Float { size, order: o },
+        NumpyDtype::Complex { size, .. } => NumpyDtype::Complex { size, order: o },
+        NumpyDtype::Unicode { chars, .. } => NumpyDtype::Unicode { chars, order: o },
+        NumpyDtype::Datetime { unit, .. } => NumpyDtype::Datetime { unit, order: o },
+        NumpyDtype::Timedelta { unit, .. } => NumpyDtype::Timedelta { unit, order: o },
+        other => other,
+    }
+}
+
+fn scalar_buffer<T: ArrowNativeType>(bytes: Buffer) -> ScalarBuffer<T> {
+    let n = bytes.len() / std::mem::size_of::<T>();
+    if bytes.as_ptr().align_offset(std::mem::align_of::<T>()) == 0 {
+        ScalarBuffer::new(bytes, 0, n)
+    } else {
+        // msgpack payloads are usually misaligned; ScalarBuffer::new would panic on them.
+        let mut m = MutableBuffer::new(bytes.len());
+        m.extend_from_slice(&bytes);
+        ScalarBuffer::new(m.into(), 0, n)
+    }
+}
+
+fn prim<T: ArrowPrimitiveType>(bytes: Buffer, nulls: Option<NullBuffer>) -> ArrayRef {
+    Arc::new(PrimitiveArray::<T>::new(scalar_buffer::<T::Native>(bytes), nulls))
+}
+
+fn owned_swapped(bytes: &Buffer, w: usize) -> Buffer {
+    let mut m = MutableBuffer::new(bytes.len());
+    m.extend_from_slice(bytes);
+    swap_in_place(m.as_slice_mut(), w);
+    m.into()
+}
+
+/// Build the Arrow array of `n` elements of `dt` from their bytes. `native_order`: the bytes were
+/// already swapped to native order (by [`extend_native`]). `nulls` (if any) has `n` entries.
+pub(crate) fn to_arrow(
+    dt: &NumpyDtype,
+    bytes: Buffer,
+    n: usize,
+    native_order: bool,
+    nulls: Option<NullBuffer>,
+) -> Result<ArrayRef> {
+    let item = dt.itemsize();
+    debug_assert_eq!(bytes.len(), n * item);
+    let bytes = match dt.swap_width() {
+        w if w > 0 && !native_order && !matches!(dt, NumpyDtype::Unicode { .. }) => owned_swapped(&bytes, w),
+        _ => bytes,
+    };
+    Ok(match dt {
+        NumpyDtype::Int { size, signed, .. } => match (size, signed) {
+            (1, true) => prim::<Int8Type>(bytes, nulls),
+            (2, true) => prim::<Int16Type>(bytes, nulls),
+            (4, true) => prim::<Int32Type>(bytes, nulls),
+            (8, true) => prim::<Int64Type>(bytes, nulls),
+            (1, false) => prim::<UInt8Type>(bytes, nulls),
+            (2, false) => prim::<UInt16Type>(bytes, nulls),
+            (4, false) => prim::<UInt32Type>(bytes, nulls),
+            _ => prim::<UInt64Type>(bytes, nulls),
+        },
+        NumpyDtype::Float { size: 2, .. } => prim::<Float16Type>(bytes, nulls),
+        NumpyDtype::Float { size: 4, .. } => prim::<Float32Type>(bytes, nulls),
+        NumpyDtype::Float { .. } => prim::<Float64Type>(bytes, nulls),
+        NumpyDtype::Complex { size, .. } => {
+            let (child, t) = if *size == 8 {
+                (prim::<Float32Type>(bytes, None), DataType::Float32)
+            } else {
+                (prim::<Float64Type>(bytes, None), DataType::Float64)
+            };
+            Arc::new(FixedSizeListArray::new(Arc::new(Field::new("item", t, false)), 2, child, nulls))
+        }
+        NumpyDtype::Bool => {
+            let b = BooleanBuffer::from_iter(bytes.iter().map(|&v| v != 0));
+            Arc::new(BooleanArray::new(b, nulls))
+        }
+        NumpyDtype::Unicode { chars, order } => {
+            let swap = !native_order && order.needs_swap();
+            let mut b = StringBuilder::with_capacity(n, bytes.len() / 4);
+            let mut s = String::new();
+            for i in 0..n {
+                s.clear();
+                let el = &bytes[i * item..(i + 1) * item];
+                let mut units: Vec<u32> = el
+                    .chunks_exact(4)
+                    .map(|c| {
+                        let v = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
+                        if swap { v.swap_bytes() } else { v }
+                    })
+                    .collect();
+                // numpy strips trailing NULs (embedded ones stay)
+                while units.last() == Some(&0) {
+                    units.pop();
+                }
+                for u in units {
+                    s.push(char::from_u32(u).ok_or_else(|| {
+                        Error::new(ErrorKind::InvalidNdarray(format!(
+                            "U{chars} element {i} holds {u:#x}, not a Unicode code point"
+                        )))
+                    })?);
+                }
+                b.append_value(&s);
+            }
+            let a = b.finish();
+            Arc::new(StringArray::new(a.offsets().clone(), a.values().clone(), nulls))
+        }
+        NumpyDtype::Bytes { .. } => {
+            let mut b = BinaryBuilder::with_capacity(n, bytes.len());
+            for i in 0..n {
+                let el = &bytes[i * item..(i + 1) * item];
+                let end = el.iter().rposition(|&c| c != 0).map_or(0, |p| p + 1);
+                b.append_value(&el[..end]);
+            }
+            let a = b.finish();
+            Arc::new(BinaryArray::new(a.offsets().clone(), a.values().clone(), nulls))
+        }
+        NumpyDtype::Void { len } => {
+            let size = i32::try_from(*len).map_err(|_| ErrorKind::UnsupportedDtype(dt.to_dtype_str()))?;
+            Arc::new(FixedSizeBinaryArray::try_new(size, bytes, nulls)?)
+        }
+        NumpyDtype::Datetime { unit, .. } | NumpyDtype::Timedelta { unit, .. } => {
+            let is_dt = matches!(dt, NumpyDtype::Datetime { .. });
+            time_array(dt, *unit, is_dt, scalar_buffer::<i64>(bytes), nulls)?
+        }
+        NumpyDtype::Struct(fields) => {
+            let mut arrays = Vec::new();
+            let mut out_fields = Vec::new();
+            let mut off = 0usize;
+            for f in fields {
+                let per: usize = f.shape.iter().product();
+                let w = f.dtype.itemsize() * per;
+                if !f.name.is_empty() {
+                    let mut m = MutableBuffer::new(w * n);
+                    for i in 0..n {
+                        m.extend_from_slice(&bytes[i * item + off..i * item + off + w]);
+                    }
+                    let mut a = to_arrow(&f.dtype, m.into(), n * per, false, None)?;
+                    for &d in f.shape.iter().rev() {
+                        let t = a.data_type().clone();
+                        a = Arc::new(FixedSizeListArray::try_new(
+                            Arc::new(Field::new("item", t, true)),
+                            i32::try_from(d).map_err(|_| ErrorKind::UnsupportedDtype(dt.to_dtype_str()))?,
+                            a,
+                            None,
+                        )?);
+                    }
+                    out_fields.push(Field::new(&f.name, a.data_type().clone(), true));
+                    arrays.push(a);
+                }
+                off += w;
+            }
+            if arrays.is_empty() {
+                Arc::new(StructArray::new_empty_fields(n, nulls))
+            } else {
+                Arc::new(StructArray::try_new(Fields::from(out_fields), arrays, nulls)?)
+            }
+        }
+        NumpyDtype::Object => {
+            return Err(Error::new(ErrorKind::ObjectArray));
+        }
+    })
+}
+
+/// datetime64/timedelta64 ticks → Arrow, NaT → null, units Arrow lacks converted exactly.
+fn time_array(
+    dt: &NumpyDtype,
+    unit: NpTimeUnit,
+    is_datetime: bool,
+    ticks: ScalarBuffer<i64>,
+    nulls: Option<NullBuffer>,
+) -> Result<ArrayRef> {
+    let nat = ticks.iter().any(|&v| v == i64::MIN);
+    let nulls = if nat {
+        let valid = BooleanBuffer::from_iter(ticks.iter().map(|&v| v != i64::MIN));
+        NullBuffer::union(nulls.as_ref(), Some(&NullBuffer::new(valid)))
+    } else {
+        nulls
+    };
+    let overflow = || {
+        Error::new(ErrorKind::InvalidNdarray(format!(
+            "{} value out of range after converting to an Arrow unit",
+            dt.to_dtype_str()
+        )))
+    };
+    if is_datetime && matches!(unit, NpTimeUnit::Day | NpTimeUnit::Week) {
+        let k = if unit == NpTimeUnit::Week { 7 } else { 1 };
+        let days = ticks
+            .iter()
+            .map(|&v| {
+                if v == i64::MIN { Ok(0) } else { v.checked_mul(k).and_then(|d| i32::try_from(d).ok()).ok_or_else(overflow) }
+            })
+            .collect::<Result<Vec<i32>>>()?;
+        return Ok(Arc::new(Date32Array::new(days.into(), nulls)));
+    }
+    let (tu, k) = unit
+        .to_arrow()
+        .ok_or_else(|| Error::new(ErrorKind::UnsupportedDtype(dt.to_dtype_str())))?;
+    let values: ScalarBuffer<i64> = if k == 1 {
+        ticks
+    } else {
+        ticks
+            .iter()
+            .map(|&v| if v == i64::MIN { Ok(0) } else { v.checked_mul(k).ok_or_else(overflow) })
+            .collect::<Result<Vec<i64>>>()?
+            .into()
+    };
+    Ok(match (is_datetime, tu) {
+        (true, TimeUnit::Second) => Arc::new(TimestampSecondArray::new(values, nulls)),
+        (true, TimeUnit::Millisecond) => Arc::new(TimestampMillisecondArray::new(values, nulls)),
+        (true, TimeUnit::Microsecond) => Arc::new(TimestampMicrosecondArray::new(values, nulls)),
+        (true, TimeUnit::Nanosecond) => Arc::new(TimestampNanosecondArray::new(values, nulls)),
+        (false, TimeUnit::Second) => Arc::new(DurationSecondArray::new(values, nulls)),
+        (false, TimeUnit::Millisecond) => Arc::new(DurationMillisecondArray::new(values, nulls)),
+        (false, TimeUnit::Microsecond) => Arc::new(DurationMicrosecondArray::new(values, nulls)),
+        (false, TimeUnit::Nanosecond) => Arc::new(DurationNanosecondArray::new(values, nulls)),
+    })
+}

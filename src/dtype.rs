@@ -1,0 +1,517 @@
+//! The type mapping: numpy dtypes (as msgpack-numpy writes them) and their Arrow types (SPEC §3).
+//!
+//! A [`NumpyDtype`] is parsed from the `type` entry of an ndarray map: a dtype string such as `"<f4"`,
+//! `"|b1"`, `"<U5"`, `"<M8[us]"`, or for structured arrays (`kind == b'V'`) a descr list such as
+//! `[["a", "<i4"], ["b", "<f8", [2]]]`. [`NumpyDtype::arrow_type`] gives the Arrow type of one element.
+
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Fields, TimeUnit};
+
+use crate::error::{err, ErrorKind, Result};
+
+/// Field and schema metadata keys. The exact numpy dtype travels in field metadata wherever Arrow
+/// alone would lose it, so writing back restores it.
+pub mod meta {
+    /// Field: the numpy dtype string (`"<f4"`, `">i8"`, `"<U5"`); for structured dtypes the descr as JSON.
+    pub const DTYPE: &str = "msgpack_numpy.dtype";
+    /// Field: how values were encoded: `"ndarray"` (`nd: True`), `"scalar"` (`nd: False`),
+    /// `"complex"` (Python complex), `"object"` (raw pickle bytes, never unpickled).
+    pub const KIND: &str = "msgpack_numpy.kind";
+    /// Schema: the layout the file was read with (`records`, `columns`, `values`).
+    pub const LAYOUT: &str = "msgpack_arrow.layout";
+    /// Schema: how rows were contained: `stream` (concatenated objects), `array` (one top-level
+    /// array), `ndarray` (one bare ndarray whose axis 0 are the rows).
+    pub const CONTAINER: &str = "msgpack_arrow.container";
+    /// Field (on the storage of a tensor extension): the Arrow extension name.
+    pub const EXTENSION_NAME: &str = "ARROW:extension:name";
+    /// Field: the Arrow extension metadata (JSON).
+    pub const EXTENSION_METADATA: &str = "ARROW:extension:metadata";
+}
+
+/// Byte order of a dtype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ByteOrder {
+    /// `<`
+    Little,
+    /// `>`
+    Big,
+    /// `|`: single bytes, strings of bytes, structured.
+    NotApplicable,
+}
+
+impl ByteOrder {
+    /// Whether values must be byte-swapped to reach this machine's order.
+    pub fn needs_swap(self) -> bool {
+        matches!(self, ByteOrder::Big) == cfg!(target_endian = "little")
+            && !matches!(self, ByteOrder::NotApplicable)
+    }
+    fn char(self) -> char {
+        match self {
+            ByteOrder::Little => '<',
+            ByteOrder::Big => '>',
+            ByteOrder::NotApplicable => '|',
+        }
+    }
+}
+
+/// A numpy datetime/timedelta unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NpTimeUnit {
+    /// `Y`
+    Year,
+    /// `M`
+    Month,
+    /// `W`
+    Week,
+    /// `D`
+    Day,
+    /// `h`
+    Hour,
+    /// `m`
+    Minute,
+    /// `s`
+    Second,
+    /// `ms`
+    Milli,
+    /// `us` (also `μs`)
+    Micro,
+    /// `ns`
+    Nano,
+    /// `ps`, `fs`, `as`: finer than Arrow can hold
+    Finer(u8),
+    /// `generic` (no unit): only NaT fits
+    Generic,
+}
+
+impl NpTimeUnit {
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "Y" => Self::Year,
+            "M" => Self::Month,
+            "W" => Self::Week,
+            "D" => Self::Day,
+            "h" => Self::Hour,
+            "m" => Self::Minute,
+            "s" => Self::Second,
+            "ms" => Self::Milli,
+            "us" | "μs" => Self::Micro,
+            "ns" => Self::Nano,
+            "ps" => Self::Finer(b'p'),
+            "fs" => Self::Finer(b'f'),
+            "as" => Self::Finer(b'a'),
+            "generic" => Self::Generic,
+            _ => return None,
+        })
+    }
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Year => "Y",
+            Self::Month => "M",
+            Self::Week => "W",
+            Self::Day => "D",
+            Self::Hour => "h",
+            Self::Minute => "m",
+            Self::Second => "s",
+            Self::Milli => "ms",
+            Self::Micro => "us",
+            Self::Nano => "ns",
+            Self::Finer(b'p') => "ps",
+            Self::Finer(b'f') => "fs",
+            Self::Finer(_) => "as",
+            Self::Generic => "generic",
+        }
+    }
+    /// The Arrow unit values are stored in, and the factor from numpy ticks to it.
+    /// `None` where no exact linear conversion exists (months, years, sub-nanosecond).
+    pub fn to_arrow(self) -> Option<(TimeUnit, i64)> {
+        Some(match self {
+            Self::Week => (TimeUnit::Second, 7 * 86_400),
+            Self::Day => (TimeUnit::Second, 86_400),
+            Self::Hour => (TimeUnit::Second, 3_600),
+            Self::Minute => (TimeUnit::Second, 60),
+            Self::Second => (TimeUnit::Second, 1),
+            Self::Milli => (TimeUnit::Millisecond, 1),
+            Self::Micro => (TimeUnit::Microsecond, 1),
+            Self::Nano => (TimeUnit::Nanosecond, 1),
+            _ => return None,
+        })
+    }
+}
+
+/// One field of a structured dtype.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StructField {
+    /// Field name; `""` for padding, which is skipped in Arrow.
+    pub name: String,
+    /// Element dtype.
+    pub dtype: NumpyDtype,
+    /// Sub-array shape (`[]` for a scalar field).
+    pub shape: Vec<usize>,
+}
+
+/// A parsed numpy dtype.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum NumpyDtype {
+    /// `b1`
+    Bool,
+    /// `i1`..`i8`, `u1`..`u8`
+    Int {
+        /// item size in bytes
+        size: u8,
+        /// `i` or `u`
+        signed: bool,
+        /// byte order
+        order: ByteOrder,
+    },
+    /// `f2`, `f4`, `f8`
+    Float {
+        /// item size in bytes
+        size: u8,
+        /// byte order
+        order: ByteOrder,
+    },
+    /// `c8`, `c16`
+    Complex {
+        /// item size in bytes (both parts)
+        size: u8,
+        /// byte order
+        order: ByteOrder,
+    },
+    /// `U<n>`: UTF-32 code points, NUL padded
+    Unicode {
+        /// characters per item
+        chars: usize,
+        /// byte order of the code units
+        order: ByteOrder,
+    },
+    /// `S<n>`: bytes, NUL padded
+    Bytes {
+        /// bytes per item
+        len: usize,
+    },
+    /// `M8[unit]`
+    Datetime {
+        /// unit
+        unit: NpTimeUnit,
+        /// byte order
+        order: ByteOrder,
+    },
+    /// `m8[unit]`
+    Timedelta {
+        /// unit
+        unit: NpTimeUnit,
+        /// byte order
+        order: ByteOrder,
+    },
+    /// `V<n>` without fields: opaque bytes
+    Void {
+        /// bytes per item
+        len: usize,
+    },
+    /// structured (`kind == b'V'` with a descr list)
+    Struct(Vec<StructField>),
+    /// `O`: Python objects, pickled
+    Object,
+}
+
+fn order_of(c: u8) -> Option<ByteOrder> {
+    match c {
+        b'<' => Some(ByteOrder::Little),
+        b'>' => Some(ByteOrder::Big),
+        b'|' => Some(ByteOrder::NotApplicable),
+        b'=' => Some(if cfg!(target_endian = "little") { ByteOrder::Little } else { ByteOrder::Big }),
+        _ => None,
+    }
+}
+
+impl NumpyDtype {
+    /// Parse a dtype string (`dtype.str`), e.g. `"<f4"`, `"|S3"`, `"<M8[ns]"`.
+    pub fn parse(s: &str) -> Result<Self> {
+        let bad = || crate::error::Error::new(ErrorKind::UnsupportedDtype(s.to_string()));
+        let b = s.as_bytes();
+        let (order, rest) = match b.first().and_then(|&c| order_of(c)) {
+            Some(o) => (Some(o), &s[1..]),
+            None => (None, s),
+        };
+        let mut chars = rest.chars();
+        let kind = chars.next().ok_or_else(bad)?;
+        let tail = chars.as_str();
+        let (digits, unit) = match tail.find('[') {
+            Some(i) if tail.ends_with(']') => (&tail[..i], Some(&tail[i + 1..tail.len() - 1])),
+            Some(_) => return Err(bad()),
+            None => (tail, None),
+        };
+        if digits.len() > 12 || !digits.bytes().all(|c| c.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let size: usize = if digits.is_empty() { 0 } else { digits.parse().map_err(|_| bad())? };
+        let ord = |o: Option<ByteOrder>| o.unwrap_or(ByteOrder::NotApplicable);
+        // numpy writes '|' for single bytes; '<'/'>' there would be harmless, so accept it.
+        let multi = |o: Option<ByteOrder>, size: usize| {
+            if size == 1 { ByteOrder::NotApplicable } else { ord(o) }
+        };
+        let dt = match (kind, unit) {
+            ('b', None) if size == 1 || size == 0 => NumpyDtype::Bool,
+            ('?', None) => NumpyDtype::Bool,
+            ('i' | 'u', None) if matches!(size, 1 | 2 | 4 | 8) => NumpyDtype::Int {
+                size: size as u8,
+                signed: kind == 'i',
+                order: multi(order, size),
+            },
+            ('f', None) if matches!(size, 2 | 4 | 8) => {
+                NumpyDtype::Float { size: size as u8, order: ord(order) }
+            }
+            ('c', None) if matches!(size, 8 | 16) => {
+                NumpyDtype::Complex { size: size as u8, order: ord(order) }
+            }
+            ('U', None) => NumpyDtype::Unicode { chars: size, order: ord(order) },
+            ('S' | 'a', None) => NumpyDtype::Bytes { len: size },
+            ('V', None) => NumpyDtype::Void { len: size },
+            ('O', None) => NumpyDtype::Object,
+            ('M' | 'm', Some(u)) if size == 8 => {
+                let unit = NpTimeUnit::parse(u).ok_or_else(bad)?;
+                if kind == 'M' {
+                    NumpyDtype::Datetime { unit, order: ord(order) }
+                } else {
+                    NumpyDtype::Timedelta { unit, order: ord(order) }
+                }
+            }
+            _ => return Err(bad()),
+        };
+        Ok(dt)
+    }
+
+    /// Size of one element in bytes.
+    pub fn itemsize(&self) -> usize {
+        match self {
+            NumpyDtype::Bool => 1,
+            NumpyDtype::Int { size, .. }
+            | NumpyDtype::Float { size, .. }
+            | NumpyDtype::Complex { size, .. } => *size as usize,
+            NumpyDtype::Unicode { chars, .. } => chars.saturating_mul(4),
+            NumpyDtype::Bytes { len } | NumpyDtype::Void { len } => *len,
+            NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. } => 8,
+            NumpyDtype::Struct(fields) => fields
+                .iter()
+                .map(|f| f.dtype.itemsize().saturating_mul(f.shape.iter().product::<usize>()))
+                .fold(0usize, |a, b| a.saturating_add(b)),
+            NumpyDtype::Object => 8,
+        }
+    }
+
+    /// Byte order (`NotApplicable` for bytes, strings of bytes and structured dtypes).
+    pub fn order(&self) -> ByteOrder {
+        match self {
+            NumpyDtype::Int { order, .. }
+            | NumpyDtype::Float { order, .. }
+            | NumpyDtype::Complex { order, .. }
+            | NumpyDtype::Unicode { order, .. }
+            | NumpyDtype::Datetime { order, .. }
+            | NumpyDtype::Timedelta { order, .. } => *order,
+            _ => ByteOrder::NotApplicable,
+        }
+    }
+
+    /// Width of the units that byte-swapping reverses (0: nothing to swap).
+    pub fn swap_width(&self) -> usize {
+        if !self.order().needs_swap() {
+            return 0;
+        }
+        match self {
+            NumpyDtype::Int { size, .. } | NumpyDtype::Float { size, .. } => *size as usize,
+            NumpyDtype::Complex { size, .. } => *size as usize / 2,
+            NumpyDtype::Unicode { .. } => 4,
+            NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. } => 8,
+            _ => 0,
+        }
+    }
+
+    /// Whether the (native-order) bytes of these elements are exactly an Arrow values buffer.
+    pub fn is_fixed_width_primitive(&self) -> bool {
+        matches!(
+            self,
+            NumpyDtype::Int { .. } | NumpyDtype::Float { .. } | NumpyDtype::Complex { .. }
+        )
+    }
+
+    /// The numpy dtype string, as `dtype.str` gives it (structured: the descr as JSON).
+    pub fn to_dtype_str(&self) -> String {
+        let o = self.order().char();
+        match self {
+            NumpyDtype::Bool => "|b1".into(),
+            NumpyDtype::Int { size, signed, .. } => {
+                format!("{o}{}{size}", if *signed { 'i' } else { 'u' })
+            }
+            NumpyDtype::Float { size, .. } => format!("{o}f{size}"),
+            NumpyDtype::Complex { size, .. } => format!("{o}c{size}"),
+            NumpyDtype::Unicode { chars, .. } => format!("{o}U{chars}"),
+            NumpyDtype::Bytes { len } => format!("|S{len}"),
+            NumpyDtype::Void { len } => format!("|V{len}"),
+            NumpyDtype::Datetime { unit, .. } => format!("{o}M8[{}]", unit.as_str()),
+            NumpyDtype::Timedelta { unit, .. } => format!("{o}m8[{}]", unit.as_str()),
+            NumpyDtype::Object => "|O".into(),
+            NumpyDtype::Struct(_) => self.descr_json().to_string(),
+        }
+    }
+
+    /// The structured descr as JSON (`[["a","<i4"],["b","<f8",[2]]]`); other dtypes: their string.
+    pub fn descr_json(&self) -> serde_json::Value {
+        match self {
+            NumpyDtype::Struct(fields) => serde_json::Value::Array(
+                fields
+                    .iter()
+                    .map(|f| {
+                        let mut v = vec![serde_json::Value::from(f.name.clone()), f.dtype.descr_json()];
+                        if !f.shape.is_empty() {
+                            v.push(serde_json::Value::from(f.shape.clone()));
+                        }
+                        serde_json::Value::Array(v)
+                    })
+                    .collect(),
+            ),
+            other => serde_json::Value::from(other.to_dtype_str()),
+        }
+    }
+
+    /// Parse what [`NumpyDtype::to_dtype_str`] wrote (a dtype string or a descr JSON).
+    pub fn from_metadata(s: &str) -> Result<Self> {
+        if s.starts_with('[') {
+            let v: serde_json::Value = serde_json::from_str(s)
+                .map_err(|_| crate::error::Error::new(ErrorKind::UnsupportedDtype(s.into())))?;
+            Self::from_descr_json(&v)
+        } else {
+            Self::parse(s)
+        }
+    }
+
+    fn from_descr_json(v: &serde_json::Value) -> Result<Self> {
+        let bad = || crate::error::Error::new(ErrorKind::UnsupportedDtype(v.to_string()));
+        match v {
+            serde_json::Value::String(s) => Self::parse(s),
+            serde_json::Value::Array(items) => {
+                let mut fields = Vec::with_capacity(items.len());
+                for it in items {
+                    let parts = it.as_array().ok_or_else(bad)?;
+                    let name = parts.first().and_then(|n| n.as_str()).ok_or_else(bad)?;
+                    let dtype = Self::from_descr_json(parts.get(1).ok_or_else(bad)?)?;
+                    let shape = match parts.get(2) {
+                        None => vec![],
+                        Some(s) => s
+                            .as_array()
+                            .ok_or_else(bad)?
+                            .iter()
+                            .map(|d| d.as_u64().map(|d| d as usize).ok_or_else(bad))
+                            .collect::<Result<_>>()?,
+                    };
+                    fields.push(StructField { name: name.to_string(), dtype, shape });
+                }
+                Ok(NumpyDtype::Struct(fields))
+            }
+            _ => Err(bad()),
+        }
+    }
+
+    /// The Arrow type of one element.
+    pub fn arrow_type(&self) -> Result<DataType> {
+        Ok(match self {
+            NumpyDtype::Bool => DataType::Boolean,
+            NumpyDtype::Int { size, signed, .. } => match (size, signed) {
+                (1, true) => DataType::Int8,
+                (2, true) => DataType::Int16,
+                (4, true) => DataType::Int32,
+                (8, true) => DataType::Int64,
+                (1, false) => DataType::UInt8,
+                (2, false) => DataType::UInt16,
+                (4, false) => DataType::UInt32,
+                _ => DataType::UInt64,
+            },
+            NumpyDtype::Float { size, .. } => match size {
+                2 => DataType::Float16,
+                4 => DataType::Float32,
+                _ => DataType::Float64,
+            },
+            NumpyDtype::Complex { size, .. } => {
+                let part = if *size == 8 { DataType::Float32 } else { DataType::Float64 };
+                DataType::FixedSizeList(Arc::new(Field::new("item", part, false)), 2)
+            }
+            NumpyDtype::Unicode { .. } => DataType::Utf8,
+            NumpyDtype::Bytes { .. } => DataType::Binary,
+            NumpyDtype::Void { len } => DataType::FixedSizeBinary(
+                i32::try_from(*len).map_err(|_| ErrorKind::UnsupportedDtype(self.to_dtype_str()))?,
+            ),
+            NumpyDtype::Datetime { unit, .. } => match unit {
+                NpTimeUnit::Day | NpTimeUnit::Week => DataType::Date32,
+                u => match u.to_arrow() {
+                    Some((tu, _)) => DataType::Timestamp(tu, None),
+                    None => return err(ErrorKind::UnsupportedDtype(format!(
+                        "{} (unit {} has no exact Arrow equivalent)",
+                        self.to_dtype_str(),
+                        u.as_str()
+                    ))),
+                },
+            },
+            NumpyDtype::Timedelta { unit, .. } => match unit.to_arrow() {
+                Some((tu, _)) => DataType::Duration(tu),
+                None => return err(ErrorKind::UnsupportedDtype(format!(
+                    "{} (unit {} has no exact Arrow equivalent)",
+                    self.to_dtype_str(),
+                    unit.as_str()
+                ))),
+            },
+            NumpyDtype::Struct(fields) => {
+                let mut out = Vec::with_capacity(fields.len());
+                for f in fields.iter().filter(|f| !f.name.is_empty()) {
+                    let mut t = f.dtype.arrow_type()?;
+                    for &d in f.shape.iter().rev() {
+                        t = fixed_size_list(t, d)?;
+                    }
+                    out.push(Field::new(&f.name, t, true));
+                }
+                DataType::Struct(Fields::from(out))
+            }
+            NumpyDtype::Object => return err(ErrorKind::ObjectArray),
+        })
+    }
+}
+
+/// `FixedSizeList(item, n)` with the item field named and nullable as Polars and pyarrow make it.
+pub fn fixed_size_list(item: DataType, n: usize) -> Result<DataType> {
+    let n = i32::try_from(n).map_err(|_| {
+        ErrorKind::Layout(format!("axis of length {n} is longer than a FixedSizeList can hold"))
+    })?;
+    Ok(DataType::FixedSizeList(Arc::new(Field::new("item", item, true)), n))
+}
+
+/// `List(item)`, item field nullable as Polars and pyarrow make it.
+pub fn list(item: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new("item", item, true)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_format_round_trip() {
+        for s in [
+            "<f4", ">f8", "<f2", "|b1", "|i1", "|u1", "<i8", ">u2", "<c8", ">c16", "<U5", ">U1", "|S3",
+            "|V8", "<M8[us]", ">m8[ns]", "<M8[D]", "|O",
+        ] {
+            assert_eq!(NumpyDtype::parse(s).unwrap().to_dtype_str(), s, "{s}");
+        }
+        for bad in ["", "<", "<f3", "<i16", "<c32", "<M8", "<M8[xs]", "zz", "<f99999999999999999999"] {
+            assert!(NumpyDtype::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn arrow_types() {
+        let t = |s| NumpyDtype::parse(s).unwrap().arrow_type().unwrap();
+        assert_eq!(t(">f2"), DataType::Float16);
+        assert_eq!(t("<M8[D]"), DataType::Date32);
+        assert_eq!(t("<m8[D]"), DataType::Duration(TimeUnit::Second));
+        assert!(NumpyDtype::parse("<M8[Y]").unwrap().arrow_type().is_err());
+        assert!(NumpyDtype::parse("|O").unwrap().arrow_type().is_err());
+    }
+}

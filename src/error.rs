@@ -1,0 +1,176 @@
+//! The one public error type: what went wrong, and where (byte offset, record, column path).
+
+use std::fmt;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error with its position in the input. Boxed so `Result` stays one word wide.
+pub struct Error(Box<Inner>);
+
+struct Inner {
+    kind: ErrorKind,
+    offset: Option<u64>,
+    record: Option<u64>,
+    path: Option<String>,
+}
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The input ended inside a value.
+    #[error("truncated input: need {need} bytes, {have} left")]
+    Truncated {
+        /// Bytes the value declares.
+        need: u64,
+        /// Bytes left in the input.
+        have: u64,
+    },
+    /// A byte that is not valid MessagePack here (reserved marker 0xc1, wrong container type, ...).
+    #[error("invalid msgpack: {0}")]
+    InvalidMsgpack(String),
+    /// A msgpack-numpy map that is malformed (bad `shape`, `data` length, key types, ...).
+    #[error("invalid ndarray: {0}")]
+    InvalidNdarray(String),
+    /// A numpy dtype string this crate does not read, or a malformed one.
+    #[error("unsupported numpy dtype {0:?}")]
+    UnsupportedDtype(String),
+    /// An object (`'O'`) array: its data is a pickle, which is never executed.
+    #[error("object array (dtype 'O') holds a pickle, which is never unpickled; pass object_arrays=\"raw\" (CLI: --object-arrays raw) to keep its bytes as Binary")]
+    ObjectArray,
+    /// Two values of one column have types that do not unify.
+    #[error("type conflict: {0}")]
+    TypeConflict(String),
+    /// A map key that is not a string, a duplicate key, or a key not in the schema.
+    #[error("bad key: {0}")]
+    Key(String),
+    /// The input nests deeper than the configured limit.
+    #[error("nesting deeper than {0} levels (see ReaderBuilder::with_max_depth)")]
+    TooDeep(usize),
+    /// Decoding would exceed the configured cap on decoded bytes.
+    #[error("decoded data exceeds the limit of {0} bytes (see ReaderBuilder::with_max_decoded_bytes)")]
+    LimitExceeded(u64),
+    /// The layout does not fit the input (e.g. `columns` with unequal lengths).
+    #[error("layout: {0}")]
+    Layout(String),
+    /// Arrow data this crate cannot write as msgpack-numpy.
+    #[error("cannot encode: {0}")]
+    Unsupported(String),
+    /// An error from arrow-rs.
+    #[error(transparent)]
+    Arrow(#[from] arrow_schema::ArrowError),
+    /// An error from the parquet crate.
+    #[error(transparent)]
+    Parquet(#[from] parquet::errors::ParquetError),
+    /// An I/O error.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl Error {
+    /// A new error of this kind, with no position yet.
+    pub fn new(kind: ErrorKind) -> Self {
+        Error(Box::new(Inner { kind, offset: None, record: None, path: None }))
+    }
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0.kind
+    }
+    /// Byte offset in the (decompressed) input where the problem was found.
+    pub fn offset(&self) -> Option<u64> {
+        self.0.offset
+    }
+    /// Index of the record (row) being read, counted from 0 over the whole input.
+    pub fn record(&self) -> Option<u64> {
+        self.0.record
+    }
+    /// Column path, e.g. `frames.depth`.
+    pub fn path(&self) -> Option<&str> {
+        self.0.path.as_deref()
+    }
+    /// Set the byte offset unless one is already known (the innermost position wins).
+    pub fn at_offset(mut self, offset: u64) -> Self {
+        self.0.offset.get_or_insert(offset);
+        self
+    }
+    /// Set the record index unless one is already known.
+    pub fn at_record(mut self, record: u64) -> Self {
+        self.0.record.get_or_insert(record);
+        self
+    }
+    /// Prepend a path segment, as the error unwinds out of nested columns.
+    pub fn prepend_path(mut self, segment: &str) -> Self {
+        self.0.path = Some(match self.0.path.take() {
+            Some(p) => format!("{segment}.{p}"),
+            None => segment.to_string(),
+        });
+        self
+    }
+}
+
+pub(crate) fn err<T>(kind: ErrorKind) -> Result<T> {
+    Err(Error::new(kind))
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.kind)?;
+        let mut sep = " at ";
+        if let Some(o) = self.0.offset {
+            write!(f, "{sep}byte {o}")?;
+            sep = ", ";
+        }
+        if let Some(r) = self.0.record {
+            write!(f, "{sep}record {r}")?;
+            sep = ", ";
+        }
+        if let Some(p) = &self.0.path {
+            write!(f, "{sep}column {p:?}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.kind.source()
+    }
+}
+
+impl<E: Into<ErrorKind>> From<E> for Error {
+    fn from(e: E) -> Self {
+        Error::new(e.into())
+    }
+}
+
+impl From<Error> for arrow_schema::ArrowError {
+    fn from(e: Error) -> Self {
+        arrow_schema::ArrowError::ExternalError(Box::new(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_names_position() {
+        let e = Error::new(ErrorKind::UnsupportedDtype(">c32".into()))
+            .at_offset(1834)
+            .at_record(12)
+            .prepend_path("depth")
+            .prepend_path("frames");
+        assert_eq!(
+            e.to_string(),
+            "unsupported numpy dtype \">c32\" at byte 1834, record 12, column \"frames.depth\""
+        );
+        assert_eq!(std::mem::size_of::<Result<()>>(), 8);
+    }
+}

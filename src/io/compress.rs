@@ -1,0 +1,310 @@
+//! Opening inputs: plain files are memory-mapped, `.zst` / `.lz4` / `.gz` files are decompressed on
+//! the fly, and `-` is standard input. Also the expansion of CLI arguments (globs, directories).
+
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// An opened input.
+pub enum Input {
+    /// A plain file, memory-mapped.
+    Mmap(memmap2::Mmap),
+    /// A compressed file (decompressed as it is read) or standard input.
+    Stream(Box<dyn Read + Send>),
+}
+
+impl std::fmt::Debug for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Input::Mmap(m) => write!(f, "Input::Mmap({} bytes)", m.len()),
+            Input::Stream(_) => f.write_str("Input::Stream"),
+        }
+    }
+}
+
+/// A compression recognised from a file name's last extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    /// `.zst` / `.zstd`
+    Zstd,
+    /// `.lz4` (the LZ4 frame format, as the `lz4` command writes it)
+    Lz4,
+    /// `.gz` (gzip; concatenated members are read as one stream)
+    Gzip,
+}
+
+impl Codec {
+    /// The codec named by `path`'s last extension, if any.
+    pub fn from_path(path: &Path) -> Option<Codec> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "zst" | "zstd" => Some(Codec::Zstd),
+            "lz4" => Some(Codec::Lz4),
+            "gz" => Some(Codec::Gzip),
+            _ => None,
+        }
+    }
+
+    /// Wrap `r` in this codec's decoder.
+    pub fn decoder(self, r: Box<dyn Read + Send>) -> Result<Box<dyn Read + Send>> {
+        Ok(match self {
+            // zstd::Decoder buffers its input itself.
+            Codec::Zstd => Box::new(zstd::stream::read::Decoder::new(r)?),
+            Codec::Lz4 => Box::new(lz4_flex::frame::FrameDecoder::new(BufReader::new(r))),
+            Codec::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(r))),
+        })
+    }
+}
+
+/// An I/O error that names the path it happened on.
+pub(crate) fn io_error(path: &Path, e: io::Error) -> Error {
+    Error::new(ErrorKind::Io(io::Error::new(e.kind(), format!("{}: {e}", path.display()))))
+}
+
+/// Whether `path` means standard input / output.
+pub fn is_stdio(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Open `path` for reading: a plain file is memory-mapped; `.zst`, `.lz4` (frame format) and `.gz`
+/// are decompressed as they are read; `-` is standard input (not decompressed).
+pub fn open_input(path: &Path) -> Result<Input> {
+    open_input_counted(path, None)
+}
+
+/// [`open_input`], adding the number of bytes read from the file (before decompression) to
+/// `counter` as they are read, for a progress bar. A memory-mapped input is not counted: the caller
+/// knows its size.
+pub fn open_input_counted(path: &Path, counter: Option<Arc<AtomicU64>>) -> Result<Input> {
+    let count = |r: Box<dyn Read + Send>| -> Box<dyn Read + Send> {
+        match &counter {
+            Some(c) => Box::new(CountingReader { inner: r, counter: c.clone() }),
+            None => r,
+        }
+    };
+    if is_stdio(path) {
+        return Ok(Input::Stream(count(Box::new(io::stdin()))));
+    }
+    let file = File::open(path).map_err(|e| io_error(path, e))?;
+    if let Some(codec) = Codec::from_path(path) {
+        return Ok(Input::Stream(codec.decoder(count(Box::new(file)))?));
+    }
+    let meta = file.metadata().map_err(|e| io_error(path, e))?;
+    if !meta.is_file() {
+        // A FIFO or character device cannot be mapped: read it as a stream.
+        return Ok(Input::Stream(count(Box::new(file))));
+    }
+    // SAFETY: the map is read-only. If another process truncates or rewrites the file while it is
+    // mapped, reads may see the new bytes or fault (SIGBUS); that is the documented contract of
+    // reading a memory-mapped file, and the same caveat every mmap-based reader carries.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| io_error(path, e))?;
+    Ok(Input::Mmap(map))
+}
+
+/// Counts the bytes read through it.
+struct CountingReader {
+    inner: Box<dyn Read + Send>,
+    counter: Arc<AtomicU64>,
+}
+
+impl Read for CountingReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counter.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// The file names a directory argument expands to (msgpack files, plain or compressed).
+pub const MSGPACK_EXTENSIONS: &[&str] = &[
+    ".msgpack",
+    ".mpk",
+    ".msgpack.zst",
+    ".msgpack.gz",
+    ".msgpack.lz4",
+    ".mpk.zst",
+    ".mpk.gz",
+    ".mpk.lz4",
+];
+
+fn is_msgpack_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    MSGPACK_EXTENSIONS.iter().any(|ext| lower.ends_with(ext))
+}
+
+fn has_glob_chars(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+/// Expand CLI input arguments into paths, in order:
+/// - `-` stays as is (standard input);
+/// - a pattern with `*`, `?` or `[` is expanded with [`glob`] and sorted; matching nothing is an error;
+/// - a directory becomes its msgpack files ([`MSGPACK_EXTENSIONS`]), sorted; none is an error;
+/// - anything else must exist.
+pub fn expand_inputs(args: &[String]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for arg in args {
+        let p = Path::new(arg);
+        if is_stdio(p) {
+            out.push(p.to_path_buf());
+        } else if p.is_dir() {
+            let mut found = Vec::new();
+            for entry in std::fs::read_dir(p).map_err(|e| io_error(p, e))? {
+                let entry = entry.map_err(|e| io_error(p, e))?;
+                let is_file = entry.file_type().map(|t| !t.is_dir()).unwrap_or(false);
+                if is_file && entry.file_name().to_str().is_some_and(is_msgpack_name) {
+                    found.push(entry.path());
+                }
+            }
+            if found.is_empty() {
+                return Err(Error::new(ErrorKind::Io(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("directory {arg:?} holds no {} files", MSGPACK_EXTENSIONS.join(", ")),
+                ))));
+            }
+            found.sort();
+            out.extend(found);
+        } else if p.exists() {
+            out.push(p.to_path_buf());
+        } else if has_glob_chars(arg) {
+            let paths = glob::glob(arg).map_err(|e| {
+                Error::new(ErrorKind::Io(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("bad glob pattern {arg:?}: {e}"),
+                )))
+            })?;
+            let mut found = Vec::new();
+            for p in paths {
+                let p = p.map_err(|e| {
+                    let path = e.path().to_path_buf();
+                    io_error(&path, e.into_error())
+                })?;
+                if !p.is_dir() {
+                    found.push(p);
+                }
+            }
+            if found.is_empty() {
+                return Err(Error::new(ErrorKind::Io(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("pattern {arg:?} matches no files"),
+                ))));
+            }
+            found.sort();
+            out.extend(found);
+        } else {
+            return Err(io_error(p, io::Error::from(io::ErrorKind::NotFound)));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn read_all(input: Input) -> Vec<u8> {
+        match input {
+            Input::Mmap(m) => m.to_vec(),
+            Input::Stream(mut r) => {
+                let mut v = Vec::new();
+                r.read_to_end(&mut v).unwrap();
+                v
+            }
+        }
+    }
+
+    #[test]
+    fn plain_and_compressed() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..100_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let plain = dir.path().join("a.msgpack");
+        std::fs::write(&plain, &data).unwrap();
+        assert!(matches!(open_input(&plain).unwrap(), Input::Mmap(_)));
+        assert_eq!(read_all(open_input(&plain).unwrap()), data);
+
+        let zst = dir.path().join("a.msgpack.zst");
+        std::fs::write(&zst, zstd::encode_all(&data[..], 3).unwrap()).unwrap();
+
+        let gz = dir.path().join("a.msgpack.gz");
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(&data[..1000]).unwrap();
+        let mut two = enc.finish().unwrap();
+        // A second gzip member: `cat a.gz b.gz` must read as one stream.
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(&data[1000..]).unwrap();
+        two.extend(enc.finish().unwrap());
+        std::fs::write(&gz, two).unwrap();
+
+        let lz4 = dir.path().join("a.msgpack.lz4");
+        let mut enc = lz4_flex::frame::FrameEncoder::new(Vec::new());
+        enc.write_all(&data).unwrap();
+        std::fs::write(&lz4, enc.finish().unwrap()).unwrap();
+
+        for p in [&zst, &gz, &lz4] {
+            let counter = Arc::new(AtomicU64::new(0));
+            let input = open_input_counted(p, Some(counter.clone())).unwrap();
+            assert!(matches!(input, Input::Stream(_)));
+            assert_eq!(read_all(input), data, "{}", p.display());
+            assert_eq!(counter.load(Ordering::Relaxed), std::fs::metadata(p).unwrap().len());
+        }
+    }
+
+    #[test]
+    fn empty_file_maps() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("empty.msgpack");
+        std::fs::write(&p, b"").unwrap();
+        assert_eq!(read_all(open_input(&p).unwrap()), b"");
+    }
+
+    #[test]
+    fn missing_file_names_path() {
+        let e = open_input(Path::new("/nonexistent/x.msgpack")).unwrap_err().to_string();
+        assert!(e.contains("/nonexistent/x.msgpack"), "{e}");
+    }
+
+    #[test]
+    fn corrupt_compressed_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.msgpack.zst");
+        std::fs::write(&p, b"not zstd at all").unwrap();
+        let Input::Stream(mut r) = open_input(&p).unwrap() else { panic!() };
+        assert!(r.read_to_end(&mut Vec::new()).is_err());
+    }
+
+    #[test]
+    fn expand() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for n in ["b.msgpack", "a.mpk", "c.msgpack.zst", "notes.txt", "z.parquet"] {
+            std::fs::write(d.join(n), b"").unwrap();
+        }
+        std::fs::create_dir(d.join("sub.msgpack")).unwrap();
+        let s = |p: &Path| p.to_str().unwrap().to_string();
+        let got = expand_inputs(&[s(d)]).unwrap();
+        let names: Vec<_> = got.iter().map(|p| p.file_name().unwrap().to_str().unwrap()).collect();
+        assert_eq!(names, ["a.mpk", "b.msgpack", "c.msgpack.zst"]);
+
+        let got = expand_inputs(&[format!("{}/*.msgpack*", s(d)), s(&d.join("z.parquet"))]).unwrap();
+        let names: Vec<_> = got.iter().map(|p| p.file_name().unwrap().to_str().unwrap()).collect();
+        assert_eq!(names, ["b.msgpack", "c.msgpack.zst", "z.parquet"]);
+
+        let pat = format!("{}/*.nothing", s(d));
+        let e = expand_inputs(std::slice::from_ref(&pat)).unwrap_err().to_string();
+        assert!(e.contains(&pat) && e.contains("matches no files"), "{e}");
+
+        let e = expand_inputs(&[s(&d.join("missing.msgpack"))]).unwrap_err().to_string();
+        assert!(e.contains("missing.msgpack"), "{e}");
+
+        std::fs::create_dir(d.join("empty")).unwrap();
+        let e = expand_inputs(&[s(&d.join("empty"))]).unwrap_err().to_string();
+        assert!(e.contains("empty") && e.contains("holds no"), "{e}");
+
+        assert_eq!(expand_inputs(&["-".into()]).unwrap(), [PathBuf::from("-")]);
+    }
+}

@@ -1,0 +1,469 @@
+//! Files in and out: compressed inputs, atomic outputs, and the Arrow-side formats (Parquet,
+//! Feather / Arrow IPC, NPZ). [`open_table`] opens any supported input as a stream of record
+//! batches; the CLI and the Python package both go through it.
+
+pub mod atomic;
+pub mod compress;
+pub mod ipc;
+pub mod npz;
+pub mod parquet;
+
+#[cfg(test)]
+mod python_tests;
+
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+
+use crate::dtype::meta;
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::{Layout, ObjectArrays, TensorMode};
+
+pub use atomic::AtomicFile;
+pub use compress::{expand_inputs, open_input, Input};
+
+/// A stream of record batches.
+pub type BatchIter = Box<dyn Iterator<Item = Result<RecordBatch>> + Send>;
+
+/// A file format this crate reads or writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// msgpack-numpy (`.msgpack`, `.mpk`, optionally `.zst` / `.gz` / `.lz4` compressed).
+    Msgpack,
+    /// Apache Parquet (`.parquet`, `.pq`).
+    Parquet,
+    /// Feather v2 / Arrow IPC file (`.feather`, `.arrow`, `.ipc`); the IPC stream format is read too.
+    Ipc,
+    /// NumPy `.npz`: one `.npy` array per column.
+    Npz,
+}
+
+impl Format {
+    /// The format named by `path`'s extension (a compression extension after `.msgpack` is allowed).
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        let name = match compress::Codec::from_path(path) {
+            Some(_) => name.rsplit_once('.').map(|(stem, _)| stem.to_string())?,
+            None => name,
+        };
+        let ext = name.rsplit_once('.')?.1;
+        let f = match ext {
+            "msgpack" | "mpk" | "msgp" => Format::Msgpack,
+            "parquet" | "pq" => Format::Parquet,
+            "feather" | "arrow" | "ipc" | "arrows" => Format::Ipc,
+            "npz" => Format::Npz,
+            _ => return None,
+        };
+        // Compressed Parquet/IPC/NPZ files are not read (they compress internally).
+        if f != Format::Msgpack && compress::Codec::from_path(path).is_some() {
+            return None;
+        }
+        Some(f)
+    }
+
+    /// Recognise a file by its first bytes (Parquet, Arrow IPC, zip); anything else is msgpack.
+    pub fn sniff(path: &Path) -> Result<Format> {
+        if compress::is_stdio(path) || compress::Codec::from_path(path).is_some() {
+            return Ok(Format::Msgpack);
+        }
+        let mut head = [0u8; 8];
+        let mut f = std::fs::File::open(path).map_err(|e| compress::io_error(path, e))?;
+        let mut n = 0;
+        while n < head.len() {
+            match f.read(&mut head[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(compress::io_error(path, e)),
+            }
+        }
+        let head = &head[..n];
+        Ok(if head.starts_with(b"PAR1") {
+            Format::Parquet
+        } else if head.starts_with(b"ARROW1") || head.starts_with(&[0xff, 0xff, 0xff, 0xff]) {
+            Format::Ipc
+        } else if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
+            Format::Npz
+        } else {
+            Format::Msgpack
+        })
+    }
+
+    /// The format of an input: from its extension, else from its first bytes.
+    pub fn detect(path: &Path) -> Result<Format> {
+        match Format::from_path(path) {
+            Some(f) => Ok(f),
+            None => Format::sniff(path),
+        }
+    }
+}
+
+impl FromStr for Format {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "msgpack" | "mpk" => Format::Msgpack,
+            "parquet" | "pq" => Format::Parquet,
+            "feather" | "arrow" | "ipc" => Format::Ipc,
+            "npz" => Format::Npz,
+            _ => {
+                return Err(Error::new(ErrorKind::Unsupported(format!(
+                    "unknown format {s:?}; expected one of: parquet, feather, arrow, ipc, npz, msgpack"
+                ))))
+            }
+        })
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::Msgpack => "msgpack",
+            Format::Parquet => "parquet",
+            Format::Ipc => "arrow ipc",
+            Format::Npz => "npz",
+        })
+    }
+}
+
+/// Compression inside an output file (Parquet pages, IPC buffers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// No compression.
+    None,
+    /// Zstandard at this level (1–22; 3 is zstd's own default).
+    Zstd(i32),
+    /// Snappy (Parquet only).
+    Snappy,
+    /// LZ4 (Parquet: `LZ4_RAW`; IPC: the LZ4 frame format).
+    Lz4,
+}
+
+impl Default for Compression {
+    /// `Zstd(3)`.
+    fn default() -> Self {
+        Compression::Zstd(3)
+    }
+}
+
+impl FromStr for Compression {
+    type Err = Error;
+    /// `none`, `zstd`, `zstd:LEVEL`, `snappy`, `lz4`.
+    fn from_str(s: &str) -> Result<Self> {
+        let lower = s.to_ascii_lowercase();
+        let bad = || {
+            Error::new(ErrorKind::Unsupported(format!(
+                "unknown compression {s:?}; expected one of: zstd, zstd:LEVEL, snappy, lz4, none"
+            )))
+        };
+        Ok(match lower.as_str() {
+            "none" | "uncompressed" => Compression::None,
+            "zstd" => Compression::Zstd(3),
+            "snappy" => Compression::Snappy,
+            "lz4" => Compression::Lz4,
+            other => match other.strip_prefix("zstd:") {
+                Some(level) => {
+                    let level: i32 = level.parse().map_err(|_| bad())?;
+                    if !(1..=22).contains(&level) {
+                        return Err(Error::new(ErrorKind::Unsupported(format!(
+                            "zstd level {level} is out of range 1..=22"
+                        ))));
+                    }
+                    Compression::Zstd(level)
+                }
+                None => return Err(bad()),
+            },
+        })
+    }
+}
+
+/// Options for [`open_table`]. Layout, tensor mode and object arrays apply to msgpack inputs
+/// (tensor mode to NPZ too); the column projection and batch size to every format.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Input format; `None` (default): from the extension, else from the first bytes.
+    pub format: Option<Format>,
+    /// msgpack layout (default [`Layout::Auto`]).
+    pub layout: Layout,
+    /// Rows per batch (default 65536).
+    pub batch_size: usize,
+    /// Keep only these columns, in this order (default: all).
+    pub columns: Option<Vec<String>>,
+    /// How tensors are represented (default [`TensorMode::Array`]).
+    pub tensor: TensorMode,
+    /// What to do with pickled object arrays (default [`ObjectArrays::Error`]).
+    pub object_arrays: ObjectArrays,
+    /// Bytes of input consumed so far are added here, for a progress bar (default: none).
+    pub progress: Option<Arc<AtomicU64>>,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            format: None,
+            layout: Layout::Auto,
+            batch_size: 65536,
+            columns: None,
+            tensor: TensorMode::Array,
+            object_arrays: ObjectArrays::Error,
+            progress: None,
+        }
+    }
+}
+
+/// An opened input: its schema, its batches, and for msgpack inputs the layout used.
+pub struct Table {
+    /// The schema every batch has.
+    pub schema: SchemaRef,
+    /// The record batches.
+    pub batches: BatchIter,
+    /// The input's format.
+    pub format: Format,
+    /// The layout: for msgpack inputs the one resolved, else the one recorded in the schema
+    /// metadata (`msgpack_arrow.layout`) if any.
+    pub layout: Option<Layout>,
+    /// Why that layout (e.g. `auto: first object is a map`).
+    pub layout_reason: Option<String>,
+}
+
+impl fmt::Debug for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Table")
+            .field("schema", &self.schema)
+            .field("format", &self.format)
+            .field("layout", &self.layout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Open any supported input as record batches: msgpack (plain, `.zst`, `.gz`, `.lz4`, or `-` for
+/// standard input), Parquet, Feather/Arrow IPC (file or stream format), or NPZ.
+pub fn open_table(path: &Path, opts: &ReadOptions) -> Result<Table> {
+    let format = match opts.format {
+        Some(f) => f,
+        None => Format::detect(path)?,
+    };
+    let size = if compress::is_stdio(path) {
+        None
+    } else {
+        std::fs::metadata(path).ok().map(|m| m.len())
+    };
+    let (schema, batches, units) = match format {
+        Format::Msgpack => return open_msgpack(path, opts, size),
+        Format::Parquet => {
+            let (schema, batches, rows) =
+                parquet::read_parquet_with(path, opts.columns.as_deref(), opts.batch_size)?;
+            (schema, batches, Some(Units::Rows(rows)))
+        }
+        Format::Ipc => {
+            let (schema, batches, n) = ipc::read_ipc_with(path, opts.columns.as_deref())?;
+            (schema, batches, n)
+        }
+        Format::Npz => {
+            let (schema, batches) = npz::read_npz_with(
+                path,
+                opts.columns.as_deref(),
+                opts.batch_size,
+                opts.tensor,
+            )?;
+            (schema, batches, None)
+        }
+    };
+    let (layout, layout_reason) = recorded_layout(&schema);
+    let batches = match (&opts.progress, size) {
+        (Some(counter), Some(size)) => Box::new(ProgressIter::new(batches, counter.clone(), size, units)) as BatchIter,
+        _ => batches,
+    };
+    Ok(Table { schema, batches, format, layout, layout_reason })
+}
+
+/// The layout recorded in a schema's metadata (`msgpack_arrow.layout`), if any.
+pub fn recorded_layout(schema: &SchemaRef) -> (Option<Layout>, Option<String>) {
+    match schema.metadata().get(meta::LAYOUT).and_then(|l| l.parse::<Layout>().ok()) {
+        Some(l) => (Some(l), Some(format!("recorded in the schema metadata ({})", meta::LAYOUT))),
+        None => (None, None),
+    }
+}
+
+fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Table> {
+    use crate::{Reader, ReaderBuilder};
+    let builder = ReaderBuilder::new()
+        .with_layout(opts.layout)
+        .with_batch_size(opts.batch_size)
+        .with_projection(opts.columns.clone())
+        .with_tensor(opts.tensor)
+        .with_object_arrays(opts.object_arrays);
+    let streamed = compress::is_stdio(path) || compress::Codec::from_path(path).is_some();
+    let reader: Reader = if streamed {
+        match compress::open_input_counted(path, opts.progress.clone())? {
+            Input::Stream(r) => builder.build(r)?,
+            // open_input_counted only maps plain files
+            Input::Mmap(_) => builder.build_from_path(path)?,
+        }
+    } else {
+        builder.build_from_path(path)?
+    };
+    let schema = reader.schema();
+    let layout = Some(reader.layout());
+    let layout_reason = Some(reader.layout_reason().to_string());
+    let mut batches: BatchIter = Box::new(reader);
+    if let (Some(counter), Some(size), false) = (&opts.progress, size, streamed) {
+        // A mapped file is consumed as it is decoded; count it whole when it is done.
+        batches = Box::new(ProgressIter::new(batches, counter.clone(), size, None));
+    }
+    Ok(Table { schema, batches, format: Format::Msgpack, layout, layout_reason })
+}
+
+/// Adds a file's size to a progress counter as its batches go by: in proportion to the units
+/// (rows or batches) done when their total is known, else all at the end.
+struct ProgressIter {
+    inner: BatchIter,
+    counter: Arc<AtomicU64>,
+    size: u64,
+    /// (units total, units per batch: `None` = rows, `Some(1)` = batches)
+    units: Option<(u64, Option<u64>)>,
+    done: u64,
+    reported: u64,
+}
+
+impl ProgressIter {
+    fn new(inner: BatchIter, counter: Arc<AtomicU64>, size: u64, units: Option<Units>) -> Self {
+        let units = units.map(|u| match u {
+            Units::Rows(n) => (n, None),
+            Units::Batches(n) => (n, Some(1)),
+        });
+        ProgressIter { inner, counter, size, units, done: 0, reported: 0 }
+    }
+    fn report(&mut self, upto: u64) {
+        if upto > self.reported {
+            self.counter.fetch_add(upto - self.reported, Ordering::Relaxed);
+            self.reported = upto;
+        }
+    }
+}
+
+/// How far through a file a batch is, for progress.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Units {
+    /// The file holds this many rows.
+    Rows(u64),
+    /// The file holds this many batches.
+    Batches(u64),
+}
+
+impl Iterator for ProgressIter {
+    type Item = Result<RecordBatch>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.inner.next();
+        match (&item, self.units) {
+            (Some(Ok(b)), Some((total, per))) if total > 0 => {
+                self.done += per.unwrap_or(b.num_rows() as u64);
+                let upto = (self.size as u128 * self.done.min(total) as u128 / total as u128) as u64;
+                self.report(upto);
+            }
+            (None, _) | (Some(Err(_)), _) => self.report(self.size),
+            _ => {}
+        }
+        item
+    }
+}
+
+/// Indices of `columns` in `schema`, in the order asked; unknown or repeated names are errors.
+pub(crate) fn projection_indices(schema: &arrow_schema::Schema, columns: &[String]) -> Result<Vec<usize>> {
+    let mut out = Vec::with_capacity(columns.len());
+    for c in columns {
+        let i = schema.index_of(c).map_err(|_| {
+            let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            Error::new(ErrorKind::Key(format!(
+                "column {c:?} not found; the input has: {}",
+                names.join(", ")
+            )))
+        })?;
+        if out.contains(&i) {
+            return Err(Error::new(ErrorKind::Key(format!("column {c:?} is listed twice"))));
+        }
+        out.push(i);
+    }
+    Ok(out)
+}
+
+/// For a reader that can only read columns in file order: the sorted indices to read, and the
+/// positions that put the read columns back in the order asked.
+pub(crate) fn sorted_projection(indices: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let mut sorted = indices.to_vec();
+    sorted.sort_unstable();
+    let reorder = indices.iter().map(|i| sorted.iter().position(|s| s == i).unwrap_or(0)).collect();
+    (sorted, reorder)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_from_names() {
+        let f = |s: &str| Format::from_path(Path::new(s));
+        assert_eq!(f("a.msgpack"), Some(Format::Msgpack));
+        assert_eq!(f("dir/a.MPK"), Some(Format::Msgpack));
+        assert_eq!(f("a.msgpack.zst"), Some(Format::Msgpack));
+        assert_eq!(f("a.mpk.gz"), Some(Format::Msgpack));
+        assert_eq!(f("a.parquet"), Some(Format::Parquet));
+        assert_eq!(f("a.pq"), Some(Format::Parquet));
+        assert_eq!(f("a.feather"), Some(Format::Ipc));
+        assert_eq!(f("a.arrow"), Some(Format::Ipc));
+        assert_eq!(f("a.ipc"), Some(Format::Ipc));
+        assert_eq!(f("a.npz"), Some(Format::Npz));
+        assert_eq!(f("a.parquet.zst"), None);
+        assert_eq!(f("a.bin"), None);
+        assert_eq!(f("noext"), None);
+        assert_eq!("feather".parse::<Format>().unwrap(), Format::Ipc);
+        assert!("csv".parse::<Format>().unwrap_err().to_string().contains("parquet, feather"));
+    }
+
+    #[test]
+    fn sniffing() {
+        let dir = tempfile::tempdir().unwrap();
+        for (bytes, want) in [
+            (&b"PAR1xxxx"[..], Format::Parquet),
+            (b"ARROW1\0\0", Format::Ipc),
+            (b"PK\x03\x04", Format::Npz),
+            (b"\x81\xa1a\x01", Format::Msgpack),
+            (b"", Format::Msgpack),
+        ] {
+            let p = dir.path().join("data.bin");
+            std::fs::write(&p, bytes).unwrap();
+            assert_eq!(Format::detect(&p).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn compression_parse() {
+        assert_eq!("zstd".parse::<Compression>().unwrap(), Compression::Zstd(3));
+        assert_eq!("zstd:9".parse::<Compression>().unwrap(), Compression::Zstd(9));
+        assert_eq!("NONE".parse::<Compression>().unwrap(), Compression::None);
+        assert!("zstd:0".parse::<Compression>().is_err());
+        assert!("brotli".parse::<Compression>().unwrap_err().to_string().contains("snappy"));
+    }
+
+    #[test]
+    fn projections() {
+        use arrow_schema::{DataType, Field, Schema};
+        let s = Schema::new(vec![
+            Field::new("a", DataType::Int8, true),
+            Field::new("b", DataType::Int8, true),
+            Field::new("c", DataType::Int8, true),
+        ]);
+        let cols = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(projection_indices(&s, &cols(&["c", "a"])).unwrap(), [2, 0]);
+        let e = projection_indices(&s, &cols(&["x"])).unwrap_err().to_string();
+        assert!(e.contains("\"x\" not found") && e.contains("a, b, c"), "{e}");
+        assert!(projection_indices(&s, &cols(&["a", "a"])).is_err());
+        assert_eq!(sorted_projection(&[2, 0]), (vec![0, 2], vec![1, 0]));
+    }
+}

@@ -1,0 +1,171 @@
+//! Parquet output and input through the `parquet` crate's Arrow writer and reader.
+//!
+//! The writer keeps the embedded `ARROW:schema` metadata (the parquet crate's default, never turned
+//! off here): it is what brings FixedSizeList, Float16 and the field metadata (numpy dtypes) back on
+//! reading, in arrow-rs, pyarrow and polars alike.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+use arrow_schema::SchemaRef;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::basic::{Compression as PqCompression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+use crate::error::Result;
+use crate::io::compress::io_error;
+use crate::io::{projection_indices, sorted_projection, BatchIter, Compression};
+
+/// A row group is flushed once its encoded size passes this, so that wide tensor columns do not
+/// buffer the default million rows (gigabytes) in memory.
+pub const MAX_ROW_GROUP_BYTES: usize = 128 << 20;
+
+/// Writer properties for `compression` (see [`parquet_writer`]).
+pub fn writer_properties(compression: Compression) -> Result<WriterProperties> {
+    let c = match compression {
+        Compression::None => PqCompression::UNCOMPRESSED,
+        Compression::Zstd(level) => PqCompression::ZSTD(ZstdLevel::try_new(level)?),
+        Compression::Snappy => PqCompression::SNAPPY,
+        Compression::Lz4 => PqCompression::LZ4_RAW,
+    };
+    Ok(WriterProperties::builder()
+        .set_compression(c)
+        .set_max_row_group_bytes(Some(MAX_ROW_GROUP_BYTES))
+        .build())
+}
+
+/// A Parquet writer for `schema` (default compression: zstd level 3). Row groups hold at most
+/// 1,048,576 rows or [`MAX_ROW_GROUP_BYTES`]. Call `write` per batch and `close` at the end.
+pub fn parquet_writer<W: Write + Send>(
+    w: W,
+    schema: SchemaRef,
+    compression: Compression,
+) -> Result<ArrowWriter<W>> {
+    Ok(ArrowWriter::try_new(w, schema, Some(writer_properties(compression)?))?)
+}
+
+/// Open a Parquet file: its Arrow schema (restored from the embedded `ARROW:schema`) and its batches.
+pub fn read_parquet(path: &Path) -> Result<(SchemaRef, BatchIter)> {
+    let (schema, batches, _) = read_parquet_with(path, None, 65536)?;
+    Ok((schema, batches))
+}
+
+/// [`read_parquet`] keeping only `columns` (in that order), with `batch_size` rows per batch.
+/// Also returns the file's row count.
+pub fn read_parquet_with(
+    path: &Path,
+    columns: Option<&[String]>,
+    batch_size: usize,
+) -> Result<(SchemaRef, BatchIter, u64)> {
+    let file = File::open(path).map_err(|e| io_error(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+    let rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
+    let full = builder.schema().clone();
+    let builder = builder.with_batch_size(batch_size.max(1));
+    let Some(columns) = columns else {
+        let reader = builder.build()?;
+        return Ok((full, Box::new(reader.map(|b| b.map_err(Into::into))), rows));
+    };
+    let indices = projection_indices(&full, columns)?;
+    let (sorted, reorder) = sorted_projection(&indices);
+    let mask = ProjectionMask::roots(builder.parquet_schema(), sorted.iter().copied());
+    let reader = builder.with_projection(mask).build()?;
+    let schema = std::sync::Arc::new(full.project(&indices)?);
+    let out = schema.clone();
+    let batches = reader.map(move |b| {
+        let b = b?.project(&reorder)?;
+        // The projected batch has the right columns; give it the schema (with metadata) asked for.
+        Ok(b.with_schema(out.clone())?)
+    });
+    Ok((schema, Box::new(batches), rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use arrow_array::{
+        ArrayRef, FixedSizeListArray, Float16Array, Float32Array, Int64Array, RecordBatch, StringArray,
+    };
+    use arrow_schema::{DataType, Field, Schema};
+
+    fn table() -> RecordBatch {
+        let item = Arc::new(Field::new("item", DataType::Float32, true));
+        let fsl = FixedSizeListArray::try_new(
+            item,
+            3,
+            Arc::new(Float32Array::from_iter_values((0..12).map(|i| i as f32))),
+            None,
+        )
+        .unwrap();
+        let md = HashMap::from([("msgpack_numpy.dtype".to_string(), ">f4".to_string())]);
+        let schema = Schema::new(vec![
+            Field::new("id", DataType::Int64, true),
+            Field::new("emb", fsl.data_type().clone(), true).with_metadata(md),
+            Field::new("h", DataType::Float16, true),
+            Field::new("s", DataType::Utf8, true),
+        ])
+        .with_metadata(HashMap::from([("msgpack_arrow.layout".into(), "records".into())]));
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![1, 2, 3, 4])),
+            Arc::new(fsl),
+            Arc::new(Float16Array::from_iter_values([0.5, 1.0, 1.5, 2.0].map(half::f16::from_f32))),
+            Arc::new(StringArray::from(vec![Some("a"), None, Some("ccc"), Some("")])),
+        ];
+        RecordBatch::try_new(Arc::new(schema), cols).unwrap()
+    }
+
+    #[test]
+    fn round_trip_keeps_types_and_metadata() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let batch = table();
+        for c in [Compression::Zstd(3), Compression::Snappy, Compression::Lz4, Compression::None] {
+            let mut w = parquet_writer(File::create(&path).unwrap(), batch.schema(), c).unwrap();
+            w.write(&batch).unwrap();
+            w.write(&batch.slice(1, 2)).unwrap();
+            w.close().unwrap();
+
+            let (schema, batches) = read_parquet(&path).unwrap();
+            assert_eq!(schema.fields(), batch.schema().fields(), "{c:?}");
+            assert_eq!(schema.metadata().get("msgpack_arrow.layout").unwrap(), "records");
+            let got: Vec<_> = batches.collect::<Result<_>>().unwrap();
+            let got = arrow_select::concat::concat_batches(&schema, &got).unwrap();
+            let want = arrow_select::concat::concat_batches(&batch.schema(), &[batch.clone(), batch.slice(1, 2)])
+                .unwrap();
+            assert_eq!(got.columns(), want.columns());
+        }
+    }
+
+    #[test]
+    fn projection_in_asked_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let batch = table();
+        let mut w = parquet_writer(File::create(&path).unwrap(), batch.schema(), Compression::default()).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let cols = vec!["s".to_string(), "emb".to_string()];
+        let (schema, batches, rows) = read_parquet_with(&path, Some(&cols), 3).unwrap();
+        assert_eq!(rows, 4);
+        assert_eq!(schema.field(0).name(), "s");
+        assert_eq!(schema.field(1).metadata().get("msgpack_numpy.dtype").unwrap(), ">f4");
+        let got: Vec<_> = batches.collect::<Result<_>>().unwrap();
+        assert_eq!(got.iter().map(|b| b.num_rows()).collect::<Vec<_>>(), [3, 1]);
+        assert_eq!(got[0].column(1), &batch.column(1).slice(0, 3));
+        let e = read_parquet_with(&path, Some(&["nope".to_string()]), 3).err().unwrap().to_string();
+        assert!(e.contains("\"nope\" not found"), "{e}");
+    }
+
+    #[test]
+    fn not_parquet_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        std::fs::write(&path, b"PAR1 but not really").unwrap();
+        assert!(read_parquet(&path).is_err());
+    }
+}

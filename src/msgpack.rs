@@ -1,0 +1,470 @@
+//! A position-tracking MessagePack reader over a byte slice.
+//!
+//! Markers are classified by `rmp::Marker`; every declared length is checked against the bytes that
+//! remain *before* anything is allocated or sliced, and nesting is bounded, so hostile input gives
+//! an error with its byte offset instead of a panic, a hang or a huge allocation.
+
+use rmp::Marker;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// One decoded msgpack integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Int {
+    /// Fits in i64.
+    I(i64),
+    /// Above i64::MAX.
+    U(u64),
+}
+
+/// The broad type of the next value, from its marker alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// nil
+    Nil,
+    /// true/false
+    Bool,
+    /// any integer
+    Int,
+    /// float 32
+    F32,
+    /// float 64
+    F64,
+    /// str
+    Str,
+    /// bin
+    Bin,
+    /// array
+    Array,
+    /// map
+    Map,
+    /// ext
+    Ext,
+}
+
+/// A cursor over msgpack bytes. `base` is the absolute offset of `buf[0]` in the input, so errors
+/// name positions in the whole file.
+#[derive(Clone)]
+pub struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    base: u64,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `buf`, which begins at absolute offset `base`.
+    pub fn new(buf: &'a [u8], base: u64) -> Self {
+        Cursor { buf, pos: 0, base }
+    }
+    /// Position within `buf`.
+    #[inline]
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+    /// Move to a position within `buf` (must be one this cursor reported).
+    #[inline]
+    pub fn set_pos(&mut self, pos: usize) {
+        self.pos = pos;
+    }
+    /// Absolute offset of the cursor in the input.
+    #[inline]
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+    /// Absolute offset of a position within `buf`.
+    #[inline]
+    pub fn offset_of(&self, pos: usize) -> u64 {
+        self.base + pos as u64
+    }
+    /// The underlying bytes.
+    #[inline]
+    pub fn buf(&self) -> &'a [u8] {
+        self.buf
+    }
+    /// Bytes left.
+    #[inline]
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+    /// Whether all bytes were consumed.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    /// An error of this kind at the cursor's position.
+    pub fn error(&self, kind: ErrorKind) -> Error {
+        Error::new(kind).at_offset(self.offset())
+    }
+    /// An error of this kind at a given position.
+    pub fn error_at(&self, pos: usize, kind: ErrorKind) -> Error {
+        Error::new(kind).at_offset(self.offset_of(pos))
+    }
+
+    #[inline]
+    fn truncated(&self, need: usize) -> Error {
+        self.error(ErrorKind::Truncated { need: need as u64, have: self.remaining() as u64 })
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.remaining() < n {
+            return Err(self.truncated(n));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+    #[inline]
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    #[inline]
+    fn be<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let s = self.take(N)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+
+    /// Marker of the next value, not consumed.
+    #[inline]
+    pub fn peek_marker(&self) -> Result<Marker> {
+        match self.buf.get(self.pos) {
+            Some(&b) => Ok(Marker::from_u8(b)),
+            None => Err(self.truncated(1)),
+        }
+    }
+
+    /// Broad kind of the next value, not consumed.
+    #[inline]
+    pub fn peek_kind(&self) -> Result<Kind> {
+        Ok(match self.peek_marker()? {
+            Marker::Null => Kind::Nil,
+            Marker::True | Marker::False => Kind::Bool,
+            Marker::FixPos(_) | Marker::FixNeg(_) | Marker::U8 | Marker::U16 | Marker::U32
+            | Marker::U64 | Marker::I8 | Marker::I16 | Marker::I32 | Marker::I64 => Kind::Int,
+            Marker::F32 => Kind::F32,
+            Marker::F64 => Kind::F64,
+            Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => Kind::Str,
+            Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => Kind::Bin,
+            Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => Kind::Array,
+            Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => Kind::Map,
+            Marker::FixExt1 | Marker::FixExt2 | Marker::FixExt4 | Marker::FixExt8
+            | Marker::FixExt16 | Marker::Ext8 | Marker::Ext16 | Marker::Ext32 => Kind::Ext,
+            Marker::Reserved => {
+                return Err(self.error(ErrorKind::InvalidMsgpack("reserved byte 0xc1".into())))
+            }
+        })
+    }
+
+    fn wrong(&self, want: &str) -> Error {
+        let got = match self.peek_kind() {
+            Ok(k) => format!("{k:?}").to_lowercase(),
+            Err(e) => return e,
+        };
+        self.error(ErrorKind::InvalidMsgpack(format!("expected {want}, found {got}")))
+    }
+
+    /// Read nil.
+    pub fn read_nil(&mut self) -> Result<()> {
+        match self.peek_marker()? {
+            Marker::Null => {
+                self.pos += 1;
+                Ok(())
+            }
+            _ => Err(self.wrong("nil")),
+        }
+    }
+
+    /// Read a bool.
+    #[inline]
+    pub fn read_bool(&mut self) -> Result<bool> {
+        match self.peek_marker()? {
+            Marker::True => {
+                self.pos += 1;
+                Ok(true)
+            }
+            Marker::False => {
+                self.pos += 1;
+                Ok(false)
+            }
+            _ => Err(self.wrong("bool")),
+        }
+    }
+
+    /// Read any integer.
+    #[inline]
+    pub fn read_int(&mut self) -> Result<Int> {
+        let m = self.peek_marker()?;
+        let start = self.pos;
+        self.pos += 1;
+        let r = match m {
+            Marker::FixPos(v) => Ok(Int::I(v as i64)),
+            Marker::FixNeg(v) => Ok(Int::I(v as i64)),
+            Marker::U8 => self.u8().map(|v| Int::I(v as i64)),
+            Marker::U16 => self.be::<2>().map(|b| Int::I(u16::from_be_bytes(b) as i64)),
+            Marker::U32 => self.be::<4>().map(|b| Int::I(u32::from_be_bytes(b) as i64)),
+            Marker::U64 => self.be::<8>().map(|b| {
+                let v = u64::from_be_bytes(b);
+                if v > i64::MAX as u64 { Int::U(v) } else { Int::I(v as i64) }
+            }),
+            Marker::I8 => self.u8().map(|v| Int::I(v as i8 as i64)),
+            Marker::I16 => self.be::<2>().map(|b| Int::I(i16::from_be_bytes(b) as i64)),
+            Marker::I32 => self.be::<4>().map(|b| Int::I(i32::from_be_bytes(b) as i64)),
+            Marker::I64 => self.be::<8>().map(|b| Int::I(i64::from_be_bytes(b))),
+            _ => {
+                self.pos = start;
+                Err(self.wrong("integer"))
+            }
+        };
+        if r.is_err() {
+            self.pos = start;
+        }
+        r
+    }
+
+    /// Read a float32 or float64 (as f64), or an integer converted to f64.
+    #[inline]
+    pub fn read_f64(&mut self) -> Result<f64> {
+        match self.peek_marker()? {
+            Marker::F64 => {
+                self.pos += 1;
+                Ok(f64::from_be_bytes(self.be::<8>()?))
+            }
+            Marker::F32 => {
+                self.pos += 1;
+                Ok(f32::from_be_bytes(self.be::<4>()?) as f64)
+            }
+            _ => match self.read_int() {
+                Ok(Int::I(v)) => Ok(v as f64),
+                Ok(Int::U(v)) => Ok(v as f64),
+                Err(_) => Err(self.wrong("number")),
+            },
+        }
+    }
+
+    /// Read a float32 exactly (bits preserved); integers are converted.
+    #[inline]
+    pub fn read_f32(&mut self) -> Result<f32> {
+        match self.peek_marker()? {
+            Marker::F32 => {
+                self.pos += 1;
+                Ok(f32::from_be_bytes(self.be::<4>()?))
+            }
+            _ => self.read_f64().map(|v| v as f32),
+        }
+    }
+
+    fn len_after(&mut self, m: Marker) -> Result<Option<usize>> {
+        Ok(Some(match m {
+            Marker::FixStr(n) => n as usize,
+            Marker::FixArray(n) => n as usize,
+            Marker::FixMap(n) => n as usize,
+            Marker::Str8 | Marker::Bin8 => self.u8()? as usize,
+            Marker::Str16 | Marker::Bin16 | Marker::Array16 | Marker::Map16 => {
+                u16::from_be_bytes(self.be::<2>()?) as usize
+            }
+            Marker::Str32 | Marker::Bin32 | Marker::Array32 | Marker::Map32 => {
+                u32::from_be_bytes(self.be::<4>()?) as usize
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// Read a str or bin payload (either is accepted: old writers used raw strings for bytes).
+    /// Returns the bytes and their position in `buf`.
+    #[inline]
+    pub fn read_str_or_bin(&mut self) -> Result<(&'a [u8], usize)> {
+        let m = self.peek_marker()?;
+        let start = self.pos;
+        match m {
+            Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 | Marker::Bin8
+            | Marker::Bin16 | Marker::Bin32 => {
+                self.pos += 1;
+                let n = self.len_after(m)?.unwrap_or(0);
+                let at = self.pos;
+                match self.take(n) {
+                    Ok(s) => Ok((s, at)),
+                    Err(e) => {
+                        self.pos = start;
+                        Err(e.at_offset(self.offset_of(start)))
+                    }
+                }
+            }
+            _ => Err(self.wrong("str or bin")),
+        }
+    }
+
+    /// Read a str payload as UTF-8.
+    pub fn read_str(&mut self) -> Result<&'a str> {
+        match self.peek_kind()? {
+            Kind::Str => {}
+            _ => return Err(self.wrong("str")),
+        }
+        let start = self.pos;
+        let (b, _) = self.read_str_or_bin()?;
+        std::str::from_utf8(b).map_err(|e| {
+            self.error_at(start, ErrorKind::InvalidMsgpack(format!("str is not valid UTF-8 ({e})")))
+        })
+    }
+
+    /// Read an array header; the length is checked against the bytes left (each element takes one at least).
+    #[inline]
+    pub fn read_array_len(&mut self) -> Result<usize> {
+        let m = self.peek_marker()?;
+        match m {
+            Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => {
+                let start = self.pos;
+                self.pos += 1;
+                let n = self.len_after(m)?.unwrap_or(0);
+                if n > self.remaining() {
+                    let e = self.truncated(n);
+                    self.pos = start;
+                    return Err(e);
+                }
+                Ok(n)
+            }
+            _ => Err(self.wrong("array")),
+        }
+    }
+
+    /// Read a map header; the length is checked against the bytes left (each entry takes two at least).
+    #[inline]
+    pub fn read_map_len(&mut self) -> Result<usize> {
+        let m = self.peek_marker()?;
+        match m {
+            Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => {
+                let start = self.pos;
+                self.pos += 1;
+                let n = self.len_after(m)?.unwrap_or(0);
+                if n.saturating_mul(2) > self.remaining() {
+                    let e = self.truncated(n.saturating_mul(2));
+                    self.pos = start;
+                    return Err(e);
+                }
+                Ok(n)
+            }
+            _ => Err(self.wrong("map")),
+        }
+    }
+
+    /// Read an ext value: its type and payload.
+    pub fn read_ext(&mut self) -> Result<(i8, &'a [u8])> {
+        let m = self.peek_marker()?;
+        let start = self.pos;
+        self.pos += 1;
+        let r = (|| {
+            let n = match m {
+                Marker::FixExt1 => 1,
+                Marker::FixExt2 => 2,
+                Marker::FixExt4 => 4,
+                Marker::FixExt8 => 8,
+                Marker::FixExt16 => 16,
+                Marker::Ext8 => self.u8()? as usize,
+                Marker::Ext16 => u16::from_be_bytes(self.be::<2>()?) as usize,
+                Marker::Ext32 => u32::from_be_bytes(self.be::<4>()?) as usize,
+                _ => {
+                    self.pos = start;
+                    return Err(self.wrong("ext"));
+                }
+            };
+            let t = self.u8()? as i8;
+            Ok((t, self.take(n)?))
+        })();
+        if r.is_err() {
+            self.pos = start;
+        }
+        r
+    }
+
+    /// Skip one value of any type, checking lengths; nesting is bounded by `max_depth`.
+    pub fn skip(&mut self, max_depth: usize) -> Result<()> {
+        // An explicit stack of "values still to skip" keeps deep nesting off the call stack.
+        let mut pending: Vec<usize> = Vec::new();
+        let mut left = 1usize;
+        loop {
+            while left == 0 {
+                match pending.pop() {
+                    Some(l) => left = l,
+                    None => return Ok(()),
+                }
+            }
+            left -= 1;
+            let m = self.peek_marker()?;
+            let start = self.pos;
+            self.pos += 1;
+            let fixed = match m {
+                Marker::Null | Marker::True | Marker::False | Marker::FixPos(_) | Marker::FixNeg(_) => 0,
+                Marker::U8 | Marker::I8 => 1,
+                Marker::U16 | Marker::I16 => 2,
+                Marker::U32 | Marker::I32 | Marker::F32 => 4,
+                Marker::U64 | Marker::I64 | Marker::F64 => 8,
+                Marker::FixExt1 => 2,
+                Marker::FixExt2 => 3,
+                Marker::FixExt4 => 5,
+                Marker::FixExt8 => 9,
+                Marker::FixExt16 => 17,
+                Marker::Ext8 | Marker::Ext16 | Marker::Ext32 => {
+                    self.pos = start;
+                    self.read_ext()?;
+                    continue;
+                }
+                Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 | Marker::Bin8
+                | Marker::Bin16 | Marker::Bin32 => {
+                    self.pos = start;
+                    self.read_str_or_bin()?;
+                    continue;
+                }
+                Marker::FixArray(_) | Marker::Array16 | Marker::Array32 | Marker::FixMap(_)
+                | Marker::Map16 | Marker::Map32 => {
+                    self.pos = start;
+                    let n = if matches!(m, Marker::FixMap(_) | Marker::Map16 | Marker::Map32) {
+                        self.read_map_len()? * 2
+                    } else {
+                        self.read_array_len()?
+                    };
+                    if pending.len() + 1 >= max_depth {
+                        self.pos = start;
+                        return Err(self.error(ErrorKind::TooDeep(max_depth)));
+                    }
+                    pending.push(left);
+                    left = n;
+                    continue;
+                }
+                Marker::Reserved => {
+                    self.pos = start;
+                    return Err(self.error(ErrorKind::InvalidMsgpack("reserved byte 0xc1".into())));
+                }
+            };
+            if let Err(e) = self.take(fixed) {
+                self.pos = start;
+                return Err(e.at_offset(self.offset_of(start)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_are_checked_before_use() {
+        // bin32 claiming 4 GiB with 1 byte present
+        let b = [0xc6, 0xff, 0xff, 0xff, 0xff, 0x00];
+        let e = Cursor::new(&b, 100).read_str_or_bin().unwrap_err();
+        assert!(e.to_string().contains("truncated"), "{e}");
+        assert_eq!(e.offset(), Some(100));
+        // array32 claiming 4 billion elements
+        let b = [0xdd, 0xff, 0xff, 0xff, 0xff];
+        assert!(Cursor::new(&b, 0).read_array_len().is_err());
+    }
+
+    #[test]
+    fn skip_bounds_depth() {
+        let b = vec![0x91u8; 100_000];
+        let e = Cursor::new(&b, 0).skip(64).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::TooDeep(64)));
+    }
+}

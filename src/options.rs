@@ -1,0 +1,96 @@
+//! Options shared by the reader, the writer, the CLI and the Python package.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, ErrorKind};
+
+/// How a file becomes rows (SPEC §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// Decide from the first object (see [`crate::decode`] for the rule).
+    #[default]
+    Auto,
+    /// A stream of maps (or one top-level array of maps): one row per map.
+    Records,
+    /// One map `{name: ndarray or list}` (or a stream of them, as chunks): axis 0 are the rows.
+    Columns,
+    /// A stream of non-map values, a top-level array of them, or one bare ndarray: one column `value`.
+    Values,
+}
+
+/// How tensor (ndarray) columns are represented in Arrow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TensorMode {
+    /// Nested `FixedSizeList` (one level per axis) for fixed shapes, nested `List` for ragged ones.
+    /// This is what Polars reads as `pl.Array` / `pl.List`.
+    #[default]
+    Array,
+    /// Canonical `arrow.fixed_shape_tensor` / `arrow.variable_shape_tensor` extension types.
+    Extension,
+}
+
+/// What to do with object (`'O'`) arrays, whose data is a pickle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ObjectArrays {
+    /// Refuse with a clear error (never unpickle).
+    #[default]
+    Error,
+    /// Keep the pickle bytes as Binary, tagged `msgpack_numpy.kind = object` in field metadata.
+    Raw,
+}
+
+/// Which ndarray encoding to recognise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    /// msgpack-numpy maps, and openpi's `{__ndarray__, dtype, shape, data}` maps.
+    #[default]
+    Auto,
+    /// Only Python msgpack-numpy maps (`nd`, `type`, `kind`, `shape`, `data`).
+    MsgpackNumpy,
+    /// openpi: `{b'__ndarray__': True, b'dtype': str, b'shape': [...], b'data': bytes}`.
+    Openpi,
+}
+
+macro_rules! str_enum {
+    ($t:ty, $what:literal, $($name:literal => $v:expr),+ $(,)?) => {
+        impl FromStr for $t {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self, Error> {
+                match s {
+                    $($name => Ok($v),)+
+                    _ => Err(Error::new(ErrorKind::Layout(format!(
+                        concat!("unknown ", $what, " {:?}; expected one of: {}"),
+                        s,
+                        [$($name),+].join(", ")
+                    )))),
+                }
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let s = match self { $(x if *x == $v => $name,)+ _ => unreachable!() };
+                f.write_str(s)
+            }
+        }
+    };
+}
+
+str_enum!(Layout, "layout", "auto" => Layout::Auto, "records" => Layout::Records, "columns" => Layout::Columns, "values" => Layout::Values);
+str_enum!(TensorMode, "tensor mode", "array" => TensorMode::Array, "extension" => TensorMode::Extension);
+str_enum!(ObjectArrays, "object_arrays option", "error" => ObjectArrays::Error, "raw" => ObjectArrays::Raw);
+str_enum!(Dialect, "dialect", "auto" => Dialect::Auto, "msgpack-numpy" => Dialect::MsgpackNumpy, "openpi" => Dialect::Openpi);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_display() {
+        for l in ["auto", "records", "columns", "values"] {
+            assert_eq!(l.parse::<Layout>().unwrap().to_string(), l);
+        }
+        let e = "rows".parse::<Layout>().unwrap_err().to_string();
+        assert!(e.contains("auto, records, columns, values"), "{e}");
+    }
+}

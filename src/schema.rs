@@ -1,0 +1,367 @@
+//! Schema inference: walk msgpack values (headers only, tensor payloads skipped) and unify what each
+//! column holds into one Arrow field, following SPEC §3. Column order is first-seen order.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Fields, TimeUnit};
+use indexmap::IndexMap;
+
+use crate::decode::ndarray::{probe, Special};
+use crate::dtype::{fixed_size_list, list, meta, NumpyDtype};
+use crate::error::{Error, ErrorKind, Result};
+use crate::msgpack::{Cursor, Int, Kind};
+use crate::options::{Dialect, ObjectArrays, TensorMode};
+
+/// How numpy values were written: `nd: True` maps (incl. 0-d) or `nd: False` scalars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NdKind {
+    Array,
+    Scalar,
+}
+
+/// What one column holds, as far as inference has seen.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Ty {
+    Null,
+    Bool,
+    /// `big`: a value above i64::MAX was seen; `neg`: a negative value was seen.
+    Int { big: bool, neg: bool },
+    F32,
+    F64,
+    Str,
+    Bin,
+    /// msgpack timestamp (ext -1)
+    Timestamp,
+    /// Python complex
+    Complex,
+    /// numpy values: `shape` has one entry per axis (None where it varies); empty for 0-d/scalars.
+    Nd { dt: NumpyDtype, shape: Vec<Option<usize>>, kind: NdKind },
+    List(Box<Ty>),
+    Struct(IndexMap<String, Ty>),
+}
+
+impl Ty {
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Ty::Null => "nil".into(),
+            Ty::Bool => "bool".into(),
+            Ty::Int { .. } => "int".into(),
+            Ty::F32 => "float32".into(),
+            Ty::F64 => "float64".into(),
+            Ty::Str => "str".into(),
+            Ty::Bin => "bin".into(),
+            Ty::Timestamp => "timestamp".into(),
+            Ty::Complex => "complex".into(),
+            Ty::Nd { dt, shape, .. } if shape.is_empty() => format!("numpy {}", dt.to_dtype_str()),
+            Ty::Nd { dt, shape, .. } => format!(
+                "ndarray {} of {} dimension(s)",
+                dt.to_dtype_str(),
+                shape.len()
+            ),
+            Ty::List(t) => format!("list of {}", t.describe()),
+            Ty::Struct(_) => "map".into(),
+        }
+    }
+
+    /// Unify two observations of one column (SPEC §3: int and float widen to float64; other
+    /// conflicts are errors naming both types).
+    pub(crate) fn merge(self, other: Ty) -> Result<Ty> {
+        use Ty::*;
+        let conflict = |a: &Ty, b: &Ty| {
+            Error::new(ErrorKind::TypeConflict(format!("{} and {}", a.describe(), b.describe())))
+        };
+        Ok(match (self, other) {
+            (Null, t) | (t, Null) => t,
+            (Int { big: b1, neg: n1 }, Int { big: b2, neg: n2 }) => {
+                let (big, neg) = (b1 || b2, n1 || n2);
+                if big && neg {
+                    return Err(Error::new(ErrorKind::TypeConflict(
+                        "integers above 2^63-1 and negative integers in one column".into(),
+                    )));
+                }
+                Int { big, neg }
+            }
+            (Int { .. } | F32 | F64, F64) | (F64 | F32, Int { .. }) | (F64, F32) | (Int { .. }, F32) => F64,
+            (Nd { dt: d1, shape: s1, kind }, Nd { dt: d2, shape: s2, .. }) => {
+                if crate::decode::values::native(&d1) != crate::decode::values::native(&d2) {
+                    return Err(conflict(&Nd { dt: d1, shape: s1, kind }, &Nd { dt: d2, shape: s2, kind }));
+                }
+                if s1.len() != s2.len() {
+                    return Err(Error::new(ErrorKind::TypeConflict(format!(
+                        "ndarrays of {} and {} dimensions in one column",
+                        s1.len(),
+                        s2.len()
+                    ))));
+                }
+                let shape = s1.iter().zip(&s2).map(|(a, b)| if a == b { *a } else { None }).collect();
+                Nd { dt: d1, shape, kind }
+            }
+            (List(a), List(b)) => List(Box::new(a.merge(*b)?)),
+            (Struct(mut a), Struct(b)) => {
+                for (k, v) in b {
+                    match a.get_mut(&k) {
+                        Some(slot) => {
+                            let old = std::mem::replace(slot, Null);
+                            *slot = old.merge(v).map_err(|e| e.prepend_path(&k))?;
+                        }
+                        None => {
+                            a.insert(k, v);
+                        }
+                    }
+                }
+                Struct(a)
+            }
+            (a, b) if a == b => a,
+            (a, b) => return Err(conflict(&a, &b)),
+        })
+    }
+
+    /// The Arrow field for this column.
+    pub(crate) fn to_field(&self, name: &str, opts: &InferOptions) -> Result<Field> {
+        let mut md = HashMap::new();
+        let t = match self {
+            Ty::Null => DataType::Null,
+            Ty::Bool => DataType::Boolean,
+            Ty::Int { big: true, .. } => DataType::UInt64,
+            Ty::Int { .. } => DataType::Int64,
+            Ty::F32 => DataType::Float32,
+            Ty::F64 => DataType::Float64,
+            Ty::Str => DataType::Utf8,
+            Ty::Bin => DataType::Binary,
+            Ty::Timestamp => DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            Ty::Complex => {
+                md.insert(meta::KIND.to_string(), "complex".to_string());
+                NumpyDtype::parse("<c16")?.arrow_type()?
+            }
+            Ty::Nd { dt, shape, kind } => {
+                md.insert(meta::DTYPE.to_string(), dt.to_dtype_str());
+                md.insert(
+                    meta::KIND.to_string(),
+                    match (kind, dt) {
+                        (_, NumpyDtype::Object) => "object",
+                        (NdKind::Array, _) => "ndarray",
+                        (NdKind::Scalar, _) => "scalar",
+                    }
+                    .to_string(),
+                );
+                let elem = match dt {
+                    NumpyDtype::Object => match opts.object_arrays {
+                        ObjectArrays::Raw => DataType::Binary,
+                        ObjectArrays::Error => return Err(Error::new(ErrorKind::ObjectArray)),
+                    },
+                    _ => dt.arrow_type()?,
+                };
+                if matches!(dt, NumpyDtype::Object) {
+                    // the pickle is kept whole: one Binary value per ndarray
+                    elem
+                } else {
+                    tensor_type(elem, shape, opts.tensor, &mut md)?
+                }
+            }
+            Ty::List(t) => DataType::List(Arc::new(t.to_field("item", opts)?)),
+            Ty::Struct(fields) => DataType::Struct(
+                fields.iter().map(|(k, v)| v.to_field(k, opts)).collect::<Result<Fields>>()?,
+            ),
+        };
+        Ok(Field::new(name, t, true).with_metadata(md))
+    }
+}
+
+/// Arrow type of a tensor column with this element type and per-axis shape.
+pub(crate) fn tensor_type(
+    elem: DataType,
+    shape: &[Option<usize>],
+    mode: TensorMode,
+    md: &mut HashMap<String, String>,
+) -> Result<DataType> {
+    if shape.is_empty() {
+        return Ok(elem);
+    }
+    let fixed: Option<Vec<usize>> = shape.iter().copied().collect();
+    match (mode, fixed) {
+        (TensorMode::Array, Some(dims)) => {
+            let mut t = elem;
+            for &d in dims.iter().rev() {
+                t = fixed_size_list(t, d)?;
+            }
+            Ok(t)
+        }
+        (TensorMode::Array, None) => {
+            let mut t = elem;
+            for _ in shape {
+                t = list(t);
+            }
+            Ok(t)
+        }
+        (TensorMode::Extension, Some(dims)) => {
+            let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).unwrap_or(usize::MAX);
+            md.insert(meta::EXTENSION_NAME.into(), "arrow.fixed_shape_tensor".into());
+            md.insert(meta::EXTENSION_METADATA.into(), serde_json::json!({ "shape": dims }).to_string());
+            fixed_size_list(elem, n)
+        }
+        (TensorMode::Extension, None) => {
+            let ndim = shape.len();
+            md.insert(meta::EXTENSION_NAME.into(), "arrow.variable_shape_tensor".into());
+            md.insert(
+                meta::EXTENSION_METADATA.into(),
+                serde_json::json!({ "uniform_shape": shape }).to_string(),
+            );
+            Ok(DataType::Struct(Fields::from(vec![
+                Field::new("data", list(elem), false),
+                Field::new("shape", fixed_size_list(DataType::Int32, ndim)?, false),
+            ])))
+        }
+    }
+}
+
+/// Options that affect inference.
+#[derive(Debug, Clone)]
+pub(crate) struct InferOptions {
+    pub dialect: Dialect,
+    pub tensor: TensorMode,
+    pub object_arrays: ObjectArrays,
+    pub max_depth: usize,
+}
+
+/// Walks values and reports their [`Ty`]. Keeps a small cache of parsed dtypes.
+pub(crate) struct Inferrer {
+    pub opts: InferOptions,
+    dtypes: Vec<(Vec<u8>, NumpyDtype)>,
+}
+
+impl Inferrer {
+    pub(crate) fn new(opts: InferOptions) -> Self {
+        Inferrer { opts, dtypes: Vec::new() }
+    }
+
+    pub(crate) fn dtype(&mut self, raw: &[u8], nd: &crate::decode::ndarray::NdArray<'_>, base: u64) -> Result<NumpyDtype> {
+        if let Some((_, d)) = self.dtypes.iter().find(|(r, _)| r == raw) {
+            return Ok(d.clone());
+        }
+        let d = nd.parse_dtype(base + nd.type_pos as u64)?;
+        if self.dtypes.len() < 16 {
+            self.dtypes.push((raw.to_vec(), d.clone()));
+        }
+        Ok(d)
+    }
+
+    /// Type of the value at the cursor (consumed).
+    pub(crate) fn value(&mut self, c: &mut Cursor<'_>, depth: usize) -> Result<Ty> {
+        if depth >= self.opts.max_depth {
+            return Err(c.error(ErrorKind::TooDeep(self.opts.max_depth)));
+        }
+        Ok(match c.peek_kind()? {
+            Kind::Nil => {
+                c.read_nil()?;
+                Ty::Null
+            }
+            Kind::Bool => {
+                c.read_bool()?;
+                Ty::Bool
+            }
+            Kind::Int => match c.read_int()? {
+                Int::I(v) => Ty::Int { big: false, neg: v < 0 },
+                Int::U(_) => Ty::Int { big: true, neg: false },
+            },
+            Kind::F32 => {
+                c.read_f32()?;
+                Ty::F32
+            }
+            Kind::F64 => {
+                c.read_f64()?;
+                Ty::F64
+            }
+            Kind::Str => {
+                c.read_str()?;
+                Ty::Str
+            }
+            Kind::Bin => {
+                c.read_str_or_bin()?;
+                Ty::Bin
+            }
+            Kind::Ext => {
+                let p = c.pos();
+                let (t, data) = c.read_ext()?;
+                if t != -1 || !matches!(data.len(), 4 | 8 | 12) {
+                    return Err(c.error_at(p, ErrorKind::InvalidMsgpack(format!(
+                        "ext type {t} with {} bytes is not supported (only the timestamp, ext -1)",
+                        data.len()
+                    ))));
+                }
+                Ty::Timestamp
+            }
+            Kind::Array => {
+                let n = c.read_array_len()?;
+                let mut t = Ty::Null;
+                for i in 0..n {
+                    let p = c.offset();
+                    let v = self.value(c, depth + 1)?;
+                    t = t.merge(v).map_err(|e| e.at_offset(p).prepend_path(&format!("[{i}]")))?;
+                }
+                Ty::List(Box::new(t))
+            }
+            Kind::Map => {
+                let start = c.pos();
+                match probe(c, self.opts.dialect, self.opts.max_depth - depth)? {
+                    Some(Special::Complex(..)) => Ty::Complex,
+                    Some(Special::Array(nd)) => {
+                        let dt = self.dtype(nd.type_raw, &nd, c.offset_of(0))?;
+                        if let NumpyDtype::Object = dt {
+                            if self.opts.object_arrays == ObjectArrays::Error {
+                                return Err(c.error_at(start, ErrorKind::ObjectArray));
+                            }
+                        } else {
+                            nd.check_len(&dt, c.offset_of(0))?;
+                            dt.arrow_type().map_err(|e| e.at_offset(c.offset_of(nd.type_pos)))?;
+                        }
+                        Ty::Nd {
+                            dt,
+                            shape: nd.shape.iter().map(|&d| Some(d)).collect(),
+                            kind: if nd.scalar { NdKind::Scalar } else { NdKind::Array },
+                        }
+                    }
+                    None => self.map(c, depth)?,
+                }
+            }
+        })
+    }
+
+    /// A user map (not an ndarray) at the cursor → Struct.
+    pub(crate) fn map(&mut self, c: &mut Cursor<'_>, depth: usize) -> Result<Ty> {
+        let n = c.read_map_len()?;
+        let mut fields: IndexMap<String, Ty> = IndexMap::with_capacity(n.min(256));
+        for _ in 0..n {
+            let kp = c.pos();
+            let key = read_key(c)?;
+            if fields.contains_key(key) {
+                return Err(c.error_at(kp, ErrorKind::Key(format!("duplicate key {key:?} in one map"))));
+            }
+            let t = self.value(c, depth + 1).map_err(|e| e.prepend_path(key))?;
+            fields.insert(key.to_string(), t);
+        }
+        Ok(Ty::Struct(fields))
+    }
+}
+
+/// A map key: str, or bin holding valid UTF-8. Anything else is an error that names it.
+pub(crate) fn read_key<'a>(c: &mut Cursor<'a>) -> Result<&'a str> {
+    let p = c.pos();
+    match c.peek_kind()? {
+        Kind::Str | Kind::Bin => {
+            let (b, _) = c.read_str_or_bin()?;
+            std::str::from_utf8(b).map_err(|_| {
+                c.error_at(p, ErrorKind::Key(format!("key {:?} is not valid UTF-8", String::from_utf8_lossy(b))))
+            })
+        }
+        k => {
+            let mut d = c.clone();
+            let shown = match d.read_int() {
+                Ok(Int::I(v)) => format!("{v}"),
+                Ok(Int::U(v)) => format!("{v}"),
+                Err(_) => format!("{k:?}").to_lowercase(),
+            };
+            Err(c.error_at(p, ErrorKind::Key(format!("map key {shown} is not a string"))))
+        }
+    }
+}

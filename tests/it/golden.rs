@@ -1,0 +1,118 @@
+//! SPEC §4.1: every golden file reads as Python's msgpack_numpy decodes it (bit-exact floats).
+
+use std::fs::File;
+
+use arrow_array::RecordBatch;
+use msgpack_arrow::{Layout, ReaderBuilder};
+
+use crate::common::*;
+
+fn expected(name: &str) -> Vec<RecordBatch> {
+    let f = File::open(golden_dir().join("good").join(format!("{name}.arrow"))).unwrap();
+    arrow_ipc::reader::FileReader::try_new(f, None).unwrap().map(|b| b.unwrap()).collect()
+}
+
+fn read(name: &str, layout: &str, batch_size: usize) -> msgpack_arrow::Result<(Vec<RecordBatch>, Layout)> {
+    let r = ReaderBuilder::new()
+        .with_layout(layout.parse().unwrap())
+        .with_batch_size(batch_size)
+        .build_from_path(golden_dir().join("good").join(format!("{name}.msgpack")))?;
+    let l = r.layout();
+    Ok((r.collect::<msgpack_arrow::Result<Vec<_>>>()?, l))
+}
+
+fn compare(name: &str, got: &[RecordBatch], want: &[RecordBatch]) -> Result<(), String> {
+    let rows: usize = got.iter().map(|b| b.num_rows()).sum();
+    let want_rows: usize = want.iter().map(|b| b.num_rows()).sum();
+    if rows != want_rows {
+        return Err(format!("{name}: {rows} rows, expected {want_rows}"));
+    }
+    let (Some(g), Some(w)) = (concat(got), concat(want)) else {
+        return Ok(());
+    };
+    let gn: Vec<_> = g.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let wn: Vec<_> = w.schema().fields().iter().map(|f| f.name().clone()).collect();
+    if gn != wn {
+        return Err(format!("{name}: columns {gn:?}, expected {wn:?}"));
+    }
+    for (i, n) in gn.iter().enumerate() {
+        let (a, b) = (norm_array(g.column(i)), norm_array(w.column(i)));
+        if a.data_type() != b.data_type() {
+            return Err(format!("{name}.{n}: type {}, expected {}", a.data_type(), b.data_type()));
+        }
+        if a.to_data() != b.to_data() {
+            return Err(format!("{name}.{n}: values differ\n got: {a:?}\nwant: {b:?}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn golden_files_read_as_python_decodes_them() {
+    let m = manifest();
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for case in m["good"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let layout = case["layout"].as_str().unwrap();
+        n += 1;
+        match read(name, layout, 65536) {
+            Err(e) => failures.push(format!("{name}: error {e}")),
+            Ok((got, l)) => {
+                if let Err(e) = compare(name, &got, &expected(name)) {
+                    failures.push(e);
+                }
+                let want = case["auto_layout"].as_str().unwrap();
+                if layout == "auto" && l.to_string() != want {
+                    failures.push(format!("{name}: auto chose {l}, expected {want}"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {n} golden cases failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn small_batches_give_the_same_table() {
+    let m = manifest();
+    let mut failures = Vec::new();
+    for case in m["good"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        if let Ok((got, _)) = read(name, case["layout"].as_str().unwrap(), 3) {
+            if let Err(e) = compare(name, &got, &expected(name)) {
+                failures.push(e);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn bad_inputs_give_positioned_errors() {
+    let m = manifest();
+    let mut failures = Vec::new();
+    for case in m["bad"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let want = case["error"].as_str().unwrap();
+        let path = golden_dir().join("bad").join(format!("{name}.msgpack"));
+        let r = ReaderBuilder::new()
+            .with_layout(case["layout"].as_str().unwrap().parse().unwrap())
+            .build_from_path(&path)
+            .and_then(|r| r.collect::<msgpack_arrow::Result<Vec<_>>>());
+        match r {
+            Ok(_) => failures.push(format!("{name}: no error, expected {want:?}")),
+            Err(e) => {
+                let s = e.to_string();
+                if !s.starts_with(want) {
+                    failures.push(format!("{name}: {s:?} does not start with {want:?}"));
+                }
+                if let Some(off) = case["offset"].as_u64() {
+                    if e.offset() != Some(off) {
+                        failures.push(format!("{name}: offset {:?}, expected {off} ({s})", e.offset()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} bad cases wrong:\n{}", failures.len(), failures.join("\n"));
+}
