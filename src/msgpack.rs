@@ -49,12 +49,14 @@ pub struct Cursor<'a> {
     buf: &'a [u8],
     pos: usize,
     base: u64,
+    /// start of the value being read: truncation errors are reported from there
+    vstart: usize,
 }
 
 impl<'a> Cursor<'a> {
     /// A cursor at the start of `buf`, which begins at absolute offset `base`.
     pub fn new(buf: &'a [u8], base: u64) -> Self {
-        Cursor { buf, pos: 0, base }
+        Cursor { buf, pos: 0, base, vstart: 0 }
     }
     /// Position within `buf`.
     #[inline]
@@ -101,9 +103,17 @@ impl<'a> Cursor<'a> {
         Error::new(kind).at_offset(self.offset_of(pos))
     }
 
+    /// The value starting at `vstart` needs `need` more bytes at `pos`: report it from its start,
+    /// so `offset + have` is where the input ends.
     #[inline]
     fn truncated(&self, need: usize) -> Error {
-        self.error(ErrorKind::Truncated { need: need as u64, have: self.remaining() as u64 })
+        let start = self.vstart.min(self.pos);
+        let before = (self.pos - start) as u64;
+        Error::new(ErrorKind::Truncated {
+            need: before.saturating_add(need as u64),
+            have: (self.buf.len() - start) as u64,
+        })
+        .at_offset(self.offset_of(start))
     }
 
     #[inline]
@@ -132,7 +142,7 @@ impl<'a> Cursor<'a> {
     pub fn peek_marker(&self) -> Result<Marker> {
         match self.buf.get(self.pos) {
             Some(&b) => Ok(Marker::from_u8(b)),
-            None => Err(self.truncated(1)),
+            None => Err(self.error(ErrorKind::Truncated { need: 1, have: 0 })),
         }
     }
 
@@ -168,6 +178,7 @@ impl<'a> Cursor<'a> {
 
     /// Read nil.
     pub fn read_nil(&mut self) -> Result<()> {
+        self.vstart = self.pos;
         match self.peek_marker()? {
             Marker::Null => {
                 self.pos += 1;
@@ -180,6 +191,7 @@ impl<'a> Cursor<'a> {
     /// Read a bool.
     #[inline]
     pub fn read_bool(&mut self) -> Result<bool> {
+        self.vstart = self.pos;
         match self.peek_marker()? {
             Marker::True => {
                 self.pos += 1;
@@ -196,6 +208,7 @@ impl<'a> Cursor<'a> {
     /// Read any integer.
     #[inline]
     pub fn read_int(&mut self) -> Result<Int> {
+        self.vstart = self.pos;
         let m = self.peek_marker()?;
         let start = self.pos;
         self.pos += 1;
@@ -227,6 +240,7 @@ impl<'a> Cursor<'a> {
     /// Read a float32 or float64 (as f64), or an integer converted to f64.
     #[inline]
     pub fn read_f64(&mut self) -> Result<f64> {
+        self.vstart = self.pos;
         match self.peek_marker()? {
             Marker::F64 => {
                 self.pos += 1;
@@ -247,6 +261,7 @@ impl<'a> Cursor<'a> {
     /// Read a float32 exactly (bits preserved); integers are converted.
     #[inline]
     pub fn read_f32(&mut self) -> Result<f32> {
+        self.vstart = self.pos;
         match self.peek_marker()? {
             Marker::F32 => {
                 self.pos += 1;
@@ -276,6 +291,7 @@ impl<'a> Cursor<'a> {
     /// Returns the bytes and their position in `buf`.
     #[inline]
     pub fn read_str_or_bin(&mut self) -> Result<(&'a [u8], usize)> {
+        self.vstart = self.pos;
         let m = self.peek_marker()?;
         let start = self.pos;
         match m {
@@ -288,7 +304,7 @@ impl<'a> Cursor<'a> {
                     Ok(s) => Ok((s, at)),
                     Err(e) => {
                         self.pos = start;
-                        Err(e.at_offset(self.offset_of(start)))
+                        Err(e)
                     }
                 }
             }
@@ -312,6 +328,7 @@ impl<'a> Cursor<'a> {
     /// Read an array header; the length is checked against the bytes left (each element takes one at least).
     #[inline]
     pub fn read_array_len(&mut self) -> Result<usize> {
+        self.vstart = self.pos;
         let m = self.peek_marker()?;
         match m {
             Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => {
@@ -332,6 +349,7 @@ impl<'a> Cursor<'a> {
     /// Read a map header; the length is checked against the bytes left (each entry takes two at least).
     #[inline]
     pub fn read_map_len(&mut self) -> Result<usize> {
+        self.vstart = self.pos;
         let m = self.peek_marker()?;
         match m {
             Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => {
@@ -351,6 +369,7 @@ impl<'a> Cursor<'a> {
 
     /// Read an ext value: its type and payload.
     pub fn read_ext(&mut self) -> Result<(i8, &'a [u8])> {
+        self.vstart = self.pos;
         let m = self.peek_marker()?;
         let start = self.pos;
         self.pos += 1;
@@ -393,6 +412,7 @@ impl<'a> Cursor<'a> {
             left -= 1;
             let m = self.peek_marker()?;
             let start = self.pos;
+            self.vstart = start;
             self.pos += 1;
             let fixed = match m {
                 Marker::Null | Marker::True | Marker::False | Marker::FixPos(_) | Marker::FixNeg(_) => 0,
@@ -439,7 +459,7 @@ impl<'a> Cursor<'a> {
             };
             if let Err(e) = self.take(fixed) {
                 self.pos = start;
-                return Err(e.at_offset(self.offset_of(start)));
+                return Err(e);
             }
         }
     }

@@ -181,7 +181,7 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<PathBuf>> {
             for p in paths {
                 let p = p.map_err(|e| {
                     let path = e.path().to_path_buf();
-                    io_error(&path, e.into_error())
+                    io_error(&path, e.into())
                 })?;
                 if !p.is_dir() {
                     found.push(p);

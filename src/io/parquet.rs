@@ -89,7 +89,8 @@ mod tests {
     use std::sync::Arc;
 
     use arrow_array::{
-        ArrayRef, FixedSizeListArray, Float16Array, Float32Array, Int64Array, RecordBatch, StringArray,
+        Array, ArrayRef, FixedSizeListArray, Float16Array, Float32Array, Int64Array, RecordBatch,
+        StringArray,
     };
     use arrow_schema::{DataType, Field, Schema};
 

@@ -971,7 +971,7 @@ def bad_cases():
     first = pack({"a": 1})
     add("bad_reserved_c1_second_object", "auto", BAD_MSGPACK, len(first), first + b"\xc1", "0xc1 where the second object starts")
     add("bad_utf8_value", "auto", BAD_MSGPACK, 3, bytes.fromhex("81 a1 61 a2 ff fe"), "str value 0xff 0xfe (not UTF-8) at 3")
-    add("bad_utf8_key", "auto", BAD_MSGPACK, 1, bytes.fromhex("81 a2 ff fe 01"), "str key 0xff 0xfe (not UTF-8) at 1")
+    add("bad_utf8_key", "auto", BAD_KEY, 1, bytes.fromhex("81 a2 ff fe 01"), "str key 0xff 0xfe (not UTF-8) at 1")
     return cases
 
 

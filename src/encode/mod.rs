@@ -1,0 +1,570 @@
+//! The writer: Arrow [`RecordBatch`]es → msgpack-numpy, byte-for-byte as Python
+//! `msgpack_numpy` 0.4.8 writes the same values (SPEC §4.2).
+//!
+//! ```
+//! # use std::sync::Arc;
+//! # use arrow_array::{Int64Array, RecordBatch};
+//! # use arrow_schema::{DataType, Field, Schema};
+//! # fn main() -> msgpack_arrow::Result<()> {
+//! use msgpack_arrow::{Layout, WriterBuilder};
+//! let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+//! let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(vec![1, 2]))])?;
+//! let mut w = WriterBuilder::new().with_layout(Layout::Records).build(Vec::new(), schema)?;
+//! w.write(&batch)?;
+//! let bytes = w.finish()?;
+//! assert_eq!(bytes, b"\x81\xa2id\x01\x81\xa2id\x02");
+//! # Ok(()) }
+//! ```
+//!
+//! How each Arrow column is written is decided once per batch and column (see
+//! [`values::make_encoder`]): the field metadata written by the reader (`msgpack_numpy.dtype`,
+//! `msgpack_numpy.kind`) restores the exact numpy form; without it the Arrow type decides (SPEC §3).
+//! The schema metadata `msgpack_arrow.layout` / `msgpack_arrow.container` restore how rows were
+//! contained (a stream of objects, one top-level array, one bare ndarray).
+
+mod values;
+
+use std::io::Write;
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::SchemaRef;
+
+use crate::dtype::meta;
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::Layout;
+
+use values::{wire, ColumnEncoder, IntVal, NdProbe, Out};
+
+/// Encoded bytes are handed to the sink in chunks of about this size: a small buffer that stays
+/// in cache and is reused, instead of one huge fresh allocation per batch (page faults on fresh
+/// memory cost more than the copy itself on these machines).
+const FLUSH_AT: usize = 1 << 20;
+
+/// How rows are contained in the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Container {
+    /// Concatenated objects, one per row (`records`, `values`); one map (`columns`).
+    Stream,
+    /// One top-level msgpack array holding all rows.
+    Array,
+    /// One bare ndarray whose axis 0 are the rows (`values` only).
+    Ndarray,
+}
+
+/// Builds a [`Writer`].
+///
+/// ```
+/// # use msgpack_arrow::{Layout, WriterBuilder};
+/// assert_eq!(
+///     format!("{:?}", WriterBuilder::new()),
+///     format!("{:?}", WriterBuilder::new().with_layout(Layout::Records).with_aligned(false)),
+/// );
+/// ```
+#[derive(Debug, Clone)]
+pub struct WriterBuilder {
+    layout: Layout,
+    aligned: bool,
+}
+
+impl Default for WriterBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WriterBuilder {
+    /// Defaults: layout [`Layout::Records`], not aligned.
+    pub fn new() -> Self {
+        WriterBuilder { layout: Layout::Records, aligned: false }
+    }
+
+    /// The layout to write (default `Records`). [`Layout::Auto`] uses the schema metadata
+    /// `msgpack_arrow.layout` (what the reader found) when present, else `Records`.
+    pub fn with_layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// Place every ndarray payload at an output offset that is a multiple of 64 (at least of 8),
+    /// so readers can view it in place (default `false`: byte-exact with Python). The padding is
+    /// made of wider-but-valid msgpack encodings only (map16, str8, bin32, uint64 shape entries,
+    /// and in records wider keys and ints before the ndarray), so every msgpack-numpy reader
+    /// accepts the output; no keys are added.
+    pub fn with_aligned(mut self, aligned: bool) -> Self {
+        self.aligned = aligned;
+        self
+    }
+
+    /// A writer of batches with this schema into `w`.
+    pub fn build<W: Write>(self, w: W, schema: SchemaRef) -> Result<Writer<W>> {
+        let md = schema.metadata();
+        let meta_layout = md.get(meta::LAYOUT).and_then(|s| s.parse::<Layout>().ok());
+        let layout = match self.layout {
+            Layout::Auto => match meta_layout {
+                Some(l) if l != Layout::Auto => l,
+                _ => Layout::Records,
+            },
+            l => l,
+        };
+        // The container describes how rows sat in a file of the layout the reader used: it only
+        // applies when writing that same layout.
+        let container = match md.get(meta::CONTAINER).map(String::as_str) {
+            _ if meta_layout.is_some_and(|l| l != layout) => Container::Stream,
+            Some("array") if layout != Layout::Columns => Container::Array,
+            Some("ndarray") if layout == Layout::Values => Container::Ndarray,
+            _ => Container::Stream,
+        };
+        if layout == Layout::Values && schema.fields().len() != 1 {
+            return Err(Error::new(ErrorKind::Layout(format!(
+                "the values layout writes exactly one column; the schema has {}",
+                schema.fields().len()
+            ))));
+        }
+        Ok(Writer {
+            w,
+            schema,
+            layout,
+            container,
+            out: Out::new(self.aligned),
+            flush_at: FLUSH_AT,
+            pending: Vec::new(),
+            rows: 0,
+            streaming: false,
+            seg: Segment::default(),
+            keys: Vec::new(),
+        })
+    }
+}
+
+/// Writes [`RecordBatch`]es as msgpack-numpy. Call [`Writer::finish`] at the end: some containers
+/// (a top-level array, the `columns` map, a bare ndarray) are only written then, because their
+/// headers hold the total row count.
+pub struct Writer<W: Write> {
+    w: W,
+    schema: SchemaRef,
+    layout: Layout,
+    container: Container,
+    out: Out,
+    flush_at: usize,
+    /// Batches held until `finish` (containers whose header needs the row count).
+    pending: Vec<RecordBatch>,
+    rows: u64,
+    /// `values` stream: more than one row seen, so rows are written as they come.
+    streaming: bool,
+    seg: Segment,
+    /// Column names encoded as msgpack str keys.
+    keys: Vec<Vec<u8>>,
+}
+
+impl<W: Write> std::fmt::Debug for Writer<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("layout", &self.layout)
+            .field("container", &self.container)
+            .field("aligned", &self.out.align)
+            .field("rows", &self.rows)
+            .finish()
+    }
+}
+
+impl<W: Write> Writer<W> {
+    /// Encode one batch (its columns must match the schema given to the builder).
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.check(batch)?;
+        let n = batch.num_rows() as u64;
+        match (self.layout, self.container) {
+            (Layout::Values, Container::Stream) if !self.streaming => {
+                self.pending.push(batch.clone());
+                self.rows += n;
+                if self.rows > 1 {
+                    // More than one row: a stream reads back unambiguously; write what we held.
+                    self.streaming = true;
+                    let mut row0 = 0;
+                    for b in std::mem::take(&mut self.pending) {
+                        self.encode_values(&b, row0)?;
+                        row0 += b.num_rows() as u64;
+                    }
+                }
+            }
+            (Layout::Values, Container::Stream) => {
+                self.encode_values(batch, self.rows)?;
+                self.rows += n;
+            }
+            (Layout::Records, Container::Stream) => {
+                self.encode_records(batch, self.rows)?;
+                self.rows += n;
+            }
+            _ => {
+                self.pending.push(batch.clone());
+                self.rows += n;
+            }
+        }
+        self.flush_if(0)
+    }
+
+    /// Write whatever was held back, flush, and return the sink.
+    pub fn finish(mut self) -> Result<W> {
+        self.finish_encoding()?;
+        self.flush_if(0)?;
+        self.flush_all()?;
+        self.w.flush()?;
+        Ok(self.w)
+    }
+
+    fn check(&self, batch: &RecordBatch) -> Result<()> {
+        let fields = self.schema.fields();
+        let bf = batch.schema_ref().fields();
+        if bf.len() != fields.len() {
+            return Err(Error::new(ErrorKind::Layout(format!(
+                "batch has {} columns, the writer's schema {}",
+                bf.len(),
+                fields.len()
+            ))));
+        }
+        for (f, b) in fields.iter().zip(bf.iter()) {
+            if f.data_type() != b.data_type() {
+                return Err(Error::new(ErrorKind::Layout(format!(
+                    "batch column type {} differs from the schema's {}",
+                    b.data_type(),
+                    f.data_type()
+                )))
+                .prepend_path(f.name()));
+            }
+        }
+        Ok(())
+    }
+
+    fn finish_encoding(&mut self) -> Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        match (self.layout, self.container) {
+            (Layout::Records, Container::Array) => {
+                wire::array_hdr(&mut self.out.buf, self.rows as usize);
+                let mut row0 = 0;
+                for b in &pending {
+                    self.encode_records(b, row0)?;
+                    row0 += b.num_rows() as u64;
+                }
+            }
+            (Layout::Records, _) => {}
+            (Layout::Columns, _) => self.encode_columns(&pending)?,
+            (Layout::Values, Container::Ndarray) => {
+                let field = self.schema.field(0).clone();
+                let arrays: Vec<ArrayRef> = pending.iter().map(|b| b.column(0).clone()).collect();
+                match values::ColumnNd::try_new(&field, &arrays).map_err(|e| e.prepend_path(field.name()))? {
+                    Some(mut nd) => {
+                        nd.encode(0, &mut self.out).map_err(|e| e.prepend_path(field.name()))?;
+                    }
+                    // Not one ndarray (nulls, ragged rows): fall back to a stream of values.
+                    None => self.finish_values_stream(&pending)?,
+                }
+            }
+            (Layout::Values, Container::Array) => {
+                wire::array_hdr(&mut self.out.buf, self.rows as usize);
+                let mut row0 = 0;
+                for b in &pending {
+                    self.encode_values(b, row0)?;
+                    row0 += b.num_rows() as u64;
+                }
+            }
+            (Layout::Values, _) => {
+                if !self.streaming {
+                    self.finish_values_stream(&pending)?;
+                }
+            }
+            (Layout::Auto, _) => unreachable!("resolved in build"),
+        }
+        Ok(())
+    }
+
+    /// A stream of values whose rows were all held back. One row that encodes as an array or an
+    /// ndarray would read back as several rows (its items, its axis 0), so it is wrapped in a
+    /// one-element top-level array.
+    fn finish_values_stream(&mut self, pending: &[RecordBatch]) -> Result<()> {
+        let total: usize = pending.iter().map(|b| b.num_rows()).sum();
+        if total == 1 {
+            let b = pending.iter().find(|b| b.num_rows() == 1).expect("one row");
+            let field = self.schema.field(0).clone();
+            let mut enc = values::make_encoder(&field, b.column(0)).map_err(|e| e.prepend_path(field.name()))?;
+            let is_nd = enc.nd_probe(0).map_err(|e| e.at_record(0).prepend_path(field.name()))?.is_some();
+            let mut tmp = Out::new(false);
+            enc.encode(0, &mut tmp).map_err(|e| e.at_record(0).prepend_path(field.name()))?;
+            let is_array = matches!(tmp.buf.first(), Some(0x90..=0x9f | 0xdc | 0xdd));
+            if is_nd || is_array {
+                self.out.buf.push(0x91);
+                let mut enc = values::make_encoder(&field, b.column(0))?;
+                return enc.encode(0, &mut self.out).map_err(|e| e.at_record(0).prepend_path(field.name()));
+            }
+        }
+        let mut row0 = 0;
+        for b in pending {
+            self.encode_values(b, row0)?;
+            row0 += b.num_rows() as u64;
+        }
+        Ok(())
+    }
+
+    fn encoders(&self, batch: &RecordBatch) -> Result<Vec<Box<dyn ColumnEncoder>>> {
+        self.schema
+            .fields()
+            .iter()
+            .zip(batch.columns())
+            .map(|(f, c)| values::make_encoder(f, c).map_err(|e| e.prepend_path(f.name())))
+            .collect()
+    }
+
+    fn ensure_keys(&mut self) {
+        if self.keys.is_empty() && !self.schema.fields().is_empty() {
+            self.keys = self
+                .schema
+                .fields()
+                .iter()
+                .map(|f| {
+                    let mut k = Vec::with_capacity(f.name().len() + 1);
+                    wire::str(&mut k, f.name());
+                    k
+                })
+                .collect();
+        }
+    }
+
+    fn reserve(&mut self, hint: usize) {
+        let want = if self.flush_at == usize::MAX { hint } else { hint.min(self.flush_at + self.flush_at / 4) };
+        self.out.buf.reserve(want);
+    }
+
+    /// One map per row, keys in schema order.
+    fn encode_records(&mut self, batch: &RecordBatch, row0: u64) -> Result<()> {
+        self.ensure_keys();
+        let mut encs = self.encoders(batch)?;
+        let ncols = encs.len();
+        let mut hdr = Vec::with_capacity(5);
+        wire::map_hdr(&mut hdr, ncols);
+        let keys_len: usize = self.keys.iter().map(|k| k.len()).sum();
+        let hint = encs.iter().map(|e| e.size_hint()).sum::<usize>() + batch.num_rows() * (keys_len + hdr.len());
+        self.reserve(hint);
+        let names = self.schema.fields().clone();
+        for row in 0..batch.num_rows() {
+            let rec = row0 + row as u64;
+            let fail = |c: usize, e: Error| e.at_record(rec).prepend_path(names[c].name());
+            if self.out.align {
+                self.seg.items.push(Item::MapHdr(ncols));
+                for (c, enc) in encs.iter_mut().enumerate() {
+                    self.seg.items.push(Item::Key(c));
+                    encode_aligned(enc.as_mut(), row, &mut self.seg, &mut self.out, &names).map_err(|e| fail(c, e))?;
+                }
+                self.seg.flush(&mut self.out, &names, None);
+            } else {
+                self.out.buf.extend_from_slice(&hdr);
+                for (c, enc) in encs.iter_mut().enumerate() {
+                    self.out.buf.extend_from_slice(&self.keys[c]);
+                    enc.encode(row, &mut self.out).map_err(|e| fail(c, e))?;
+                }
+            }
+            self.flush_if(self.flush_at)?;
+        }
+        Ok(())
+    }
+
+    /// One value per row (the single column).
+    fn encode_values(&mut self, batch: &RecordBatch, row0: u64) -> Result<()> {
+        let field = self.schema.field(0).clone();
+        let mut enc = values::make_encoder(&field, batch.column(0)).map_err(|e| e.prepend_path(field.name()))?;
+        self.reserve(enc.size_hint());
+        for row in 0..batch.num_rows() {
+            // ndarrays align themselves inside their own map; there is no enclosing record.
+            enc.encode(row, &mut self.out)
+                .map_err(|e| e.at_record(row0 + row as u64).prepend_path(field.name()))?;
+            self.flush_if(self.flush_at)?;
+        }
+        Ok(())
+    }
+
+    /// One map `{name: ndarray or list}` for the whole table.
+    fn encode_columns(&mut self, batches: &[RecordBatch]) -> Result<()> {
+        let names = self.schema.fields().clone();
+        let mut encs = Vec::with_capacity(names.len());
+        for (c, f) in names.iter().enumerate() {
+            let arrays: Vec<ArrayRef> = if batches.is_empty() {
+                vec![arrow_array::new_empty_array(f.data_type())]
+            } else {
+                batches.iter().map(|b| b.column(c).clone()).collect()
+            };
+            encs.push(values::column_encoder(f, &arrays).map_err(|e| e.prepend_path(f.name()))?);
+        }
+        self.reserve(encs.iter().map(|e| e.size_hint()).sum::<usize>() + 16 * names.len());
+        let fail = |c: usize, e: Error| e.prepend_path(names[c].name());
+        if self.out.align {
+            self.seg.items.push(Item::MapHdr(encs.len()));
+            for (c, enc) in encs.iter_mut().enumerate() {
+                self.seg.items.push(Item::Key(c));
+                encode_aligned(enc.as_mut(), 0, &mut self.seg, &mut self.out, &names).map_err(|e| fail(c, e))?;
+            }
+            self.seg.flush(&mut self.out, &names, None);
+        } else {
+            wire::map_hdr(&mut self.out.buf, encs.len());
+            for (c, enc) in encs.iter_mut().enumerate() {
+                wire::str(&mut self.out.buf, names[c].name());
+                enc.encode(0, &mut self.out).map_err(|e| fail(c, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush_if(&mut self, at: usize) -> Result<()> {
+        if self.out.buf.len() >= at.max(1) {
+            self.flush_all()?;
+        }
+        Ok(())
+    }
+
+    fn flush_all(&mut self) -> Result<()> {
+        if self.flush_at == usize::MAX || self.out.buf.is_empty() {
+            return Ok(());
+        }
+        self.w.write_all(&self.out.buf)?;
+        self.out.base += self.out.buf.len() as u64;
+        self.out.buf.clear();
+        Ok(())
+    }
+}
+
+/// One element of a map being assembled in aligned mode, before the next ndarray.
+#[derive(Debug, Clone, Copy)]
+enum Item {
+    /// The map header (entries).
+    MapHdr(usize),
+    /// The key of column `c`.
+    Key(usize),
+    /// An encoded value, `scratch[start..end]`.
+    Val(usize, usize),
+}
+
+/// Aligned mode: the part of a map written since the last ndarray payload. It is held back so that,
+/// when the next ndarray cannot reach a 64-byte boundary by widening inside its own map, the map
+/// header, keys and integers before it can be written wider too (never extra bytes or keys).
+#[derive(Default)]
+struct Segment {
+    items: Vec<Item>,
+    scratch: Vec<u8>,
+    forms: Vec<&'static [u8]>,
+    ints: Vec<Option<IntVal>>,
+    sizes: Vec<u8>,
+    suf: Vec<u128>,
+}
+
+impl Segment {
+    /// Write the held items, widened so that an ndarray starting right after them (described by
+    /// `next`) can put its payload on a 64-byte boundary.
+    fn flush(&mut self, out: &mut Out, names: &arrow_schema::Fields, next: Option<NdProbe>) {
+        if self.items.is_empty() {
+            return;
+        }
+        self.forms.clear();
+        self.ints.clear();
+        let mut fixed = 0usize;
+        for it in &self.items {
+            let (f, int): (&'static [u8], Option<IntVal>) = match *it {
+                Item::MapHdr(n) => (wire::coll_forms(n), None),
+                Item::Key(c) => {
+                    let n = names[c].name().len();
+                    fixed += n;
+                    (wire::str_forms(n), None)
+                }
+                Item::Val(s, e) => match wire::read_int(&self.scratch[s..e]) {
+                    Some(v) => (v.forms(), Some(v)),
+                    None => {
+                        fixed += e - s;
+                        (&[0], None)
+                    }
+                },
+            };
+            self.forms.push(f);
+            self.ints.push(int);
+        }
+        let n = self.forms.len();
+        self.suf.clear();
+        self.suf.resize(n + 1, 0);
+        values::suffix_reach(&self.forms, &mut self.suf);
+        let mut pad = 0;
+        if let Some(p) = next {
+            let start = out.pos() + fixed as u64 + self.forms.iter().map(|f| f[0] as u64).sum::<u64>();
+            for r in 0..128usize {
+                if (self.suf[0] >> r) & 1 == 0 {
+                    continue;
+                }
+                let data = start + r as u64 + p.min as u64;
+                let need = ((values::ALIGN - data % values::ALIGN) % values::ALIGN) as usize;
+                if (p.reach >> need) & 1 == 1 || (need + 64 < 128 && (p.reach >> (need + 64)) & 1 == 1) {
+                    pad = r;
+                    break;
+                }
+            }
+        }
+        self.sizes.clear();
+        self.sizes.resize(n, 0);
+        values::pick_sizes(&self.forms, &self.suf, pad, &mut self.sizes);
+        let b = &mut out.buf;
+        for (i, it) in self.items.iter().enumerate() {
+            match *it {
+                Item::MapHdr(k) => wire::map_hdr_sized(b, k, self.sizes[i]),
+                Item::Key(c) => {
+                    let name = names[c].name();
+                    wire::str_hdr_sized(b, name.len(), self.sizes[i]);
+                    b.extend_from_slice(name.as_bytes());
+                }
+                Item::Val(s, e) => match self.ints[i] {
+                    Some(v) => v.write(b, self.sizes[i]),
+                    None => b.extend_from_slice(&self.scratch[s..e]),
+                },
+            }
+        }
+        self.items.clear();
+        self.scratch.clear();
+    }
+}
+
+/// Aligned mode: encode one map value. An ndarray value flushes the held items widened for it and
+/// is written in place; other values that may hold ndarrays are written in place too; plain values
+/// are held (in `scratch`) so their ints can still be widened for a later ndarray.
+fn encode_aligned(
+    enc: &mut dyn ColumnEncoder,
+    row: usize,
+    seg: &mut Segment,
+    out: &mut Out,
+    names: &arrow_schema::Fields,
+) -> Result<()> {
+    if let Some(p) = enc.nd_probe(row)? {
+        seg.flush(out, names, Some(p));
+        return enc.encode(row, out);
+    }
+    if enc.may_nd() {
+        seg.flush(out, names, None);
+        return enc.encode(row, out);
+    }
+    let mut tmp = Out { buf: std::mem::take(&mut seg.scratch), base: 0, align: false };
+    let start = tmp.buf.len();
+    let r = enc.encode(row, &mut tmp);
+    let end = tmp.buf.len();
+    seg.scratch = tmp.buf;
+    r?;
+    seg.items.push(Item::Val(start, end));
+    Ok(())
+}
+
+/// Encode batches into one buffer (layout as [`WriterBuilder::with_layout`]; not aligned).
+pub fn write_batches(batches: &[RecordBatch], layout: Layout) -> Result<Vec<u8>> {
+    let Some(first) = batches.first() else { return Ok(Vec::new()) };
+    let mut w = WriterBuilder::new().with_layout(layout).build(std::io::sink(), first.schema())?;
+    // Encode straight into the final buffer, reserved once (no chunk copies).
+    w.flush_at = usize::MAX;
+    let estimate: usize = batches
+        .iter()
+        .map(|b| b.columns().iter().map(|c| c.get_buffer_memory_size()).sum::<usize>() + b.num_rows() * 16)
+        .sum();
+    w.out.buf.reserve(estimate);
+    for b in batches {
+        w.write(b)?;
+    }
+    w.finish_encoding()?;
+    Ok(std::mem::take(&mut w.out.buf))
+}
