@@ -968,7 +968,12 @@ impl ArrayDecoder for TensorDecoder {
         if self.fixed.is_some() {
             let want = rows.saturating_mul(self.row_bytes);
             // cap what we trust up front: the rest grows as bytes really arrive
-            self.buf.reserve(want.min(1 << 31));
+            if self.buf.capacity() == 0 {
+                self.buf = MutableBuffer::new(want.min(1 << 31));
+                super::values::advise_huge_pages(&mut self.buf);
+            } else {
+                self.buf.reserve(want.min(1 << 31));
+            }
         }
     }
 

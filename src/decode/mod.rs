@@ -788,6 +788,7 @@ fn decode_column_value(c: &mut Cursor<'_>, buf: &Buffer, f: &Field, ctx: &Ctx) -
         buf.slice_with_length(nd.data_pos, nd.data.len())
     } else {
         let mut m = MutableBuffer::new(nd.data.len());
+        values::advise_huge_pages(&mut m);
         values::extend_native(&dt, nd.data, &mut m);
         m.into()
     };

@@ -1409,7 +1409,13 @@ struct TensorEnc {
 impl TensorEnc {
     fn new(arr: &ArrayRef, dtype: Option<&NumpyDtype>, lists: bool, structs: bool) -> Result<Self> {
         let (dt, mut ts) = resolve_tensor(std::slice::from_ref(arr), dtype, lists, structs)?;
-        let t = ts.pop().expect("one array");
+        let mut t = ts.pop().expect("one array");
+        // A null in a column that held 0-d datetime ndarrays was a NaT: write it back as one
+        // (the element writer turns nulls into NaT). Without metadata a null stays nil.
+        let temporal = matches!(dt, NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. });
+        if temporal && t.levels.is_empty() && dtype.is_some() {
+            t.nulls = None;
+        }
         let nd = NdType::of(&dt);
         let fixed = match t.fixed_shape() {
             Some(shape) => {

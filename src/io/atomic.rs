@@ -28,13 +28,25 @@ impl AtomicFile {
     pub fn create(target: impl AsRef<Path>) -> Result<Self> {
         let target = target.as_ref().to_path_buf();
         if target.is_dir() {
-            return Err(io_error(&target, io::Error::new(io::ErrorKind::Other, "is a directory")));
+            return Err(io_error(&target, io::Error::other("is a directory")));
         }
         let dir = match target.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if !dir.is_dir() {
+            return Err(io_error(
+                &target,
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("directory {} does not exist", dir.display()),
+                ),
+            ));
+        }
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let prefix = format!(".{name}.");
         let mut builder = tempfile::Builder::new();
         builder.prefix(&prefix).suffix(".tmp");
@@ -48,13 +60,18 @@ impl AtomicFile {
             };
             builder.permissions(perms);
         }
-        let tmp = builder.tempfile_in(&dir).map_err(|e| io_error(&target, e))?;
+        let tmp = builder
+            .tempfile_in(&dir)
+            .map_err(|e| io_error(&target, e))?;
         #[cfg(unix)]
         if let Ok(m) = std::fs::metadata(&target) {
             // The umask applied at creation; restore the old file's mode exactly.
             let _ = tmp.as_file().set_permissions(m.permissions());
         }
-        Ok(AtomicFile { tmp: BufWriter::with_capacity(1 << 20, tmp), target })
+        Ok(AtomicFile {
+            tmp: BufWriter::with_capacity(1 << 20, tmp),
+            target,
+        })
     }
 
     /// The path the file will have once committed.
@@ -70,14 +87,22 @@ impl AtomicFile {
     /// Flush, fsync and rename over the target. Any write error still pending is returned here.
     pub fn commit(self) -> Result<()> {
         let target = self.target;
-        let tmp = self.tmp.into_inner().map_err(|e| io_error(&target, e.into_error()))?;
+        let tmp = self
+            .tmp
+            .into_inner()
+            .map_err(|e| io_error(&target, e.into_error()))?;
         tmp.as_file().sync_all().map_err(|e| io_error(&target, e))?;
-        tmp.persist(&target).map_err(|e| io_error(&target, e.error))?;
+        tmp.persist(&target)
+            .map_err(|e| io_error(&target, e.error))?;
         // Make the rename itself durable. Best effort: not every file system lets a directory be
         // opened and synced, and the data is already safe.
         #[cfg(unix)]
         if let Some(dir) = target.parent() {
-            let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
             if let Ok(d) = std::fs::File::open(dir) {
                 let _ = d.sync_all();
             }
@@ -153,7 +178,9 @@ mod tests {
 
     #[test]
     fn relative_target_and_errors() {
-        let e = AtomicFile::create("/nonexistent-dir/x.parquet").unwrap_err().to_string();
+        let e = AtomicFile::create("/nonexistent-dir/x.parquet")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("/nonexistent-dir/x.parquet"), "{e}");
         let dir = tempfile::tempdir().unwrap();
         let e = AtomicFile::create(dir.path()).unwrap_err().to_string();

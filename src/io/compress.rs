@@ -62,7 +62,10 @@ impl Codec {
 
 /// An I/O error that names the path it happened on.
 pub(crate) fn io_error(path: &Path, e: io::Error) -> Error {
-    Error::new(ErrorKind::Io(io::Error::new(e.kind(), format!("{}: {e}", path.display()))))
+    Error::new(ErrorKind::Io(io::Error::new(
+        e.kind(),
+        format!("{}: {e}", path.display()),
+    )))
 }
 
 /// Whether `path` means standard input / output.
@@ -82,7 +85,10 @@ pub fn open_input(path: &Path) -> Result<Input> {
 pub fn open_input_counted(path: &Path, counter: Option<Arc<AtomicU64>>) -> Result<Input> {
     let count = |r: Box<dyn Read + Send>| -> Box<dyn Read + Send> {
         match &counter {
-            Some(c) => Box::new(CountingReader { inner: r, counter: c.clone() }),
+            Some(c) => Box::new(CountingReader {
+                inner: r,
+                counter: c.clone(),
+            }),
             None => r,
         }
     };
@@ -163,7 +169,10 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<PathBuf>> {
             if found.is_empty() {
                 return Err(Error::new(ErrorKind::Io(io::Error::new(
                     io::ErrorKind::NotFound,
-                    format!("directory {arg:?} holds no {} files", MSGPACK_EXTENSIONS.join(", ")),
+                    format!(
+                        "directory {arg:?} holds no {} files",
+                        MSGPACK_EXTENSIONS.join(", ")
+                    ),
                 ))));
             }
             found.sort();
@@ -221,7 +230,9 @@ mod tests {
     #[test]
     fn plain_and_compressed() {
         let dir = tempfile::tempdir().unwrap();
-        let data: Vec<u8> = (0..100_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let data: Vec<u8> = (0..100_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
         let plain = dir.path().join("a.msgpack");
         std::fs::write(&plain, &data).unwrap();
         assert!(matches!(open_input(&plain).unwrap(), Input::Mmap(_)));
@@ -250,7 +261,10 @@ mod tests {
             let input = open_input_counted(p, Some(counter.clone())).unwrap();
             assert!(matches!(input, Input::Stream(_)));
             assert_eq!(read_all(input), data, "{}", p.display());
-            assert_eq!(counter.load(Ordering::Relaxed), std::fs::metadata(p).unwrap().len());
+            assert_eq!(
+                counter.load(Ordering::Relaxed),
+                std::fs::metadata(p).unwrap().len()
+            );
         }
     }
 
@@ -264,7 +278,9 @@ mod tests {
 
     #[test]
     fn missing_file_names_path() {
-        let e = open_input(Path::new("/nonexistent/x.msgpack")).unwrap_err().to_string();
+        let e = open_input(Path::new("/nonexistent/x.msgpack"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("/nonexistent/x.msgpack"), "{e}");
     }
 
@@ -273,7 +289,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("bad.msgpack.zst");
         std::fs::write(&p, b"not zstd at all").unwrap();
-        let Input::Stream(mut r) = open_input(&p).unwrap() else { panic!() };
+        let Input::Stream(mut r) = open_input(&p).unwrap() else {
+            panic!()
+        };
         assert!(r.read_to_end(&mut Vec::new()).is_err());
     }
 
@@ -281,28 +299,47 @@ mod tests {
     fn expand() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        for n in ["b.msgpack", "a.mpk", "c.msgpack.zst", "notes.txt", "z.parquet"] {
+        for n in [
+            "b.msgpack",
+            "a.mpk",
+            "c.msgpack.zst",
+            "notes.txt",
+            "z.parquet",
+        ] {
             std::fs::write(d.join(n), b"").unwrap();
         }
         std::fs::create_dir(d.join("sub.msgpack")).unwrap();
         let s = |p: &Path| p.to_str().unwrap().to_string();
         let got = expand_inputs(&[s(d)]).unwrap();
-        let names: Vec<_> = got.iter().map(|p| p.file_name().unwrap().to_str().unwrap()).collect();
+        let names: Vec<_> = got
+            .iter()
+            .map(|p| p.file_name().unwrap().to_str().unwrap())
+            .collect();
         assert_eq!(names, ["a.mpk", "b.msgpack", "c.msgpack.zst"]);
 
-        let got = expand_inputs(&[format!("{}/*.msgpack*", s(d)), s(&d.join("z.parquet"))]).unwrap();
-        let names: Vec<_> = got.iter().map(|p| p.file_name().unwrap().to_str().unwrap()).collect();
+        let got =
+            expand_inputs(&[format!("{}/*.msgpack*", s(d)), s(&d.join("z.parquet"))]).unwrap();
+        let names: Vec<_> = got
+            .iter()
+            .map(|p| p.file_name().unwrap().to_str().unwrap())
+            .collect();
         assert_eq!(names, ["b.msgpack", "c.msgpack.zst", "z.parquet"]);
 
         let pat = format!("{}/*.nothing", s(d));
-        let e = expand_inputs(std::slice::from_ref(&pat)).unwrap_err().to_string();
+        let e = expand_inputs(std::slice::from_ref(&pat))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(&pat) && e.contains("matches no files"), "{e}");
 
-        let e = expand_inputs(&[s(&d.join("missing.msgpack"))]).unwrap_err().to_string();
+        let e = expand_inputs(&[s(&d.join("missing.msgpack"))])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("missing.msgpack"), "{e}");
 
         std::fs::create_dir(d.join("empty")).unwrap();
-        let e = expand_inputs(&[s(&d.join("empty"))]).unwrap_err().to_string();
+        let e = expand_inputs(&[s(&d.join("empty"))])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("empty") && e.contains("holds no"), "{e}");
 
         assert_eq!(expand_inputs(&["-".into()]).unwrap(), [PathBuf::from("-")]);

@@ -34,8 +34,16 @@ pub fn write_options(compression: Compression) -> Result<IpcWriteOptions> {
 
 /// An Arrow IPC file (Feather v2) writer for `schema`. Call `write` per batch and `finish` at the
 /// end. Buffers are 64-byte aligned, so readers can map the file without copying.
-pub fn ipc_writer<W: Write>(w: W, schema: &Schema, compression: Compression) -> Result<FileWriter<W>> {
-    Ok(FileWriter::try_new_with_options(w, schema, write_options(compression)?)?)
+pub fn ipc_writer<W: Write>(
+    w: W,
+    schema: &Schema,
+    compression: Compression,
+) -> Result<FileWriter<W>> {
+    Ok(FileWriter::try_new_with_options(
+        w,
+        schema,
+        write_options(compression)?,
+    )?)
 }
 
 /// Open an Arrow IPC file (magic `ARROW1`) or stream: its schema and its batches.
@@ -53,14 +61,17 @@ pub(crate) fn read_ipc_with(
     let mut file = File::open(path).map_err(|e| io_error(path, e))?;
     let mut magic = [0u8; 6];
     let is_file = file.read_exact(&mut magic).is_ok() && &magic == b"ARROW1";
-    file.seek(SeekFrom::Start(0)).map_err(|e| io_error(path, e))?;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| io_error(path, e))?;
 
     // The full schema first, to resolve column names to indices.
     let (full, n_batches) = if is_file {
-        let r = FileReader::try_new_buffered(file.try_clone().map_err(|e| io_error(path, e))?, None)?;
+        let r =
+            FileReader::try_new_buffered(file.try_clone().map_err(|e| io_error(path, e))?, None)?;
         (r.schema(), Some(r.num_batches() as u64))
     } else {
-        let r = StreamReader::try_new_buffered(file.try_clone().map_err(|e| io_error(path, e))?, None)?;
+        let r =
+            StreamReader::try_new_buffered(file.try_clone().map_err(|e| io_error(path, e))?, None)?;
         (r.schema(), None)
     };
     let units = n_batches.map(Units::Batches);
@@ -69,14 +80,22 @@ pub(crate) fn read_ipc_with(
         Some(cols) => {
             let indices = projection_indices(&full, cols)?;
             let (sorted, reorder) = sorted_projection(&indices);
-            (Some(sorted), Some(reorder), Arc::new(full.project(&indices)?))
+            (
+                Some(sorted),
+                Some(reorder),
+                Arc::new(full.project(&indices)?),
+            )
         }
     };
-    file.seek(SeekFrom::Start(0)).map_err(|e| io_error(path, e))?;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| io_error(path, e))?;
     let batches: BatchIter = if is_file {
         Box::new(FileReader::try_new_buffered(file, projection)?.map(|b| b.map_err(Error::from)))
     } else {
-        Box::new(StreamReader::try_new(BufReader::new(file), projection)?.map(|b| b.map_err(Error::from)))
+        Box::new(
+            StreamReader::try_new(BufReader::new(file), projection)?
+                .map(|b| b.map_err(Error::from)),
+        )
     };
     let batches: BatchIter = match reorder {
         None => batches,
@@ -100,13 +119,17 @@ mod tests {
     fn batch() -> RecordBatch {
         let schema = Schema::new(vec![
             Field::new("id", DataType::Int64, true),
-            Field::new("h", DataType::Float16, true)
-                .with_metadata(HashMap::from([("msgpack_numpy.dtype".into(), ">f2".into())])),
+            Field::new("h", DataType::Float16, true).with_metadata(HashMap::from([(
+                "msgpack_numpy.dtype".into(),
+                ">f2".into(),
+            )])),
             Field::new("s", DataType::Utf8, true),
         ]);
         let cols: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from(vec![1, 2, 3])),
-            Arc::new(Float16Array::from_iter_values([0.5, 1.0, 1.5].map(half::f16::from_f32))),
+            Arc::new(Float16Array::from_iter_values(
+                [0.5, 1.0, 1.5].map(half::f16::from_f32),
+            )),
             Arc::new(StringArray::from(vec![Some("a"), None, Some("ccc")])),
         ];
         RecordBatch::try_new(Arc::new(schema), cols).unwrap()
@@ -128,7 +151,10 @@ mod tests {
             let got: Vec<_> = batches.collect::<Result<_>>().unwrap();
             assert_eq!(got, [b.clone(), b.slice(1, 2)]);
         }
-        let e = ipc_writer(Vec::new(), &b.schema(), Compression::Snappy).err().unwrap().to_string();
+        let e = ipc_writer(Vec::new(), &b.schema(), Compression::Snappy)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("snappy"), "{e}");
     }
 

@@ -112,11 +112,9 @@ impl FromStr for Format {
             "parquet" | "pq" => Format::Parquet,
             "feather" | "arrow" | "ipc" => Format::Ipc,
             "npz" => Format::Npz,
-            _ => {
-                return Err(Error::new(ErrorKind::Unsupported(format!(
-                    "unknown format {s:?}; expected one of: parquet, feather, arrow, ipc, npz, msgpack"
-                ))))
-            }
+            _ => return Err(Error::new(ErrorKind::Unsupported(format!(
+                "unknown format {s:?}; expected one of: parquet, feather, arrow, ipc, npz, msgpack"
+            )))),
         })
     }
 }
@@ -249,6 +247,11 @@ pub fn open_table(path: &Path, opts: &ReadOptions) -> Result<Table> {
         Some(f) => f,
         None => Format::detect(path)?,
     };
+    if compress::is_stdio(path) && format != Format::Msgpack {
+        return Err(Error::new(ErrorKind::Unsupported(format!(
+            "standard input is read as msgpack only; write the {format} data to a file first"
+        ))));
+    }
     let size = if compress::is_stdio(path) {
         None
     } else {
@@ -266,27 +269,38 @@ pub fn open_table(path: &Path, opts: &ReadOptions) -> Result<Table> {
             (schema, batches, n)
         }
         Format::Npz => {
-            let (schema, batches) = npz::read_npz_with(
-                path,
-                opts.columns.as_deref(),
-                opts.batch_size,
-                opts.tensor,
-            )?;
+            let (schema, batches) =
+                npz::read_npz_with(path, opts.columns.as_deref(), opts.batch_size, opts.tensor)?;
             (schema, batches, None)
         }
     };
     let (layout, layout_reason) = recorded_layout(&schema);
     let batches = match (&opts.progress, size) {
-        (Some(counter), Some(size)) => Box::new(ProgressIter::new(batches, counter.clone(), size, units)) as BatchIter,
+        (Some(counter), Some(size)) => {
+            Box::new(ProgressIter::new(batches, counter.clone(), size, units)) as BatchIter
+        }
         _ => batches,
     };
-    Ok(Table { schema, batches, format, layout, layout_reason })
+    Ok(Table {
+        schema,
+        batches,
+        format,
+        layout,
+        layout_reason,
+    })
 }
 
 /// The layout recorded in a schema's metadata (`msgpack_arrow.layout`), if any.
 pub fn recorded_layout(schema: &SchemaRef) -> (Option<Layout>, Option<String>) {
-    match schema.metadata().get(meta::LAYOUT).and_then(|l| l.parse::<Layout>().ok()) {
-        Some(l) => (Some(l), Some(format!("recorded in the schema metadata ({})", meta::LAYOUT))),
+    match schema
+        .metadata()
+        .get(meta::LAYOUT)
+        .and_then(|l| l.parse::<Layout>().ok())
+    {
+        Some(l) => (
+            Some(l),
+            Some(format!("recorded in the file's {} metadata", meta::LAYOUT)),
+        ),
         None => (None, None),
     }
 }
@@ -317,7 +331,13 @@ fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Ta
         // A mapped file is consumed as it is decoded; count it whole when it is done.
         batches = Box::new(ProgressIter::new(batches, counter.clone(), size, None));
     }
-    Ok(Table { schema, batches, format: Format::Msgpack, layout, layout_reason })
+    Ok(Table {
+        schema,
+        batches,
+        format: Format::Msgpack,
+        layout,
+        layout_reason,
+    })
 }
 
 /// Adds a file's size to a progress counter as its batches go by: in proportion to the units
@@ -338,11 +358,19 @@ impl ProgressIter {
             Units::Rows(n) => (n, None),
             Units::Batches(n) => (n, Some(1)),
         });
-        ProgressIter { inner, counter, size, units, done: 0, reported: 0 }
+        ProgressIter {
+            inner,
+            counter,
+            size,
+            units,
+            done: 0,
+            reported: 0,
+        }
     }
     fn report(&mut self, upto: u64) {
         if upto > self.reported {
-            self.counter.fetch_add(upto - self.reported, Ordering::Relaxed);
+            self.counter
+                .fetch_add(upto - self.reported, Ordering::Relaxed);
             self.reported = upto;
         }
     }
@@ -364,7 +392,8 @@ impl Iterator for ProgressIter {
         match (&item, self.units) {
             (Some(Ok(b)), Some((total, per))) if total > 0 => {
                 self.done += per.unwrap_or(b.num_rows() as u64);
-                let upto = (self.size as u128 * self.done.min(total) as u128 / total as u128) as u64;
+                let upto =
+                    (self.size as u128 * self.done.min(total) as u128 / total as u128) as u64;
                 self.report(upto);
             }
             (None, _) | (Some(Err(_)), _) => self.report(self.size),
@@ -375,7 +404,10 @@ impl Iterator for ProgressIter {
 }
 
 /// Indices of `columns` in `schema`, in the order asked; unknown or repeated names are errors.
-pub(crate) fn projection_indices(schema: &arrow_schema::Schema, columns: &[String]) -> Result<Vec<usize>> {
+pub(crate) fn projection_indices(
+    schema: &arrow_schema::Schema,
+    columns: &[String],
+) -> Result<Vec<usize>> {
     let mut out = Vec::with_capacity(columns.len());
     for c in columns {
         let i = schema.index_of(c).map_err(|_| {
@@ -386,7 +418,9 @@ pub(crate) fn projection_indices(schema: &arrow_schema::Schema, columns: &[Strin
             )))
         })?;
         if out.contains(&i) {
-            return Err(Error::new(ErrorKind::Key(format!("column {c:?} is listed twice"))));
+            return Err(Error::new(ErrorKind::Key(format!(
+                "column {c:?} is listed twice"
+            ))));
         }
         out.push(i);
     }
@@ -398,7 +432,10 @@ pub(crate) fn projection_indices(schema: &arrow_schema::Schema, columns: &[Strin
 pub(crate) fn sorted_projection(indices: &[usize]) -> (Vec<usize>, Vec<usize>) {
     let mut sorted = indices.to_vec();
     sorted.sort_unstable();
-    let reorder = indices.iter().map(|i| sorted.iter().position(|s| s == i).unwrap_or(0)).collect();
+    let reorder = indices
+        .iter()
+        .map(|i| sorted.iter().position(|s| s == i).unwrap_or(0))
+        .collect();
     (sorted, reorder)
 }
 
@@ -423,7 +460,11 @@ mod tests {
         assert_eq!(f("a.bin"), None);
         assert_eq!(f("noext"), None);
         assert_eq!("feather".parse::<Format>().unwrap(), Format::Ipc);
-        assert!("csv".parse::<Format>().unwrap_err().to_string().contains("parquet, feather"));
+        assert!("csv"
+            .parse::<Format>()
+            .unwrap_err()
+            .to_string()
+            .contains("parquet, feather"));
     }
 
     #[test]
@@ -445,10 +486,17 @@ mod tests {
     #[test]
     fn compression_parse() {
         assert_eq!("zstd".parse::<Compression>().unwrap(), Compression::Zstd(3));
-        assert_eq!("zstd:9".parse::<Compression>().unwrap(), Compression::Zstd(9));
+        assert_eq!(
+            "zstd:9".parse::<Compression>().unwrap(),
+            Compression::Zstd(9)
+        );
         assert_eq!("NONE".parse::<Compression>().unwrap(), Compression::None);
         assert!("zstd:0".parse::<Compression>().is_err());
-        assert!("brotli".parse::<Compression>().unwrap_err().to_string().contains("snappy"));
+        assert!("brotli"
+            .parse::<Compression>()
+            .unwrap_err()
+            .to_string()
+            .contains("snappy"));
     }
 
     #[test]
@@ -461,8 +509,13 @@ mod tests {
         ]);
         let cols = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(projection_indices(&s, &cols(&["c", "a"])).unwrap(), [2, 0]);
-        let e = projection_indices(&s, &cols(&["x"])).unwrap_err().to_string();
-        assert!(e.contains("\"x\" not found") && e.contains("a, b, c"), "{e}");
+        let e = projection_indices(&s, &cols(&["x"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"x\" not found") && e.contains("a, b, c"),
+            "{e}"
+        );
         assert!(projection_indices(&s, &cols(&["a", "a"])).is_err());
         assert_eq!(sorted_projection(&[2, 0]), (vec![0, 2], vec![1, 0]));
     }

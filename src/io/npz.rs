@@ -21,8 +21,8 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Date32Type, Date64Type, DurationMicrosecondType, Int64Type};
 use arrow_array::{
-    make_array, Array, ArrayRef, BinaryArray, BooleanArray, FixedSizeBinaryArray, FixedSizeListArray,
-    PrimitiveArray, RecordBatch, RecordBatchOptions, StringArray,
+    make_array, Array, ArrayRef, BinaryArray, BooleanArray, FixedSizeBinaryArray,
+    FixedSizeListArray, PrimitiveArray, RecordBatch, RecordBatchOptions, StringArray,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer, OffsetBuffer};
 use arrow_data::ArrayData;
@@ -52,7 +52,10 @@ fn zip_error(path: &Path, e: zip::result::ZipError) -> Error {
         zip::result::ZipError::Io(e) => io_error(path, e),
         other => io_error(
             path,
-            io::Error::new(io::ErrorKind::InvalidData, format!("not a valid npz (zip) file: {other}")),
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("not a valid npz (zip) file: {other}"),
+            ),
         ),
     }
 }
@@ -73,7 +76,14 @@ fn shape_repr(shape: &[u64]) -> String {
     match shape {
         [] => "()".into(),
         [n] => format!("({n},)"),
-        _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
@@ -81,7 +91,10 @@ fn shape_repr(shape: &[u64]) -> String {
 /// `numpy.lib.format.write_array` writes it for a C-order array.
 pub fn npy_header(descr: &str, shape: &[u64]) -> Vec<u8> {
     // numpy: sorted keys, repr values, then spare spaces so axis 0 can grow in place.
-    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {}, }}", shape_repr(shape));
+    let mut dict = format!(
+        "{{'descr': '{descr}', 'fortran_order': False, 'shape': {}, }}",
+        shape_repr(shape)
+    );
     if let Some(first) = shape.first() {
         let digits = first.to_string().len();
         dict.push_str(&" ".repeat(GROWTH_AXIS_MAX_DIGITS.saturating_sub(digits)));
@@ -131,7 +144,10 @@ struct PyParser<'a> {
 
 impl<'a> PyParser<'a> {
     fn bad(&self, what: &str) -> Error {
-        Error::new(ErrorKind::InvalidNdarray(format!("bad .npy header: {what} at character {}", self.pos)))
+        Error::new(ErrorKind::InvalidNdarray(format!(
+            "bad .npy header: {what} at character {}",
+            self.pos
+        )))
     }
     fn ws(&mut self) {
         while self.pos < self.s.len() && self.s[self.pos].is_ascii_whitespace() {
@@ -152,7 +168,9 @@ impl<'a> PyParser<'a> {
             return Err(self.bad("nesting too deep"));
         }
         self.ws();
-        let Some(&c) = self.s.get(self.pos) else { return Err(self.bad("unexpected end")) };
+        let Some(&c) = self.s.get(self.pos) else {
+            return Err(self.bad("unexpected end"));
+        };
         match c {
             b'\'' | b'"' => self.string(c),
             b'(' | b'[' => {
@@ -201,7 +219,8 @@ impl<'a> PyParser<'a> {
                 while self.pos < self.s.len() && self.s[self.pos].is_ascii_digit() {
                     self.pos += 1;
                 }
-                let text = std::str::from_utf8(&self.s[start..self.pos]).map_err(|_| self.bad("number"))?;
+                let text = std::str::from_utf8(&self.s[start..self.pos])
+                    .map_err(|_| self.bad("number"))?;
                 let v = text.parse::<i128>().map_err(|_| self.bad("number"))?;
                 // Python 2 longs: `3L`
                 if matches!(self.s.get(self.pos), Some(b'L' | b'l')) {
@@ -210,7 +229,11 @@ impl<'a> PyParser<'a> {
                 Ok(Py::Int(v))
             }
             _ => {
-                for (word, v) in [("True", Py::Bool(true)), ("False", Py::Bool(false)), ("None", Py::None)] {
+                for (word, v) in [
+                    ("True", Py::Bool(true)),
+                    ("False", Py::Bool(false)),
+                    ("None", Py::None),
+                ] {
                     if self.s[self.pos..].starts_with(word.as_bytes()) {
                         self.pos += word.len();
                         return Ok(v);
@@ -224,12 +247,16 @@ impl<'a> PyParser<'a> {
         self.pos += 1;
         let mut out = Vec::new();
         loop {
-            let Some(&c) = self.s.get(self.pos) else { return Err(self.bad("unterminated string")) };
+            let Some(&c) = self.s.get(self.pos) else {
+                return Err(self.bad("unterminated string"));
+            };
             self.pos += 1;
             match c {
                 _ if c == quote => break,
                 b'\\' => {
-                    let Some(&e) = self.s.get(self.pos) else { return Err(self.bad("bad escape")) };
+                    let Some(&e) = self.s.get(self.pos) else {
+                        return Err(self.bad("bad escape"));
+                    };
                     self.pos += 1;
                     match e {
                         b'n' => out.push(b'\n'),
@@ -241,7 +268,9 @@ impl<'a> PyParser<'a> {
                 _ => out.push(c),
             }
         }
-        String::from_utf8(out).map(Py::Str).map_err(|_| self.bad("string is not UTF-8"))
+        String::from_utf8(out)
+            .map(Py::Str)
+            .map_err(|_| self.bad("string is not UTF-8"))
     }
 }
 
@@ -262,7 +291,8 @@ pub struct NpyHeader {
 pub fn read_npy_header(r: &mut impl Read) -> Result<NpyHeader> {
     let bad = |m: &str| Error::new(ErrorKind::InvalidNdarray(format!("bad .npy header: {m}")));
     let mut pre = [0u8; 8];
-    r.read_exact(&mut pre).map_err(|_| bad("shorter than the magic string"))?;
+    r.read_exact(&mut pre)
+        .map_err(|_| bad("shorter than the magic string"))?;
     if &pre[..6] != MAGIC {
         return Err(bad("no \\x93NUMPY magic (not a .npy array)"));
     }
@@ -290,9 +320,19 @@ pub fn read_npy_header(r: &mut impl Read) -> Result<NpyHeader> {
     } else {
         h.iter().map(|&b| b as char).collect()
     };
-    let mut p = PyParser { s: text.as_bytes(), pos: 0 };
-    let Py::Dict(items) = p.value(0)? else { return Err(bad("not a dict")) };
-    let get = |k: &str| items.iter().find(|(key, _)| *key == Py::Str(k.into())).map(|(_, v)| v);
+    let mut p = PyParser {
+        s: text.as_bytes(),
+        pos: 0,
+    };
+    let Py::Dict(items) = p.value(0)? else {
+        return Err(bad("not a dict"));
+    };
+    let get = |k: &str| {
+        items
+            .iter()
+            .find(|(key, _)| *key == Py::Str(k.into()))
+            .map(|(_, v)| v)
+    };
     let dtype = match get("descr") {
         Some(Py::Str(s)) => NumpyDtype::parse(s)?,
         Some(Py::Seq(_)) => {
@@ -316,7 +356,12 @@ pub fn read_npy_header(r: &mut impl Read) -> Result<NpyHeader> {
             .collect::<Result<Vec<_>>>()?,
         _ => return Err(bad("no 'shape'")),
     };
-    Ok(NpyHeader { dtype, fortran_order, shape, header_len: 6 + 2 + len_field + len })
+    Ok(NpyHeader {
+        dtype,
+        fortran_order,
+        shape,
+        header_len: 6 + 2 + len_field + len,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -332,7 +377,11 @@ enum Leaf {
     /// Date32 / Timestamp / Duration / Date64 values divided by `div` (exactly) into i64.
     Time { div: i64, swap: bool },
     /// Utf8 (`U`, UTF-32) or Binary (`S`) values, NUL padded to `fixed` or to the longest.
-    Var { unicode: bool, fixed: Option<usize>, order: ByteOrder },
+    Var {
+        unicode: bool,
+        fixed: Option<usize>,
+        order: ByteOrder,
+    },
     /// FixedSizeBinary copied as is.
     FixedBinary,
 }
@@ -362,7 +411,10 @@ pub struct NpzWriter<W: Write + Seek> {
 
 impl<W: Write + Seek> std::fmt::Debug for NpzWriter<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NpzWriter").field("columns", &self.columns).field("rows", &self.rows).finish()
+        f.debug_struct("NpzWriter")
+            .field("columns", &self.columns)
+            .field("rows", &self.rows)
+            .finish()
     }
 }
 
@@ -385,14 +437,17 @@ fn dtype_fits(dt: &NumpyDtype, leaf: &DataType) -> bool {
     use DataType::*;
     match dt {
         NumpyDtype::Bool => *leaf == Boolean,
-        NumpyDtype::Int { .. } | NumpyDtype::Float { .. } => dt.arrow_type().is_ok_and(|t| t == *leaf),
+        NumpyDtype::Int { .. } | NumpyDtype::Float { .. } => {
+            dt.arrow_type().is_ok_and(|t| t == *leaf)
+        }
         NumpyDtype::Unicode { .. } => matches!(leaf, Utf8 | LargeUtf8 | Utf8View),
         NumpyDtype::Bytes { len } => {
             matches!(leaf, Binary | LargeBinary | BinaryView)
                 || matches!(leaf, FixedSizeBinary(n) if *n as usize == *len)
         }
         NumpyDtype::Void { len } => matches!(leaf, FixedSizeBinary(n) if *n as usize == *len),
-        NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. } => match (dt.arrow_type(), leaf) {
+        NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. } => match (dt.arrow_type(), leaf)
+        {
             (Ok(Timestamp(a, _)), Timestamp(b, _)) => a == *b,
             (Ok(t), l) => t == *l,
             _ => false,
@@ -408,7 +463,11 @@ fn natural_dtype(leaf: &DataType) -> Option<NumpyDtype> {
     let int = |size: u8, signed| NumpyDtype::Int {
         size,
         signed,
-        order: if size == 1 { ByteOrder::NotApplicable } else { o },
+        order: if size == 1 {
+            ByteOrder::NotApplicable
+        } else {
+            o
+        },
     };
     let unit = |u: &TimeUnit| match u {
         TimeUnit::Second => NpTimeUnit::Second,
@@ -431,11 +490,25 @@ fn natural_dtype(leaf: &DataType) -> Option<NumpyDtype> {
         Float64 => NumpyDtype::Float { size: 8, order: o },
         Utf8 | LargeUtf8 | Utf8View => NumpyDtype::Unicode { chars: 0, order: o },
         Binary | LargeBinary | BinaryView => NumpyDtype::Bytes { len: 0 },
-        FixedSizeBinary(n) => NumpyDtype::Void { len: (*n).max(0) as usize },
-        Timestamp(u, _) => NumpyDtype::Datetime { unit: unit(u), order: o },
-        Date32 => NumpyDtype::Datetime { unit: NpTimeUnit::Day, order: o },
-        Date64 => NumpyDtype::Datetime { unit: NpTimeUnit::Milli, order: o },
-        Duration(u) => NumpyDtype::Timedelta { unit: unit(u), order: o },
+        FixedSizeBinary(n) => NumpyDtype::Void {
+            len: (*n).max(0) as usize,
+        },
+        Timestamp(u, _) => NumpyDtype::Datetime {
+            unit: unit(u),
+            order: o,
+        },
+        Date32 => NumpyDtype::Datetime {
+            unit: NpTimeUnit::Day,
+            order: o,
+        },
+        Date64 => NumpyDtype::Datetime {
+            unit: NpTimeUnit::Milli,
+            order: o,
+        },
+        Duration(u) => NumpyDtype::Timedelta {
+            unit: unit(u),
+            order: o,
+        },
         _ => return None,
     })
 }
@@ -460,17 +533,26 @@ fn plan_column(field: &Field) -> Result<NpzColumn> {
             .and_then(|s| s.iter().map(|d| d.as_u64()).collect())
             .ok_or_else(|| col_err("arrow.fixed_shape_tensor metadata has no shape".into()))?;
         if let Some(p) = ext.get("permutation").and_then(|p| p.as_array()) {
-            let identity = p.iter().enumerate().all(|(i, v)| v.as_u64() == Some(i as u64));
+            let identity = p
+                .iter()
+                .enumerate()
+                .all(|(i, v)| v.as_u64() == Some(i as u64));
             if !identity {
-                return Err(col_err("a permuted arrow.fixed_shape_tensor cannot be written to npz".into()));
+                return Err(col_err(
+                    "a permuted arrow.fixed_shape_tensor cannot be written to npz".into(),
+                ));
             }
         }
         let DataType::FixedSizeList(item, n) = &t else {
-            return Err(col_err("arrow.fixed_shape_tensor storage is not a FixedSizeList".into()));
+            return Err(col_err(
+                "arrow.fixed_shape_tensor storage is not a FixedSizeList".into(),
+            ));
         };
         let prod = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
         if prod != Some(*n as u64) {
-            return Err(col_err(format!("tensor shape {dims:?} does not hold {n} values")));
+            return Err(col_err(format!(
+                "tensor shape {dims:?} does not hold {n} values"
+            )));
         }
         shape = dims;
         levels = 1;
@@ -487,7 +569,11 @@ fn plan_column(field: &Field) -> Result<NpzColumn> {
         .and_then(|s| NumpyDtype::from_metadata(s).ok())
         .and_then(|dt| match dt {
             NumpyDtype::Complex { size, .. } => {
-                let part = if size == 8 { DataType::Float32 } else { DataType::Float64 };
+                let part = if size == 8 {
+                    DataType::Float32
+                } else {
+                    DataType::Float64
+                };
                 (shape.last() == Some(&2) && t == part).then_some(dt)
             }
             _ => dtype_fits(&dt, &t).then_some(dt),
@@ -502,16 +588,23 @@ fn plan_column(field: &Field) -> Result<NpzColumn> {
             dt
         }
         None => natural_dtype(&t).ok_or_else(|| {
-            col_err(format!("Arrow type {} has no numpy equivalent for npz", field.data_type()))
+            col_err(format!(
+                "Arrow type {} has no numpy equivalent for npz",
+                field.data_type()
+            ))
         })?,
     };
     let swap = dtype.order().needs_swap();
     let leaf = match &dtype {
         NumpyDtype::Bool => Leaf::Bool,
-        NumpyDtype::Int { .. } | NumpyDtype::Float { .. } | NumpyDtype::Complex { .. } => Leaf::Fixed {
-            width: t.primitive_width().ok_or_else(|| col_err(format!("unexpected leaf type {t}")))?,
-            swap,
-        },
+        NumpyDtype::Int { .. } | NumpyDtype::Float { .. } | NumpyDtype::Complex { .. } => {
+            Leaf::Fixed {
+                width: t
+                    .primitive_width()
+                    .ok_or_else(|| col_err(format!("unexpected leaf type {t}")))?,
+                swap,
+            }
+        }
         NumpyDtype::Datetime { unit, .. } | NumpyDtype::Timedelta { unit, .. } => {
             let div = match (&t, unit) {
                 (DataType::Date32, NpTimeUnit::Week) => 7,
@@ -520,16 +613,33 @@ fn plan_column(field: &Field) -> Result<NpzColumn> {
             };
             Leaf::Time { div, swap }
         }
-        NumpyDtype::Unicode { chars, order } => {
-            Leaf::Var { unicode: true, fixed: has_meta.then_some(*chars), order: *order }
-        }
-        NumpyDtype::Bytes { len } if !matches!(t, DataType::FixedSizeBinary(_)) => {
-            Leaf::Var { unicode: false, fixed: has_meta.then_some(*len), order: ByteOrder::NotApplicable }
-        }
+        NumpyDtype::Unicode { chars, order } => Leaf::Var {
+            unicode: true,
+            fixed: has_meta.then_some(*chars),
+            order: *order,
+        },
+        NumpyDtype::Bytes { len } if !matches!(t, DataType::FixedSizeBinary(_)) => Leaf::Var {
+            unicode: false,
+            fixed: has_meta.then_some(*len),
+            order: ByteOrder::NotApplicable,
+        },
         NumpyDtype::Bytes { .. } | NumpyDtype::Void { .. } => Leaf::FixedBinary,
-        _ => return Err(col_err(format!("numpy dtype {} cannot be written", dtype.to_dtype_str()))),
+        _ => {
+            return Err(col_err(format!(
+                "numpy dtype {} cannot be written",
+                dtype.to_dtype_str()
+            )))
+        }
     };
-    Ok(NpzColumn { name: name.clone(), levels, shape, dtype, leaf, spool: None, max_len: 0 })
+    Ok(NpzColumn {
+        name: name.clone(),
+        levels,
+        shape,
+        dtype,
+        leaf,
+        spool: None,
+        max_len: 0,
+    })
 }
 
 impl<W: Write + Seek> NpzWriter<W> {
@@ -539,11 +649,19 @@ impl<W: Write + Seek> NpzWriter<W> {
         let mut columns: Vec<NpzColumn> = Vec::with_capacity(schema.fields().len());
         for f in schema.fields() {
             if columns.iter().any(|c| c.name == *f.name()) {
-                return Err(unsupported(format!("column name {:?} appears twice", f.name())));
+                return Err(unsupported(format!(
+                    "column name {:?} appears twice",
+                    f.name()
+                )));
             }
             columns.push(plan_column(f)?);
         }
-        Ok(NpzWriter { out, columns, rows: 0, spool_dir: None })
+        Ok(NpzWriter {
+            out,
+            columns,
+            rows: 0,
+            spool_dir: None,
+        })
     }
 
     /// Spool column data in `dir` (default: the system temporary directory). Putting it beside the
@@ -571,7 +689,8 @@ impl<W: Write + Seek> NpzWriter<W> {
                 };
                 col.spool = Some(BufWriter::with_capacity(1 << 20, f));
             }
-            col.append(array, first_row).map_err(|e| e.prepend_path(&col.name))?;
+            col.append(array, first_row)
+                .map_err(|e| e.prepend_path(&col.name))?;
         }
         self.rows += batch.num_rows() as u64;
         Ok(())
@@ -582,9 +701,11 @@ impl<W: Write + Seek> NpzWriter<W> {
         let mut zip = ZipWriter::new(&mut self.out);
         let rows = self.rows;
         for col in &mut self.columns {
-            col.finish(&mut zip, rows).map_err(|e| e.prepend_path(&col.name))?;
+            col.finish(&mut zip, rows)
+                .map_err(|e| e.prepend_path(&col.name))?;
         }
-        zip.finish().map_err(|e| zip_error(Path::new("npz output"), e))?;
+        zip.finish()
+            .map_err(|e| zip_error(Path::new("npz output"), e))?;
         Ok(self.out)
     }
 }
@@ -592,7 +713,9 @@ impl<W: Write + Seek> NpzWriter<W> {
 impl NpzColumn {
     fn append(&mut self, array: &ArrayRef, first_row: u64) -> Result<()> {
         let null_err = |what: String| {
-            Error::new(ErrorKind::Unsupported(format!("{what}, and npz (numpy arrays) cannot hold nulls")))
+            Error::new(ErrorKind::Unsupported(format!(
+                "{what}, and npz (numpy arrays) cannot hold nulls"
+            )))
         };
         // Null datetimes and timedeltas are written as NaT, which numpy reads as missing.
         let nat = matches!(self.leaf, Leaf::Time { .. });
@@ -609,7 +732,10 @@ impl NpzColumn {
                 return Err(null_err("a tensor element is null".into()));
             }
         }
-        let spool = self.spool.as_mut().ok_or_else(|| unsupported("npz spool missing".into()))?;
+        let spool = self
+            .spool
+            .as_mut()
+            .ok_or_else(|| unsupported("npz spool missing".into()))?;
         match &self.leaf {
             Leaf::Bool => {
                 let b = a.as_boolean();
@@ -619,16 +745,26 @@ impl NpzColumn {
             Leaf::Fixed { width, swap } => {
                 let data = a.to_data();
                 let buf = &data.buffers()[0];
-                let bytes = &buf.as_slice()[data.offset() * width..(data.offset() + data.len()) * width];
+                let bytes =
+                    &buf.as_slice()[data.offset() * width..(data.offset() + data.len()) * width];
                 write_swapped(spool, bytes, if *swap { *width } else { 0 })?;
             }
             Leaf::Time { div, swap } => {
                 let values: Vec<i64> = match a.data_type() {
-                    DataType::Date32 => a.as_primitive::<Date32Type>().values().iter().map(|&v| v as i64).collect(),
+                    DataType::Date32 => a
+                        .as_primitive::<Date32Type>()
+                        .values()
+                        .iter()
+                        .map(|&v| v as i64)
+                        .collect(),
                     DataType::Date64 => a.as_primitive::<Date64Type>().values().to_vec(),
                     // Timestamp and Duration are i64 of any unit: reinterpret via the Int64 layout.
                     _ => {
-                        let data = a.to_data().into_builder().data_type(DataType::Int64).build()?;
+                        let data = a
+                            .to_data()
+                            .into_builder()
+                            .data_type(DataType::Int64)
+                            .build()?;
                         PrimitiveArray::<Int64Type>::from(data).values().to_vec()
                     }
                 };
@@ -681,18 +817,15 @@ impl NpzColumn {
                         let s = s.unwrap_or_default();
                         put(s.as_bytes(), s.chars().count())
                     })?,
-                    DataType::Binary => a
-                        .as_binary::<i32>()
-                        .iter()
-                        .try_for_each(|s| put(s.unwrap_or_default(), s.unwrap_or_default().len()))?,
-                    DataType::LargeBinary => a
-                        .as_binary::<i64>()
-                        .iter()
-                        .try_for_each(|s| put(s.unwrap_or_default(), s.unwrap_or_default().len()))?,
-                    DataType::BinaryView => a
-                        .as_binary_view()
-                        .iter()
-                        .try_for_each(|s| put(s.unwrap_or_default(), s.unwrap_or_default().len()))?,
+                    DataType::Binary => a.as_binary::<i32>().iter().try_for_each(|s| {
+                        put(s.unwrap_or_default(), s.unwrap_or_default().len())
+                    })?,
+                    DataType::LargeBinary => a.as_binary::<i64>().iter().try_for_each(|s| {
+                        put(s.unwrap_or_default(), s.unwrap_or_default().len())
+                    })?,
+                    DataType::BinaryView => a.as_binary_view().iter().try_for_each(|s| {
+                        put(s.unwrap_or_default(), s.unwrap_or_default().len())
+                    })?,
                     other => return Err(unsupported(format!("unexpected string type {other}"))),
                 }
             }
@@ -710,10 +843,18 @@ impl NpzColumn {
     }
 
     fn finish<Z: Write + Seek>(&mut self, zip: &mut ZipWriter<Z>, rows: u64) -> Result<()> {
-        if let Leaf::Var { unicode, fixed, order } = &self.leaf {
+        if let Leaf::Var {
+            unicode,
+            fixed,
+            order,
+        } = &self.leaf
+        {
             let n = fixed.unwrap_or(self.max_len.max(1));
             self.dtype = if *unicode {
-                NumpyDtype::Unicode { chars: n, order: *order }
+                NumpyDtype::Unicode {
+                    chars: n,
+                    order: *order,
+                }
             } else {
                 NumpyDtype::Bytes { len: n }
             };
@@ -729,7 +870,8 @@ impl NpzColumn {
             .compression_method(CompressionMethod::Stored)
             .large_file(total >= u32::MAX as u64);
         let member = format!("{}.npy", self.name);
-        zip.start_file(member.as_str(), opts).map_err(|e| zip_error(Path::new(&member), e))?;
+        zip.start_file(member.as_str(), opts)
+            .map_err(|e| zip_error(Path::new(&member), e))?;
         zip.write_all(&header)?;
         let Some(spool) = self.spool.take() else {
             return Ok(()); // no rows
@@ -750,10 +892,13 @@ impl NpzColumn {
                     r.read_exact(&mut value)?;
                     item.fill(0);
                     if *unicode {
-                        let s = std::str::from_utf8(&value).map_err(|_| unsupported("invalid UTF-8".into()))?;
+                        let s = std::str::from_utf8(&value)
+                            .map_err(|_| unsupported("invalid UTF-8".into()))?;
                         for (c, slot) in s.chars().zip(item.chunks_exact_mut(4)) {
                             let v = c as u32;
-                            slot.copy_from_slice(&if swap { v.swap_bytes() } else { v }.to_ne_bytes());
+                            slot.copy_from_slice(
+                                &if swap { v.swap_bytes() } else { v }.to_ne_bytes(),
+                            );
                         }
                     } else {
                         item[..value.len()].copy_from_slice(&value);
@@ -764,7 +909,9 @@ impl NpzColumn {
             _ => {
                 let copied = io::copy(&mut r, zip)?;
                 if copied != nbytes {
-                    return Err(unsupported(format!("spooled {copied} bytes, expected {nbytes}")));
+                    return Err(unsupported(format!(
+                        "spooled {copied} bytes, expected {nbytes}"
+                    )));
                 }
             }
         }
@@ -818,7 +965,10 @@ pub fn read_npz_with(
             None => {
                 return Err(io_error(
                     path,
-                    io::Error::new(io::ErrorKind::InvalidData, format!("npz member {name:?} is not a .npy array")),
+                    io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("npz member {name:?} is not a .npy array"),
+                    ),
                 ))
             }
         }
@@ -830,10 +980,15 @@ pub fn read_npz_with(
             for c in cols {
                 let m = members.iter().find(|(k, _)| k == c).ok_or_else(|| {
                     let names: Vec<&str> = members.iter().map(|(k, _)| k.as_str()).collect();
-                    Error::new(ErrorKind::Key(format!("column {c:?} not found; the input has: {}", names.join(", "))))
+                    Error::new(ErrorKind::Key(format!(
+                        "column {c:?} not found; the input has: {}",
+                        names.join(", ")
+                    )))
                 })?;
                 if out.iter().any(|(k, _): &(String, usize)| k == c) {
-                    return Err(Error::new(ErrorKind::Key(format!("column {c:?} is listed twice"))));
+                    return Err(Error::new(ErrorKind::Key(format!(
+                        "column {c:?} is listed twice"
+                    ))));
                 }
                 out.push(m.clone());
             }
@@ -850,11 +1005,15 @@ pub fn read_npz_with(
         // the file; deflate expands at most ~1032:1.
         let limit = match entry.compression() {
             CompressionMethod::Stored => entry.compressed_size().min(file_len),
-            _ => entry.compressed_size().min(file_len).saturating_mul(1032).saturating_add(1024),
+            _ => entry
+                .compressed_size()
+                .min(file_len)
+                .saturating_mul(1032)
+                .saturating_add(1024),
         }
         .min(entry.size());
-        let (field, array) = read_member(&mut entry, key, limit, tensor)
-            .map_err(|e| e.prepend_path(key))?;
+        let (field, array) =
+            read_member(&mut entry, key, limit, tensor).map_err(|e| e.prepend_path(key))?;
         let n = array.len();
         match &rows {
             None => rows = Some((n, key.clone())),
@@ -868,9 +1027,10 @@ pub fn read_npz_with(
         fields.push(field);
         arrays.push(array);
     }
-    let schema = Arc::new(
-        Schema::new(fields).with_metadata(HashMap::from([(meta::LAYOUT.to_string(), "columns".to_string())])),
-    );
+    let schema = Arc::new(Schema::new(fields).with_metadata(HashMap::from([(
+        meta::LAYOUT.to_string(),
+        "columns".to_string(),
+    )])));
     let rows = rows.map(|(n, _)| n).unwrap_or(0);
     let batch_size = batch_size.max(1);
     let out = schema.clone();
@@ -884,7 +1044,12 @@ pub fn read_npz_with(
 }
 
 /// One `.npy` member → its field and column.
-fn read_member(r: &mut impl Read, key: &str, limit: u64, tensor: TensorMode) -> Result<(Field, ArrayRef)> {
+fn read_member(
+    r: &mut impl Read,
+    key: &str,
+    limit: u64,
+    tensor: TensorMode,
+) -> Result<(Field, ArrayRef)> {
     let h = read_npy_header(r)?;
     if matches!(h.dtype, NumpyDtype::Object) {
         return Err(Error::new(ErrorKind::ObjectArray));
@@ -897,15 +1062,24 @@ fn read_member(r: &mut impl Read, key: &str, limit: u64, tensor: TensorMode) -> 
     let count = h.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
     let nbytes = count.and_then(|c| c.checked_mul(h.dtype.itemsize()));
     let (Some(count), Some(nbytes)) = (count, nbytes) else {
-        return Err(Error::new(ErrorKind::InvalidNdarray(format!("shape {:?} is too large", h.shape))));
+        return Err(Error::new(ErrorKind::InvalidNdarray(format!(
+            "shape {:?} is too large",
+            h.shape
+        ))));
     };
     let have = limit.saturating_sub(h.header_len as u64);
     if nbytes as u64 > have {
-        return Err(Error::new(ErrorKind::Truncated { need: nbytes as u64, have }));
+        return Err(Error::new(ErrorKind::Truncated {
+            need: nbytes as u64,
+            have,
+        }));
     }
     let mut buf = MutableBuffer::from_len_zeroed(nbytes);
     r.read_exact(buf.as_slice_mut()).map_err(|_| {
-        Error::new(ErrorKind::Truncated { need: nbytes as u64, have })
+        Error::new(ErrorKind::Truncated {
+            need: nbytes as u64,
+            have,
+        })
     })?;
     let itemsize = h.dtype.itemsize();
     if h.fortran_order && h.shape.len() > 1 {
@@ -913,12 +1087,18 @@ fn read_member(r: &mut impl Read, key: &str, limit: u64, tensor: TensorMode) -> 
     }
     let w = h.dtype.swap_width();
     if w > 1 {
-        buf.as_slice_mut().chunks_exact_mut(w).for_each(|u| u.reverse());
+        buf.as_slice_mut()
+            .chunks_exact_mut(w)
+            .for_each(|u| u.reverse());
     }
     let mut leaf = leaf_array(&h.dtype, buf.into(), count)?;
-    let mut md = HashMap::from([(meta::DTYPE.to_string(), h.dtype.to_dtype_str())]);
+    // Each member is one ndarray, as a `columns`-layout msgpack value is: the same metadata lets
+    // the msgpack writer reproduce it exactly.
+    let mut md = HashMap::from([
+        (meta::DTYPE.to_string(), h.dtype.to_dtype_str()),
+        (meta::KIND.to_string(), "ndarray".to_string()),
+    ]);
     if !tail.is_empty() {
-        md.insert(meta::KIND.to_string(), "ndarray".to_string());
         match tensor {
             TensorMode::Array => {
                 for &d in tail.iter().rev() {
@@ -928,8 +1108,14 @@ fn read_member(r: &mut impl Read, key: &str, limit: u64, tensor: TensorMode) -> 
             TensorMode::Extension => {
                 let n = tail.iter().product();
                 leaf = wrap_fsl(leaf, n)?;
-                md.insert(meta::EXTENSION_NAME.into(), "arrow.fixed_shape_tensor".into());
-                md.insert(meta::EXTENSION_METADATA.into(), serde_json::json!({ "shape": tail }).to_string());
+                md.insert(
+                    meta::EXTENSION_NAME.into(),
+                    "arrow.fixed_shape_tensor".into(),
+                );
+                md.insert(
+                    meta::EXTENSION_METADATA.into(),
+                    serde_json::json!({ "shape": tail }).to_string(),
+                );
             }
         }
     }
@@ -939,10 +1125,13 @@ fn read_member(r: &mut impl Read, key: &str, limit: u64, tensor: TensorMode) -> 
 }
 
 fn wrap_fsl(values: ArrayRef, n: usize) -> Result<ArrayRef> {
-    let DataType::FixedSizeList(item, size) = fixed_size_list(values.data_type().clone(), n)? else {
+    let DataType::FixedSizeList(item, size) = fixed_size_list(values.data_type().clone(), n)?
+    else {
         unreachable!("fixed_size_list returns a FixedSizeList")
     };
-    Ok(Arc::new(FixedSizeListArray::try_new(item, size, values, None)?))
+    Ok(Arc::new(FixedSizeListArray::try_new(
+        item, size, values, None,
+    )?))
 }
 
 /// Reorder a Fortran-order array's elements into C order.
@@ -957,7 +1146,8 @@ fn fortran_to_c(src: &[u8], shape: &[usize], itemsize: usize) -> MutableBuffer {
     let dst = out.as_slice_mut();
     for c in 0..src.len() / itemsize.max(1) {
         let f: usize = idx.iter().zip(&fstride).map(|(i, s)| i * s).sum();
-        dst[c * itemsize..(c + 1) * itemsize].copy_from_slice(&src[f * itemsize..(f + 1) * itemsize]);
+        dst[c * itemsize..(c + 1) * itemsize]
+            .copy_from_slice(&src[f * itemsize..(f + 1) * itemsize]);
         for j in (0..ndim).rev() {
             idx[j] += 1;
             if idx[j] < shape[j] {
@@ -977,12 +1167,24 @@ fn leaf_array(dt: &NumpyDtype, buf: Buffer, count: usize) -> Result<ArrayRef> {
             BooleanBuffer::collect_bool(count, |i| bytes[i] != 0),
             None,
         )),
-        NumpyDtype::Int { .. } | NumpyDtype::Float { .. } => {
-            make_array(ArrayData::builder(dt.arrow_type()?).len(count).add_buffer(buf).build()?)
-        }
+        NumpyDtype::Int { .. } | NumpyDtype::Float { .. } => make_array(
+            ArrayData::builder(dt.arrow_type()?)
+                .len(count)
+                .add_buffer(buf)
+                .build()?,
+        ),
         NumpyDtype::Complex { size, .. } => {
-            let part = if *size == 8 { DataType::Float32 } else { DataType::Float64 };
-            let floats = make_array(ArrayData::builder(part).len(count * 2).add_buffer(buf).build()?);
+            let part = if *size == 8 {
+                DataType::Float32
+            } else {
+                DataType::Float64
+            };
+            let floats = make_array(
+                ArrayData::builder(part)
+                    .len(count * 2)
+                    .add_buffer(buf)
+                    .build()?,
+            );
             let DataType::FixedSizeList(item, 2) = dt.arrow_type()? else {
                 unreachable!("complex is FixedSizeList(_, 2)")
             };
@@ -995,8 +1197,10 @@ fn leaf_array(dt: &NumpyDtype, buf: Buffer, count: usize) -> Result<ArrayRef> {
             let mut data = Vec::with_capacity(bytes.len() / 4);
             for i in 0..count {
                 let item = &bytes[i * width..(i + 1) * width];
-                let mut units: Vec<u32> =
-                    item.chunks_exact(4).map(|u| u32::from_ne_bytes([u[0], u[1], u[2], u[3]])).collect();
+                let mut units: Vec<u32> = item
+                    .chunks_exact(4)
+                    .map(|u| u32::from_ne_bytes([u[0], u[1], u[2], u[3]]))
+                    .collect();
                 while units.last() == Some(&0) {
                     units.pop();
                 }
@@ -1016,7 +1220,11 @@ fn leaf_array(dt: &NumpyDtype, buf: Buffer, count: usize) -> Result<ArrayRef> {
             }
             // SAFETY-free: the offsets are monotonic and the data valid UTF-8 by construction;
             // try_new checks anyway.
-            Arc::new(StringArray::try_new(OffsetBuffer::new(offsets.into()), data.into(), None)?)
+            Arc::new(StringArray::try_new(
+                OffsetBuffer::new(offsets.into()),
+                data.into(),
+                None,
+            )?)
         }
         NumpyDtype::Bytes { len } => {
             let mut offsets = Vec::with_capacity(count + 1);
@@ -1031,10 +1239,15 @@ fn leaf_array(dt: &NumpyDtype, buf: Buffer, count: usize) -> Result<ArrayRef> {
                         .map_err(|_| unsupported("binary column over 2 GiB".into()))?,
                 );
             }
-            Arc::new(BinaryArray::try_new(OffsetBuffer::new(offsets.into()), data.into(), None)?)
+            Arc::new(BinaryArray::try_new(
+                OffsetBuffer::new(offsets.into()),
+                data.into(),
+                None,
+            )?)
         }
         NumpyDtype::Void { len } => {
-            let w = i32::try_from(*len).map_err(|_| Error::new(ErrorKind::UnsupportedDtype(dt.to_dtype_str())))?;
+            let w = i32::try_from(*len)
+                .map_err(|_| Error::new(ErrorKind::UnsupportedDtype(dt.to_dtype_str())))?;
             Arc::new(FixedSizeBinaryArray::try_new(w, buf, None)?)
         }
         NumpyDtype::Datetime { unit, .. } | NumpyDtype::Timedelta { unit, .. } => {
@@ -1056,7 +1269,9 @@ fn leaf_array(dt: &NumpyDtype, buf: Buffer, count: usize) -> Result<ArrayRef> {
                         if v == i64::MIN {
                             return Ok(0);
                         }
-                        v.checked_mul(mul).and_then(|d| i32::try_from(d).ok()).ok_or_else(|| overflow(v))
+                        v.checked_mul(mul)
+                            .and_then(|d| i32::try_from(d).ok())
+                            .ok_or_else(|| overflow(v))
                     })
                     .collect::<Result<Vec<i32>>>()?;
                 Arc::new(PrimitiveArray::<Date32Type>::new(days.into(), nulls))
@@ -1064,14 +1279,24 @@ fn leaf_array(dt: &NumpyDtype, buf: Buffer, count: usize) -> Result<ArrayRef> {
                 let factor = unit.to_arrow().map(|(_, f)| f).unwrap_or(1);
                 let vals = raw
                     .iter()
-                    .map(|&v| if v == i64::MIN { Ok(0) } else { v.checked_mul(factor).ok_or_else(|| overflow(v)) })
+                    .map(|&v| {
+                        if v == i64::MIN {
+                            Ok(0)
+                        } else {
+                            v.checked_mul(factor).ok_or_else(|| overflow(v))
+                        }
+                    })
                     .collect::<Result<Vec<i64>>>()?;
                 // Any i64 temporal type shares this layout; set the real type on the data.
                 let arr = PrimitiveArray::<DurationMicrosecondType>::new(vals.into(), nulls);
                 make_array(arr.into_data().into_builder().data_type(target).build()?)
             }
         }
-        other => return Err(Error::new(ErrorKind::UnsupportedDtype(other.to_dtype_str()))),
+        other => {
+            return Err(Error::new(ErrorKind::UnsupportedDtype(
+                other.to_dtype_str(),
+            )))
+        }
     })
 }
 
@@ -1091,8 +1316,14 @@ mod tests {
             v.push(b'\n');
             v
         };
-        assert_eq!(npy_header("|b1", &[]), numpy("{'descr': '|b1', 'fortran_order': False, 'shape': (), }"));
-        assert_eq!(npy_header("<i8", &[5]), numpy("{'descr': '<i8', 'fortran_order': False, 'shape': (5,), }"));
+        assert_eq!(
+            npy_header("|b1", &[]),
+            numpy("{'descr': '|b1', 'fortran_order': False, 'shape': (), }")
+        );
+        assert_eq!(
+            npy_header("<i8", &[5]),
+            numpy("{'descr': '<i8', 'fortran_order': False, 'shape': (5,), }")
+        );
         assert_eq!(
             npy_header("<f4", &[3, 768]),
             numpy("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 768), }")
@@ -1111,13 +1342,20 @@ mod tests {
         assert!(!parsed.fortran_order);
         assert_eq!(parsed.header_len, h.len());
 
-        let mut p = PyParser { s: b"{'a': [('x', '<i4'), (\"y\", '<f8', (2,))], 'b': 3L, 'c': None, }", pos: 0 };
+        let mut p = PyParser {
+            s: b"{'a': [('x', '<i4'), (\"y\", '<f8', (2,))], 'b': 3L, 'c': None, }",
+            pos: 0,
+        };
         let v = p.value(0).unwrap();
         let Py::Dict(items) = v else { panic!() };
         assert_eq!(items.len(), 3);
         assert_eq!(items[1].1, Py::Int(3));
 
-        for bad in [&b"\x93NUMPY\x09\x00"[..], b"NOTNUMPY", b"\x93NUMPY\x01\x00\x05\x00{'de"] {
+        for bad in [
+            &b"\x93NUMPY\x09\x00"[..],
+            b"NOTNUMPY",
+            b"\x93NUMPY\x01\x00\x05\x00{'de",
+        ] {
             assert!(read_npy_header(&mut Cursor::new(bad)).is_err());
         }
         let mut deep = b"\x93NUMPY\x01\x00\x50\x00".to_vec();
@@ -1149,7 +1387,13 @@ mod tests {
 
     #[test]
     fn round_trip_types() {
-        let emb = fsl(fsl(Arc::new(Float32Array::from_iter_values((0..24).map(|i| i as f32))), 3), 2);
+        let emb = fsl(
+            fsl(
+                Arc::new(Float32Array::from_iter_values((0..24).map(|i| i as f32))),
+                3,
+            ),
+            2,
+        );
         let md = |d: &str| HashMap::from([(meta::DTYPE.to_string(), d.to_string())]);
         let schema = Arc::new(Schema::new(vec![
             Field::new("i", DataType::Int64, true),
@@ -1171,36 +1415,63 @@ mod tests {
             Arc::new(StringArray::from(vec!["ab", "", "abcde", "x"])),
             Arc::new(BinaryArray::from(vec![&b"\x00\x01"[..], b"", b"abc", b"q"])),
             Arc::new(BooleanArray::from(vec![true, false, true, true])),
-            Arc::new(Float16Array::from_iter_values([0.5, 1.0, 1.5, 2.0].map(half::f16::from_f32))),
-            Arc::new(TimestampMicrosecondArray::from(vec![0, 1, -1, 1_700_000_000_000_000])),
+            Arc::new(Float16Array::from_iter_values(
+                [0.5, 1.0, 1.5, 2.0].map(half::f16::from_f32),
+            )),
+            Arc::new(TimestampMicrosecondArray::from(vec![
+                0,
+                1,
+                -1,
+                1_700_000_000_000_000,
+            ])),
             Arc::new(PrimitiveArray::<Date32Type>::from(vec![0, 1, 19000, -5])),
         ];
         let batch = RecordBatch::try_new(schema, cols).unwrap();
         let bytes = write_npz(&[batch.slice(0, 1), batch.slice(1, 3)]);
         let (schema, got) = read_back(&bytes);
-        let dtypes: Vec<&str> = schema.fields().iter().map(|f| f.metadata()[meta::DTYPE].as_str()).collect();
-        assert_eq!(dtypes, ["<i8", "<f4", ">f4", "<U5", "<U5", "|S3", "|b1", "<f2", "<M8[us]", "<M8[D]"]);
-        assert_eq!(schema.field(1).data_type(), batch.schema().field(1).data_type());
+        let dtypes: Vec<&str> = schema
+            .fields()
+            .iter()
+            .map(|f| f.metadata()[meta::DTYPE].as_str())
+            .collect();
+        assert_eq!(
+            dtypes,
+            ["<i8", "<f4", ">f4", "<U5", "<U5", "|S3", "|b1", "<f2", "<M8[us]", "<M8[D]"]
+        );
+        assert_eq!(
+            schema.field(1).data_type(),
+            batch.schema().field(1).data_type()
+        );
         for i in 0..batch.num_columns() {
             if i == 5 {
                 // |S strips trailing NULs only; b"\x00\x01" survives
                 assert_eq!(got.column(i).as_binary::<i32>().value(0), b"\x00\x01");
                 continue;
             }
-            assert_eq!(got.column(i).to_data(), batch.column(i).to_data(), "column {i}");
+            assert_eq!(
+                got.column(i).to_data(),
+                batch.column(i).to_data(),
+                "column {i}"
+            );
         }
     }
 
     #[test]
     fn nulls_and_names_are_errors() {
         let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, true)]));
-        let b = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(vec![Some(1), None]))]).unwrap();
+        let b = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from(vec![Some(1), None]))],
+        )
+        .unwrap();
         let mut w = NpzWriter::try_new(Cursor::new(Vec::new()), schema).unwrap();
         let e = w.write(&b).unwrap_err().to_string();
         assert!(e.contains("row 1 is null") && e.contains("\"x\""), "{e}");
 
         let schema = Arc::new(Schema::new(vec![Field::new("a/b", DataType::Int64, true)]));
-        let e = NpzWriter::try_new(Cursor::new(Vec::new()), schema).unwrap_err().to_string();
+        let e = NpzWriter::try_new(Cursor::new(Vec::new()), schema)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("\"a/b\""), "{e}");
 
         let schema = Arc::new(Schema::new(vec![Field::new(
@@ -1208,14 +1479,30 @@ mod tests {
             DataType::List(Arc::new(Field::new("item", DataType::Int64, true))),
             true,
         )]));
-        let e = NpzWriter::try_new(Cursor::new(Vec::new()), schema).unwrap_err().to_string();
-        assert!(e.contains("\"l\"") && e.contains("no numpy equivalent"), "{e}");
+        let e = NpzWriter::try_new(Cursor::new(Vec::new()), schema)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"l\"") && e.contains("no numpy equivalent"),
+            "{e}"
+        );
 
         let schema = Arc::new(Schema::new(vec![Field::new("u", DataType::Utf8, true)
-            .with_metadata(HashMap::from([(meta::DTYPE.to_string(), "<U2".to_string())]))]));
-        let b = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vec!["abc"]))]).unwrap();
+            .with_metadata(HashMap::from([(
+                meta::DTYPE.to_string(),
+                "<U2".to_string(),
+            )]))]));
+        let b = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(StringArray::from(vec!["abc"]))],
+        )
+        .unwrap();
         let mut w = NpzWriter::try_new(Cursor::new(Vec::new()), schema).unwrap();
-        assert!(w.write(&b).unwrap_err().to_string().contains("does not fit"));
+        assert!(w
+            .write(&b)
+            .unwrap_err()
+            .to_string()
+            .contains("does not fit"));
     }
 
     #[test]
@@ -1228,9 +1515,11 @@ mod tests {
             npy.extend_from_slice(&v.to_le_bytes());
         }
         let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
-        zip.start_file("m.npy", SimpleFileOptions::default()).unwrap();
+        zip.start_file("m.npy", SimpleFileOptions::default())
+            .unwrap();
         zip.write_all(&npy).unwrap();
-        zip.start_file("short.npy", SimpleFileOptions::default()).unwrap();
+        zip.start_file("short.npy", SimpleFileOptions::default())
+            .unwrap();
         zip.write_all(&npy_header("<i8", &[5])).unwrap();
         zip.write_all(&[0u8; 40]).unwrap();
         let bytes = zip.finish().unwrap().into_inner();
@@ -1238,17 +1527,28 @@ mod tests {
         let p = dir.path().join("f.npz");
         std::fs::write(&p, &bytes).unwrap();
         let e = read_npz(&p).err().unwrap().to_string();
-        assert!(e.contains("axis 0") && e.contains("\"m\" has 2") && e.contains("\"short\" has 5"), "{e}");
-        let (_, batches) = read_npz_with(&p, Some(&["m".to_string()]), 10, TensorMode::Array).unwrap();
+        assert!(
+            e.contains("axis 0") && e.contains("\"m\" has 2") && e.contains("\"short\" has 5"),
+            "{e}"
+        );
+        let (_, batches) =
+            read_npz_with(&p, Some(&["m".to_string()]), 10, TensorMode::Array).unwrap();
         let b = batches.collect::<Result<Vec<_>>>().unwrap().remove(0);
-        let vals = b.column(0).as_fixed_size_list().values().as_primitive::<arrow_array::types::Int16Type>().values().to_vec();
+        let vals = b
+            .column(0)
+            .as_fixed_size_list()
+            .values()
+            .as_primitive::<arrow_array::types::Int16Type>()
+            .values()
+            .to_vec();
         assert_eq!(vals, [1, 2, 3, 4, 5, 6]);
     }
 
     #[test]
     fn truncated_member_is_an_error() {
         let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
-        zip.start_file("x.npy", SimpleFileOptions::default()).unwrap();
+        zip.start_file("x.npy", SimpleFileOptions::default())
+            .unwrap();
         zip.write_all(&npy_header("<f8", &[1_000_000_000])).unwrap();
         zip.write_all(&[0u8; 16]).unwrap();
         let bytes = zip.finish().unwrap().into_inner();

@@ -43,7 +43,11 @@ pub fn parquet_writer<W: Write + Send>(
     schema: SchemaRef,
     compression: Compression,
 ) -> Result<ArrowWriter<W>> {
-    Ok(ArrowWriter::try_new(w, schema, Some(writer_properties(compression)?))?)
+    Ok(ArrowWriter::try_new(
+        w,
+        schema,
+        Some(writer_properties(compression)?),
+    )?)
 }
 
 /// Open a Parquet file: its Arrow schema (restored from the embedded `ARROW:schema`) and its batches.
@@ -110,12 +114,22 @@ mod tests {
             Field::new("h", DataType::Float16, true),
             Field::new("s", DataType::Utf8, true),
         ])
-        .with_metadata(HashMap::from([("msgpack_arrow.layout".into(), "records".into())]));
+        .with_metadata(HashMap::from([(
+            "msgpack_arrow.layout".into(),
+            "records".into(),
+        )]));
         let cols: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from(vec![1, 2, 3, 4])),
             Arc::new(fsl),
-            Arc::new(Float16Array::from_iter_values([0.5, 1.0, 1.5, 2.0].map(half::f16::from_f32))),
-            Arc::new(StringArray::from(vec![Some("a"), None, Some("ccc"), Some("")])),
+            Arc::new(Float16Array::from_iter_values(
+                [0.5, 1.0, 1.5, 2.0].map(half::f16::from_f32),
+            )),
+            Arc::new(StringArray::from(vec![
+                Some("a"),
+                None,
+                Some("ccc"),
+                Some(""),
+            ])),
         ];
         RecordBatch::try_new(Arc::new(schema), cols).unwrap()
     }
@@ -125,7 +139,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.parquet");
         let batch = table();
-        for c in [Compression::Zstd(3), Compression::Snappy, Compression::Lz4, Compression::None] {
+        for c in [
+            Compression::Zstd(3),
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::None,
+        ] {
             let mut w = parquet_writer(File::create(&path).unwrap(), batch.schema(), c).unwrap();
             w.write(&batch).unwrap();
             w.write(&batch.slice(1, 2)).unwrap();
@@ -133,11 +152,17 @@ mod tests {
 
             let (schema, batches) = read_parquet(&path).unwrap();
             assert_eq!(schema.fields(), batch.schema().fields(), "{c:?}");
-            assert_eq!(schema.metadata().get("msgpack_arrow.layout").unwrap(), "records");
+            assert_eq!(
+                schema.metadata().get("msgpack_arrow.layout").unwrap(),
+                "records"
+            );
             let got: Vec<_> = batches.collect::<Result<_>>().unwrap();
             let got = arrow_select::concat::concat_batches(&schema, &got).unwrap();
-            let want = arrow_select::concat::concat_batches(&batch.schema(), &[batch.clone(), batch.slice(1, 2)])
-                .unwrap();
+            let want = arrow_select::concat::concat_batches(
+                &batch.schema(),
+                &[batch.clone(), batch.slice(1, 2)],
+            )
+            .unwrap();
             assert_eq!(got.columns(), want.columns());
         }
     }
@@ -147,18 +172,33 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.parquet");
         let batch = table();
-        let mut w = parquet_writer(File::create(&path).unwrap(), batch.schema(), Compression::default()).unwrap();
+        let mut w = parquet_writer(
+            File::create(&path).unwrap(),
+            batch.schema(),
+            Compression::default(),
+        )
+        .unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
         let cols = vec!["s".to_string(), "emb".to_string()];
         let (schema, batches, rows) = read_parquet_with(&path, Some(&cols), 3).unwrap();
         assert_eq!(rows, 4);
         assert_eq!(schema.field(0).name(), "s");
-        assert_eq!(schema.field(1).metadata().get("msgpack_numpy.dtype").unwrap(), ">f4");
+        assert_eq!(
+            schema
+                .field(1)
+                .metadata()
+                .get("msgpack_numpy.dtype")
+                .unwrap(),
+            ">f4"
+        );
         let got: Vec<_> = batches.collect::<Result<_>>().unwrap();
         assert_eq!(got.iter().map(|b| b.num_rows()).collect::<Vec<_>>(), [3, 1]);
         assert_eq!(got[0].column(1), &batch.column(1).slice(0, 3));
-        let e = read_parquet_with(&path, Some(&["nope".to_string()]), 3).err().unwrap().to_string();
+        let e = read_parquet_with(&path, Some(&["nope".to_string()]), 3)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("\"nope\" not found"), "{e}");
     }
 

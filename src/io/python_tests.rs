@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, FixedSizeListArray, Float16Array, Float32Array, Int64Array, RecordBatch,
-    StringArray, TimestampMicrosecondArray,
+    Array, ArrayRef, BooleanArray, FixedSizeListArray, Float16Array, Float32Array, Int64Array,
+    RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
@@ -51,7 +51,9 @@ fn sample() -> RecordBatch {
     let emb = FixedSizeListArray::try_new(
         item,
         3,
-        Arc::new(Float32Array::from_iter_values((0..12).map(|i| i as f32 * 0.5))),
+        Arc::new(Float32Array::from_iter_values(
+            (0..12).map(|i| i as f32 * 0.5),
+        )),
         None,
     )
     .unwrap();
@@ -68,8 +70,15 @@ fn sample() -> RecordBatch {
         Arc::new(emb),
         Arc::new(StringArray::from(vec!["a", "héllo", "", "zz"])),
         Arc::new(BooleanArray::from(vec![true, false, false, true])),
-        Arc::new(Float16Array::from_iter_values([0.5, -1.0, 65504.0, 0.0].map(half::f16::from_f32))),
-        Arc::new(TimestampMicrosecondArray::from(vec![0, 1, -1, 1_700_000_000_123_456])),
+        Arc::new(Float16Array::from_iter_values(
+            [0.5, -1.0, 65504.0, 0.0].map(half::f16::from_f32),
+        )),
+        Arc::new(TimestampMicrosecondArray::from(vec![
+            0,
+            1,
+            -1,
+            1_700_000_000_123_456,
+        ])),
     ];
     RecordBatch::try_new(Arc::new(schema), cols).unwrap()
 }
@@ -88,7 +97,8 @@ ts_us = [0, 1, -1, 1_700_000_000_123_456]
 fn write_all(batch: &RecordBatch, dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let pq = dir.join("t.parquet");
     let mut f = AtomicFile::create(&pq).unwrap();
-    let mut w = super::parquet::parquet_writer(&mut f, batch.schema(), Compression::default()).unwrap();
+    let mut w =
+        super::parquet::parquet_writer(&mut f, batch.schema(), Compression::default()).unwrap();
     w.write(&batch.slice(0, 2)).unwrap();
     w.write(&batch.slice(2, 2)).unwrap();
     w.close().unwrap();
@@ -186,8 +196,13 @@ print("ok")
 fn we_read_what_numpy_pyarrow_and_polars_write() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (npz, npzc, pq_pa, pq_pl, feather) =
-        (d.join("np.npz"), d.join("npc.npz"), d.join("pa.parquet"), d.join("pl.parquet"), d.join("pl.feather"));
+    let (npz, npzc, pq_pa, pq_pl, feather) = (
+        d.join("np.npz"),
+        d.join("npc.npz"),
+        d.join("pa.parquet"),
+        d.join("pl.parquet"),
+        d.join("pl.feather"),
+    );
     let script = r#"
 import sys, numpy as np, pyarrow as pa, pyarrow.parquet as papq, polars as pl
 arrays = dict(
@@ -218,25 +233,47 @@ df.write_ipc(sys.argv[5])
     for p in [&npz, &npzc] {
         let (schema, b) = read(p);
         assert_eq!(schema.metadata()["msgpack_arrow.layout"], "columns");
-        let md = |c: &str| schema.field_with_name(c).unwrap().metadata()["msgpack_numpy.dtype"].clone();
+        let md =
+            |c: &str| schema.field_with_name(c).unwrap().metadata()["msgpack_numpy.dtype"].clone();
         assert_eq!(md("f"), ">f4");
         assert_eq!(md("u"), "<U4");
         assert_eq!(md("c"), "<c16");
         assert_eq!(md("t"), "<M8[h]");
-        let f = b.column_by_name("f").unwrap().as_primitive::<arrow_array::types::Float32Type>();
+        let f = b
+            .column_by_name("f")
+            .unwrap()
+            .as_primitive::<arrow_array::types::Float32Type>();
         assert_eq!(f.values().to_vec(), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
         // C-order values of the Fortran array
         let m = b.column_by_name("m").unwrap();
-        assert_eq!(m.data_type().to_string(), "FixedSizeList(2 x FixedSizeList(2 x Int16))");
-        let flat = m.as_fixed_size_list().values().as_fixed_size_list().values().clone();
-        let flat = flat.as_primitive::<arrow_array::types::Int16Type>().values().to_vec();
+        assert_eq!(
+            m.data_type().to_string(),
+            "FixedSizeList(2 x FixedSizeList(2 x Int16))"
+        );
+        let flat = m
+            .as_fixed_size_list()
+            .values()
+            .as_fixed_size_list()
+            .values()
+            .clone();
+        let flat = flat
+            .as_primitive::<arrow_array::types::Int16Type>()
+            .values()
+            .to_vec();
         assert_eq!(flat, (0..24).collect::<Vec<i16>>());
         let u = b.column_by_name("u").unwrap().as_string::<i32>();
-        assert_eq!(u.iter().flatten().collect::<Vec<_>>(), ["a", "bb", "", "dddd", "e", "ü"]);
+        assert_eq!(
+            u.iter().flatten().collect::<Vec<_>>(),
+            ["a", "bb", "", "dddd", "e", "ü"]
+        );
         let s = b.column_by_name("s").unwrap().as_binary::<i32>();
         assert_eq!(s.value(3), b"\x00a");
         let c = b.column_by_name("c").unwrap().as_fixed_size_list();
-        let parts = c.values().as_primitive::<arrow_array::types::Float64Type>().values().to_vec();
+        let parts = c
+            .values()
+            .as_primitive::<arrow_array::types::Float64Type>()
+            .values()
+            .to_vec();
         assert_eq!(&parts[..4], [0.0, 5.0, 1.0, 4.0]);
         let t = b.column_by_name("t").unwrap();
         assert_eq!(t.data_type(), &DataType::Timestamp(TimeUnit::Second, None));
@@ -247,14 +284,23 @@ df.write_ipc(sys.argv[5])
         assert_eq!(bools.true_count(), 3);
     }
     let (schema, b) = read(&pq_pa);
-    assert!(matches!(schema.field(0).data_type(), DataType::FixedSizeList(f, 2) if f.data_type() == &DataType::Float32));
+    assert!(
+        matches!(schema.field(0).data_type(), DataType::FixedSizeList(f, 2) if f.data_type() == &DataType::Float32)
+    );
     assert_eq!(schema.field(1).data_type(), &DataType::Float16);
     assert_eq!(b.num_rows(), 2);
     for p in [&pq_pl, &feather] {
         let (schema, b) = read(p);
         let a = schema.field_with_name("a").unwrap().data_type().to_string();
-        assert!(a.starts_with("FixedSizeList(2 x FixedSizeList(2 x Int32"), "{}: {a}", p.display());
-        assert_eq!(schema.field_with_name("h").unwrap().data_type(), &DataType::Float16);
+        assert!(
+            a.starts_with("FixedSizeList(2 x FixedSizeList(2 x Int32"),
+            "{}: {a}",
+            p.display()
+        );
+        assert_eq!(
+            schema.field_with_name("h").unwrap().data_type(),
+            &DataType::Float16
+        );
         assert_eq!(b.num_rows(), 2);
     }
 
@@ -277,5 +323,60 @@ for name in a.namelist():
 print("ok")
 "#,
         &[&npz, &back],
+    );
+}
+
+#[test]
+fn npz_tensors_as_fixed_shape_tensor_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (src, pq, back) = (d.join("src.npz"), d.join("ext.parquet"), d.join("back.npz"));
+    run_python(
+        "import sys, numpy as np\nnp.savez(sys.argv[1], t=np.arange(24, dtype='<f4').reshape(2, 3, 4))",
+        &[&src],
+    );
+    let opts = ReadOptions {
+        tensor: crate::options::TensorMode::Extension,
+        ..ReadOptions::default()
+    };
+    let t = open_table(&src, &opts).unwrap();
+    let batches: Vec<_> = t.batches.collect::<Result<_>>().unwrap();
+    let f = t.schema.field(0);
+    assert_eq!(
+        f.metadata()["ARROW:extension:name"],
+        "arrow.fixed_shape_tensor"
+    );
+
+    let mut file = AtomicFile::create(&pq).unwrap();
+    let mut w = super::parquet::parquet_writer(&mut file, t.schema.clone(), Compression::default())
+        .unwrap();
+    for b in &batches {
+        w.write(b).unwrap();
+    }
+    w.close().unwrap();
+    file.commit().unwrap();
+
+    let file = AtomicFile::create(&back).unwrap();
+    let mut w = super::npz::NpzWriter::try_new(file, t.schema.clone()).unwrap();
+    for b in &batches {
+        w.write(b).unwrap();
+    }
+    w.finish().unwrap().commit().unwrap();
+
+    run_python(
+        r#"
+import sys, numpy as np, pyarrow as pa, pyarrow.parquet as papq
+t = papq.read_table(sys.argv[1])
+ty = t.schema.field("t").type
+assert isinstance(ty, pa.FixedShapeTensorType), ty
+assert ty.shape == [3, 4] and ty.value_type == pa.float32(), ty
+arr = t.column("t").combine_chunks().to_numpy_ndarray()
+assert arr.shape == (2, 3, 4) and (arr == np.arange(24, dtype="<f4").reshape(2, 3, 4)).all()
+z = np.load(sys.argv[2])
+assert z["t"].shape == (2, 3, 4) and z["t"].dtype.str == "<f4"
+assert open(sys.argv[2], "rb").read() == open(sys.argv[3], "rb").read() or (z["t"] == np.load(sys.argv[3])["t"]).all()
+print("ok")
+"#,
+        &[&pq, &back, &src],
     );
 }

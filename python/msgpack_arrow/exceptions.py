@@ -1,0 +1,41 @@
+"""Exceptions raised by msgpack_arrow (also raised from its Rust extension)."""
+
+from __future__ import annotations
+
+__all__ = ["MsgpackArrowError", "DecodeError", "EncodeError"]
+
+
+class MsgpackArrowError(Exception):
+    """Base class of every msgpack_arrow error."""
+
+
+class _Positioned(MsgpackArrowError):
+    def __init__(
+        self,
+        message: str,
+        offset: int | None = None,
+        record: int | None = None,
+        column: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        #: Byte offset in the (decompressed) input where the problem was found, or None.
+        self.offset = offset
+        #: Index of the record (row) being read, counted from 0 over the input, or None.
+        self.record = record
+        #: Column path such as ``"frames.depth"``, or None.
+        self.column = column
+
+    def __reduce__(self):  # keep the attributes through pickle (multiprocessing)
+        return (type(self), (self.args[0] if self.args else "", self.offset, self.record, self.column))
+
+
+class DecodeError(_Positioned, ValueError):
+    """Malformed, truncated, hostile or unsupported msgpack-numpy input.
+
+    ``str(e)`` says what and where; the position is also in ``e.offset`` (byte offset),
+    ``e.record`` (row index) and ``e.column`` (column path), each None when unknown.
+    """
+
+
+class EncodeError(_Positioned, ValueError):
+    """Data that cannot be written as msgpack-numpy (an unsupported Arrow type, ...)."""

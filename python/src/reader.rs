@@ -1,0 +1,287 @@
+//! `Reader`: the core [`msgpack_arrow::Reader`] behind a Python iterator of Arrow batches.
+//!
+//! Every decoding step runs with the GIL released (`Python::detach`), inside a panic guard; the
+//! GIL is taken back between batches to check for Ctrl-C.
+
+use std::path::PathBuf;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex};
+
+use arrow_array::RecordBatch;
+use arrow_buffer::Buffer;
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+use msgpack_arrow::{Dialect, Layout, ObjectArrays, Reader, ReaderBuilder, TensorMode};
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+
+use crate::errors::{guarded, to_pyerr, Failure, Op};
+use crate::stream::{import_schema, schema_capsule, ArrowStream};
+
+/// Where the bytes come from.
+enum Source {
+    /// A file: memory-mapped, or decompressed on the fly (`.zst`, `.lz4`, `.gz`).
+    Path(PathBuf),
+    /// Bytes in memory (a Python buffer viewed in place, or a copy of it).
+    Buffer(Buffer),
+}
+
+/// Keeps a read-only Python buffer export alive for as long as Arrow arrays point into it.
+struct PyOwner(#[allow(dead_code)] std::panic::AssertUnwindSafe<PyBuffer<u8>>);
+
+fn parse<T: std::str::FromStr<Err = msgpack_arrow::Error>>(s: &str) -> PyResult<T> {
+    s.parse().map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))
+}
+
+impl Source {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Source> {
+        if let Ok(s) = obj.cast::<PyString>() {
+            return Ok(Source::Path(PathBuf::from(s.to_str()?)));
+        }
+        let py = obj.py();
+        let pb = match PyBuffer::<u8>::get(obj) {
+            Ok(b) => b,
+            // not a byte buffer (e.g. a memoryview of another format, or strided): copy it with bytes()
+            Err(_) => {
+                let b = py.import("builtins")?.getattr("bytes")?.call1((obj,)).map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "source must be a path, bytes-like object or binary file object, got {}",
+                        obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                    ))
+                })?;
+                let b = b.cast_into::<PyBytes>()?;
+                PyBuffer::<u8>::get(b.as_any())?
+            }
+        };
+        if pb.readonly() && pb.is_c_contiguous() && pb.len_bytes() > 0 {
+            let ptr = NonNull::new(pb.buf_ptr().cast::<u8>()).ok_or_else(|| PyValueError::new_err("null buffer"))?;
+            let len = pb.len_bytes();
+            // SAFETY: the buffer is read-only and C-contiguous, `ptr`/`len` describe it, and the
+            // export (held by the owner) keeps the memory alive and unmoved until it is released,
+            // which happens only when the last Arrow buffer pointing into it is dropped.
+            Ok(Source::Buffer(unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(PyOwner(std::panic::AssertUnwindSafe(pb)))) }))
+        } else {
+            // writable (a bytearray could change under the decoded arrays) or empty: copy once
+            Ok(Source::Buffer(Buffer::from_vec(pb.to_vec(py)?)))
+        }
+    }
+
+    fn build(&self, b: ReaderBuilder) -> msgpack_arrow::Result<Reader> {
+        match self {
+            Source::Path(p) => b.build_from_path(p),
+            Source::Buffer(buf) => b.build_from_buffer(buf.clone()),
+        }
+    }
+}
+
+/// Polars exports `string_view`, `binary_view` and large lists; the decoder builds the plain
+/// types, so an override type is mapped to them (same values).
+fn plain_type(t: &DataType) -> DataType {
+    let item = |f: &Field| Arc::new(Field::new(f.name(), plain_type(f.data_type()), true));
+    match t {
+        DataType::Utf8View | DataType::LargeUtf8 => DataType::Utf8,
+        DataType::BinaryView | DataType::LargeBinary => DataType::Binary,
+        DataType::List(f) | DataType::LargeList(f) | DataType::ListView(f) | DataType::LargeListView(f) => DataType::List(item(f)),
+        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(item(f), *n),
+        DataType::Struct(fs) => DataType::Struct(Fields::from(
+            fs.iter().map(|f| Field::new(f.name(), plain_type(f.data_type()), true)).collect::<Vec<_>>(),
+        )),
+        other => other.clone(),
+    }
+}
+
+/// The inferred schema with the fields named in `overrides` replaced by its types.
+fn apply_overrides(inferred: &Schema, overrides: &Schema) -> msgpack_arrow::Result<Schema> {
+    for o in overrides.fields() {
+        if inferred.field_with_name(o.name()).is_err() {
+            return Err(msgpack_arrow::Error::new(msgpack_arrow::ErrorKind::Key(format!(
+                "schema_overrides names column {:?}, which is not in the input; the columns are: {}",
+                o.name(),
+                inferred.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+            ))));
+        }
+    }
+    let fields: Vec<Field> = inferred
+        .fields()
+        .iter()
+        .map(|f| match overrides.field_with_name(f.name()) {
+            // the numpy dtype metadata described the inferred type; it does not apply to the new one
+            Ok(o) => Field::new(f.name(), plain_type(o.data_type()), true),
+            Err(_) => f.as_ref().clone(),
+        })
+        .collect();
+    Ok(Schema::new_with_metadata(fields, inferred.metadata().clone()))
+}
+
+/// Reads msgpack-numpy as Arrow record batches.
+///
+/// `Reader(source, *, layout="auto", columns=None, schema=None, schema_overrides=None, tensor="array",
+/// object_arrays="error", dialect="auto", batch_size=65536, infer_rows=None, n_rows=None)`
+///
+/// `source` is a path (`str`) or a bytes-like object (read-only buffers are decoded in place).
+/// `schema` (an object with `__arrow_c_schema__` or `__arrow_c_stream__`) is used instead of
+/// inferring one. `schema_overrides` (likewise; e.g. an empty Polars DataFrame) gives the types
+/// of the columns it names; the others are inferred. Iterating yields one `ArrowStream`
+/// per batch; `read_all()` gives them all as one.
+#[pyclass(module = "msgpack_arrow._internal", name = "Reader")]
+pub struct PyReader {
+    /// Taken out while a batch is decoded with the GIL released (see `next_batch`).
+    inner: Mutex<Option<Reader>>,
+    schema: SchemaRef,
+    layout: Layout,
+    reason: String,
+    /// rows still to give when `n_rows` was set
+    left: Option<usize>,
+    done: bool,
+}
+
+#[pymethods]
+impl PyReader {
+    #[new]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, infer_rows = None, n_rows = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        layout: &str,
+        columns: Option<Vec<String>>,
+        schema: Option<&Bound<'_, PyAny>>,
+        schema_overrides: Option<&Bound<'_, PyAny>>,
+        tensor: &str,
+        object_arrays: &str,
+        dialect: &str,
+        batch_size: usize,
+        infer_rows: Option<usize>,
+        n_rows: Option<usize>,
+    ) -> PyResult<Self> {
+        if batch_size == 0 {
+            return Err(PyValueError::new_err("batch_size must be at least 1"));
+        }
+        let source = Source::from_py(source)?;
+        let batch_size = match n_rows {
+            Some(n) => batch_size.min(n.max(1)),
+            None => batch_size,
+        };
+        let builder = ReaderBuilder::new()
+            .with_layout(parse::<Layout>(layout)?)
+            .with_tensor(parse::<TensorMode>(tensor)?)
+            .with_object_arrays(parse::<ObjectArrays>(object_arrays)?)
+            .with_dialect(parse::<Dialect>(dialect)?)
+            .with_batch_size(batch_size)
+            .with_infer_rows(infer_rows);
+        let builder = match schema {
+            Some(s) => builder.with_schema(import_schema(s)?),
+            None => builder,
+        };
+        let overrides = schema_overrides.map(import_schema).transpose()?;
+        let reader = py
+            .detach(|| {
+                guarded(|| {
+                    let builder = match overrides {
+                        Some(o) if !o.fields().is_empty() => {
+                            // infer first (a probe reader: planning only, no rows decoded for the
+                            // record/value layouts), then read with the full, overridden schema
+                            let inferred = source.build(builder.clone())?.schema();
+                            builder.with_schema(Arc::new(apply_overrides(&inferred, &o)?))
+                        }
+                        _ => builder,
+                    };
+                    Ok(source.build(builder.with_projection(columns))?)
+                })
+            })
+            .map_err(|f| to_pyerr(py, Op::Decode, f))?;
+        Ok(PyReader {
+            schema: reader.schema(),
+            layout: reader.layout(),
+            reason: reader.layout_reason().to_string(),
+            inner: Mutex::new(Some(reader)),
+            left: n_rows,
+            done: false,
+        })
+    }
+
+    /// The layout used (`auto` resolved): `records`, `columns` or `values`.
+    #[getter]
+    fn layout(&self) -> String {
+        self.layout.to_string()
+    }
+
+    /// Why that layout was chosen.
+    #[getter]
+    fn layout_reason(&self) -> &str {
+        &self.reason
+    }
+
+    /// Column names of the output, in order.
+    #[getter]
+    fn columns(&self) -> Vec<String> {
+        self.schema.fields().iter().map(|f| f.name().clone()).collect()
+    }
+
+    /// The output schema as an Arrow C schema capsule.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyCapsule>> {
+        schema_capsule(py, &self.schema)
+    }
+
+    /// An empty `ArrowStream` with the output schema (`pl.DataFrame(r.empty()).schema`).
+    fn empty(&self) -> ArrowStream {
+        ArrowStream::new(self.schema.clone(), Vec::new())
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<ArrowStream>> {
+        Ok(self.next_batch(py)?.map(|b| ArrowStream::new(self.schema.clone(), vec![b])))
+    }
+
+    /// Every remaining batch, as one `ArrowStream`. Checks for Ctrl-C between batches.
+    fn read_all(&mut self, py: Python<'_>) -> PyResult<ArrowStream> {
+        let mut batches = Vec::new();
+        while let Some(b) = self.next_batch(py)? {
+            batches.push(b);
+            py.check_signals()?;
+        }
+        Ok(ArrowStream::new(self.schema.clone(), batches))
+    }
+}
+
+impl PyReader {
+    /// Decode the next batch with the GIL released, sliced to what `n_rows` leaves.
+    fn next_batch(&mut self, py: Python<'_>) -> PyResult<Option<RecordBatch>> {
+        if self.done || self.left == Some(0) {
+            return Ok(None);
+        }
+        // Take the reader out of the lock before releasing the GIL: a second thread calling in
+        // meanwhile gets an error instead of blocking on the lock while holding the GIL.
+        let mut reader = self
+            .inner
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("reader poisoned"))?
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("this Reader is in use by another thread"))?;
+        let r = py.detach(|| guarded(|| reader.next().transpose().map_err(Failure::from)));
+        *self.inner.lock().map_err(|_| PyRuntimeError::new_err("reader poisoned"))? = Some(reader);
+        match r {
+            Err(f) => {
+                self.done = true;
+                Err(to_pyerr(py, Op::Decode, f))
+            }
+            Ok(None) => {
+                self.done = true;
+                Ok(None)
+            }
+            Ok(Some(mut b)) => {
+                if let Some(left) = &mut self.left {
+                    if b.num_rows() > *left {
+                        b = b.slice(0, *left);
+                    }
+                    *left -= b.num_rows();
+                }
+                Ok(Some(b))
+            }
+        }
+    }
+}

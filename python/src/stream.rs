@@ -1,0 +1,131 @@
+//! Arrow data handed to Python through the Arrow PyCapsule interface (`__arrow_c_stream__`,
+//! `__arrow_c_schema__`), so Polars and pyarrow take it without a copy and without pyarrow being
+//! a dependency.
+
+use std::ffi::CStr;
+use std::sync::Arc;
+
+use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use arrow_schema::ffi::FFI_ArrowSchema;
+use arrow_schema::{ArrowError, SchemaRef};
+use msgpack_arrow::dtype::meta;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
+const SCHEMA_CAPSULE: &CStr = c"arrow_schema";
+
+/// Record batches of one schema, exported as an Arrow C stream each time it is asked for (so one
+/// object can feed `pl.DataFrame(obj)` and `pyarrow.table(obj)` alike, more than once).
+#[pyclass(module = "msgpack_arrow._internal", name = "ArrowStream", frozen)]
+pub struct ArrowStream {
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+}
+
+impl ArrowStream {
+    pub fn new(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
+        ArrowStream { schema, batches }
+    }
+}
+
+#[pymethods]
+impl ArrowStream {
+    /// Total number of rows.
+    #[getter]
+    fn num_rows(&self) -> usize {
+        self.batches.iter().map(|b| b.num_rows()).sum()
+    }
+
+    /// Number of record batches.
+    #[getter]
+    fn num_batches(&self) -> usize {
+        self.batches.len()
+    }
+
+    /// Column names, in order.
+    #[getter]
+    fn columns(&self) -> Vec<String> {
+        self.schema.fields().iter().map(|f| f.name().clone()).collect()
+    }
+
+    /// The layout the reader used (`records`, `columns`, `values`), from the schema metadata.
+    #[getter]
+    fn layout(&self) -> Option<String> {
+        self.schema.metadata().get(meta::LAYOUT).cloned()
+    }
+
+    fn __len__(&self) -> usize {
+        self.num_rows()
+    }
+
+    fn __repr__(&self) -> String {
+        let cols: Vec<String> = self.schema.fields().iter().map(|f| format!("{}: {}", f.name(), f.data_type())).collect();
+        format!("ArrowStream({} rows; {})", self.num_rows(), cols.join(", "))
+    }
+
+    /// The schema as an Arrow C schema capsule.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        schema_capsule(py, &self.schema)
+    }
+
+    /// A new Arrow C stream over the batches. `requested_schema` is ignored (allowed by the
+    /// protocol): the schema is what the reader produced.
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_stream__<'py>(&self, py: Python<'py>, requested_schema: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let it = RecordBatchIterator::new(self.batches.clone().into_iter().map(Ok::<_, ArrowError>), self.schema.clone());
+        stream_capsule(py, FFI_ArrowArrayStream::new(Box::new(it)))
+    }
+}
+
+/// Wrap a C stream in a capsule named `arrow_array_stream`. Dropping the capsule releases the
+/// stream unless a consumer moved it out (`FFI_ArrowArrayStream`'s `Drop` checks `release`).
+pub fn stream_capsule(py: Python<'_>, s: FFI_ArrowArrayStream) -> PyResult<Bound<'_, PyCapsule>> {
+    PyCapsule::new_with_value(py, s, STREAM_CAPSULE)
+}
+
+/// Wrap a schema in a capsule named `arrow_schema`.
+pub fn schema_capsule<'py>(py: Python<'py>, schema: &SchemaRef) -> PyResult<Bound<'py, PyCapsule>> {
+    let s = FFI_ArrowSchema::try_from(schema.as_ref()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    PyCapsule::new_with_value(py, s, SCHEMA_CAPSULE)
+}
+
+/// Import the Arrow C stream of any object with `__arrow_c_stream__` (a Polars DataFrame, a
+/// pyarrow Table or RecordBatchReader, an [`ArrowStream`], ...), or of such a capsule itself.
+pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<ArrowArrayStreamReader> {
+    let capsule = if let Ok(c) = obj.cast::<PyCapsule>() {
+        c.clone()
+    } else if obj.hasattr("__arrow_c_stream__")? {
+        obj.call_method0("__arrow_c_stream__")?.cast_into::<PyCapsule>()?
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "expected a polars DataFrame or an object with __arrow_c_stream__, got {}",
+            obj.get_type().name()?
+        )));
+    };
+    let ptr = capsule.pointer_checked(Some(STREAM_CAPSULE))?;
+    // SAFETY: the capsule is named "arrow_array_stream", so by the PyCapsule protocol it holds an
+    // ArrowArrayStream; `from_raw` moves it out and marks the original released, so the capsule's
+    // destructor does not release it a second time.
+    unsafe { ArrowArrayStreamReader::from_raw(ptr.as_ptr().cast::<FFI_ArrowArrayStream>()) }
+        .map_err(|e| PyValueError::new_err(format!("cannot import the Arrow stream: {e}")))
+}
+
+/// The schema of an object with `__arrow_c_schema__` (a pyarrow Schema, a [`crate::reader::PyReader`],
+/// ...) or `__arrow_c_stream__` (a Polars DataFrame; no batch is read).
+pub fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
+    use arrow_array::RecordBatchReader;
+    if obj.hasattr("__arrow_c_schema__")? {
+        let capsule = obj.call_method0("__arrow_c_schema__")?.cast_into::<PyCapsule>()?;
+        let ptr = capsule.pointer_checked(Some(SCHEMA_CAPSULE))?;
+        // SAFETY: a capsule named "arrow_schema" holds an ArrowSchema (PyCapsule protocol); it is
+        // only read here, and stays owned (and released) by the capsule.
+        let ffi = unsafe { ptr.cast::<FFI_ArrowSchema>().as_ref() };
+        let schema = arrow_schema::Schema::try_from(ffi).map_err(|e| PyValueError::new_err(format!("cannot import the Arrow schema: {e}")))?;
+        return Ok(Arc::new(schema));
+    }
+    Ok(Arc::clone(&import_stream(obj)?.schema()))
+}
