@@ -14,7 +14,10 @@ const ROWS: usize = 100_000;
 const DIM: usize = 768;
 
 fn rows() -> usize {
-    std::env::var("MSGPACK_ARROW_BENCH_ROWS").ok().and_then(|s| s.parse().ok()).unwrap_or(ROWS)
+    std::env::var("MSGPACK_ARROW_BENCH_ROWS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(ROWS)
 }
 
 /// Deterministic pseudo-random f32s (xorshift), no RNG crate needed.
@@ -80,16 +83,23 @@ fn columns_file(n: usize) -> Vec<u8> {
         rmp::encode::write_str(&mut out, &format!("item-{i}")).unwrap();
     }
     rmp::encode::write_str(&mut out, "score").unwrap();
-    let scores: Vec<u8> = (0..n).flat_map(|i| (i as f64 * 0.25).to_le_bytes()).collect();
+    let scores: Vec<u8> = (0..n)
+        .flat_map(|i| (i as f64 * 0.25).to_le_bytes())
+        .collect();
     write_ndarray(&mut out, "<f8", &[n], &scores);
     rmp::encode::write_str(&mut out, "emb").unwrap();
-    let emb: Vec<u8> = (0..n).flat_map(|i| f32_bytes(&floats(DIM, i as u64))).collect();
+    let emb: Vec<u8> = (0..n)
+        .flat_map(|i| f32_bytes(&floats(DIM, i as u64)))
+        .collect();
     write_ndarray(&mut out, "<f4", &[n, DIM], &emb);
     out
 }
 
 fn decode_all(buf: &Buffer, layout: Layout) -> usize {
-    let r = ReaderBuilder::new().with_layout(layout).build_from_buffer(buf.clone()).unwrap();
+    let r = ReaderBuilder::new()
+        .with_layout(layout)
+        .build_from_buffer(buf.clone())
+        .unwrap();
     r.map(|b| b.unwrap().num_rows()).sum()
 }
 
@@ -107,7 +117,9 @@ fn bench(c: &mut Criterion) {
             black_box(v)
         })
     });
-    g.bench_function("decode_records", |b| b.iter(|| black_box(decode_all(&rec, Layout::Records))));
+    g.bench_function("decode_records", |b| {
+        b.iter(|| black_box(decode_all(&rec, Layout::Records)))
+    });
     g.bench_function("decode_columns_copy", |b| {
         b.iter(|| {
             // from an unaligned copy of the bytes: the one-copy path
@@ -118,7 +130,9 @@ fn bench(c: &mut Criterion) {
             black_box(decode_all(&unaligned, Layout::Columns))
         })
     });
-    g.bench_function("decode_columns", |b| b.iter(|| black_box(decode_all(&col, Layout::Columns))));
+    g.bench_function("decode_columns", |b| {
+        b.iter(|| black_box(decode_all(&col, Layout::Columns)))
+    });
     g.finish();
 }
 

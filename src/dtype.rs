@@ -220,7 +220,11 @@ fn order_of(c: u8) -> Option<ByteOrder> {
         b'<' => Some(ByteOrder::Little),
         b'>' => Some(ByteOrder::Big),
         b'|' => Some(ByteOrder::NotApplicable),
-        b'=' => Some(if cfg!(target_endian = "little") { ByteOrder::Little } else { ByteOrder::Big }),
+        b'=' => Some(if cfg!(target_endian = "little") {
+            ByteOrder::Little
+        } else {
+            ByteOrder::Big
+        }),
         _ => None,
     }
 }
@@ -245,11 +249,19 @@ impl NumpyDtype {
         if digits.len() > 12 || !digits.bytes().all(|c| c.is_ascii_digit()) {
             return Err(bad());
         }
-        let size: usize = if digits.is_empty() { 0 } else { digits.parse().map_err(|_| bad())? };
+        let size: usize = if digits.is_empty() {
+            0
+        } else {
+            digits.parse().map_err(|_| bad())?
+        };
         let ord = |o: Option<ByteOrder>| o.unwrap_or(ByteOrder::NotApplicable);
         // numpy writes '|' for single bytes; '<'/'>' there would be harmless, so accept it.
         let multi = |o: Option<ByteOrder>, size: usize| {
-            if size == 1 { ByteOrder::NotApplicable } else { ord(o) }
+            if size == 1 {
+                ByteOrder::NotApplicable
+            } else {
+                ord(o)
+            }
         };
         let dt = match (kind, unit) {
             ('b', None) if size == 1 || size == 0 => NumpyDtype::Bool,
@@ -259,22 +271,33 @@ impl NumpyDtype {
                 signed: kind == 'i',
                 order: multi(order, size),
             },
-            ('f', None) if matches!(size, 2 | 4 | 8) => {
-                NumpyDtype::Float { size: size as u8, order: ord(order) }
-            }
-            ('c', None) if matches!(size, 8 | 16) => {
-                NumpyDtype::Complex { size: size as u8, order: ord(order) }
-            }
-            ('U', None) => NumpyDtype::Unicode { chars: size, order: ord(order) },
+            ('f', None) if matches!(size, 2 | 4 | 8) => NumpyDtype::Float {
+                size: size as u8,
+                order: ord(order),
+            },
+            ('c', None) if matches!(size, 8 | 16) => NumpyDtype::Complex {
+                size: size as u8,
+                order: ord(order),
+            },
+            ('U', None) => NumpyDtype::Unicode {
+                chars: size,
+                order: ord(order),
+            },
             ('S' | 'a', None) => NumpyDtype::Bytes { len: size },
             ('V', None) => NumpyDtype::Void { len: size },
             ('O', None) => NumpyDtype::Object,
             ('M' | 'm', Some(u)) if size == 8 => {
                 let unit = NpTimeUnit::parse(u).ok_or_else(bad)?;
                 if kind == 'M' {
-                    NumpyDtype::Datetime { unit, order: ord(order) }
+                    NumpyDtype::Datetime {
+                        unit,
+                        order: ord(order),
+                    }
                 } else {
-                    NumpyDtype::Timedelta { unit, order: ord(order) }
+                    NumpyDtype::Timedelta {
+                        unit,
+                        order: ord(order),
+                    }
                 }
             }
             _ => return Err(bad()),
@@ -294,7 +317,11 @@ impl NumpyDtype {
             NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. } => 8,
             NumpyDtype::Struct(fields) => fields
                 .iter()
-                .map(|f| f.dtype.itemsize().saturating_mul(f.shape.iter().product::<usize>()))
+                .map(|f| {
+                    f.dtype
+                        .itemsize()
+                        .saturating_mul(f.shape.iter().product::<usize>())
+                })
                 .fold(0usize, |a, b| a.saturating_add(b)),
             NumpyDtype::Object => 8,
         }
@@ -362,7 +389,10 @@ impl NumpyDtype {
                 fields
                     .iter()
                     .map(|f| {
-                        let mut v = vec![serde_json::Value::from(f.name.clone()), f.dtype.descr_json()];
+                        let mut v = vec![
+                            serde_json::Value::from(f.name.clone()),
+                            f.dtype.descr_json(),
+                        ];
                         if !f.shape.is_empty() {
                             v.push(serde_json::Value::from(f.shape.clone()));
                         }
@@ -404,7 +434,11 @@ impl NumpyDtype {
                             .map(|d| d.as_u64().map(|d| d as usize).ok_or_else(bad))
                             .collect::<Result<_>>()?,
                     };
-                    fields.push(StructField { name: name.to_string(), dtype, shape });
+                    fields.push(StructField {
+                        name: name.to_string(),
+                        dtype,
+                        shape,
+                    });
                 }
                 Ok(NumpyDtype::Struct(fields))
             }
@@ -432,32 +466,41 @@ impl NumpyDtype {
                 _ => DataType::Float64,
             },
             NumpyDtype::Complex { size, .. } => {
-                let part = if *size == 8 { DataType::Float32 } else { DataType::Float64 };
+                let part = if *size == 8 {
+                    DataType::Float32
+                } else {
+                    DataType::Float64
+                };
                 DataType::FixedSizeList(Arc::new(Field::new("item", part, false)), 2)
             }
             NumpyDtype::Unicode { .. } => DataType::Utf8,
             NumpyDtype::Bytes { .. } => DataType::Binary,
             NumpyDtype::Void { len } => DataType::FixedSizeBinary(
-                i32::try_from(*len).map_err(|_| ErrorKind::UnsupportedDtype(self.to_dtype_str()))?,
+                i32::try_from(*len)
+                    .map_err(|_| ErrorKind::UnsupportedDtype(self.to_dtype_str()))?,
             ),
             NumpyDtype::Datetime { unit, .. } => match unit {
                 NpTimeUnit::Day | NpTimeUnit::Week => DataType::Date32,
                 u => match u.to_arrow() {
                     Some((tu, _)) => DataType::Timestamp(tu, None),
-                    None => return err(ErrorKind::UnsupportedDtype(format!(
-                        "{} (unit {} has no exact Arrow equivalent)",
-                        self.to_dtype_str(),
-                        u.as_str()
-                    ))),
+                    None => {
+                        return err(ErrorKind::UnsupportedDtype(format!(
+                            "{} (unit {} has no exact Arrow equivalent)",
+                            self.to_dtype_str(),
+                            u.as_str()
+                        )))
+                    }
                 },
             },
             NumpyDtype::Timedelta { unit, .. } => match unit.to_arrow() {
                 Some((tu, _)) => DataType::Duration(tu),
-                None => return err(ErrorKind::UnsupportedDtype(format!(
-                    "{} (unit {} has no exact Arrow equivalent)",
-                    self.to_dtype_str(),
-                    unit.as_str()
-                ))),
+                None => {
+                    return err(ErrorKind::UnsupportedDtype(format!(
+                        "{} (unit {} has no exact Arrow equivalent)",
+                        self.to_dtype_str(),
+                        unit.as_str()
+                    )))
+                }
             },
             NumpyDtype::Struct(fields) => {
                 let mut out = Vec::with_capacity(fields.len());
@@ -478,9 +521,14 @@ impl NumpyDtype {
 /// `FixedSizeList(item, n)` with the item field named and nullable as Polars and pyarrow make it.
 pub fn fixed_size_list(item: DataType, n: usize) -> Result<DataType> {
     let n = i32::try_from(n).map_err(|_| {
-        ErrorKind::Layout(format!("axis of length {n} is longer than a FixedSizeList can hold"))
+        ErrorKind::Layout(format!(
+            "axis of length {n} is longer than a FixedSizeList can hold"
+        ))
     })?;
-    Ok(DataType::FixedSizeList(Arc::new(Field::new("item", item, true)), n))
+    Ok(DataType::FixedSizeList(
+        Arc::new(Field::new("item", item, true)),
+        n,
+    ))
 }
 
 /// `List(item)`, item field nullable as Polars and pyarrow make it.
@@ -495,12 +543,22 @@ mod tests {
     #[test]
     fn parse_and_format_round_trip() {
         for s in [
-            "<f4", ">f8", "<f2", "|b1", "|i1", "|u1", "<i8", ">u2", "<c8", ">c16", "<U5", ">U1", "|S3",
-            "|V8", "<M8[us]", ">m8[ns]", "<M8[D]", "|O",
+            "<f4", ">f8", "<f2", "|b1", "|i1", "|u1", "<i8", ">u2", "<c8", ">c16", "<U5", ">U1",
+            "|S3", "|V8", "<M8[us]", ">m8[ns]", "<M8[D]", "|O",
         ] {
             assert_eq!(NumpyDtype::parse(s).unwrap().to_dtype_str(), s, "{s}");
         }
-        for bad in ["", "<", "<f3", "<i16", "<c32", "<M8", "<M8[xs]", "zz", "<f99999999999999999999"] {
+        for bad in [
+            "",
+            "<",
+            "<f3",
+            "<i16",
+            "<c32",
+            "<M8",
+            "<M8[xs]",
+            "zz",
+            "<f99999999999999999999",
+        ] {
             assert!(NumpyDtype::parse(bad).is_err(), "{bad}");
         }
     }

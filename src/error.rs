@@ -49,7 +49,9 @@ pub enum ErrorKind {
     #[error("nesting deeper than {0} levels (see ReaderBuilder::with_max_depth)")]
     TooDeep(usize),
     /// Decoding would exceed the configured cap on decoded bytes.
-    #[error("decoded data exceeds the limit of {0} bytes (see ReaderBuilder::with_max_decoded_bytes)")]
+    #[error(
+        "decoded data exceeds the limit of {0} bytes (see ReaderBuilder::with_max_decoded_bytes)"
+    )]
     LimitExceeded(u64),
     /// The layout does not fit the input (e.g. `columns` with unequal lengths).
     #[error("layout: {0}")]
@@ -71,7 +73,12 @@ pub enum ErrorKind {
 impl Error {
     /// A new error of this kind, with no position yet.
     pub fn new(kind: ErrorKind) -> Self {
-        Error(Box::new(Inner { kind, offset: None, record: None, path: None }))
+        Error(Box::new(Inner {
+            kind,
+            offset: None,
+            record: None,
+            path: None,
+        }))
     }
     /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {

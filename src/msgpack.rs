@@ -56,7 +56,12 @@ pub struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     /// A cursor at the start of `buf`, which begins at absolute offset `base`.
     pub fn new(buf: &'a [u8], base: u64) -> Self {
-        Cursor { buf, pos: 0, base, vstart: 0 }
+        Cursor {
+            buf,
+            pos: 0,
+            base,
+            vstart: 0,
+        }
     }
     /// Position within `buf`.
     #[inline]
@@ -152,16 +157,30 @@ impl<'a> Cursor<'a> {
         Ok(match self.peek_marker()? {
             Marker::Null => Kind::Nil,
             Marker::True | Marker::False => Kind::Bool,
-            Marker::FixPos(_) | Marker::FixNeg(_) | Marker::U8 | Marker::U16 | Marker::U32
-            | Marker::U64 | Marker::I8 | Marker::I16 | Marker::I32 | Marker::I64 => Kind::Int,
+            Marker::FixPos(_)
+            | Marker::FixNeg(_)
+            | Marker::U8
+            | Marker::U16
+            | Marker::U32
+            | Marker::U64
+            | Marker::I8
+            | Marker::I16
+            | Marker::I32
+            | Marker::I64 => Kind::Int,
             Marker::F32 => Kind::F32,
             Marker::F64 => Kind::F64,
             Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => Kind::Str,
             Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => Kind::Bin,
             Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => Kind::Array,
             Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => Kind::Map,
-            Marker::FixExt1 | Marker::FixExt2 | Marker::FixExt4 | Marker::FixExt8
-            | Marker::FixExt16 | Marker::Ext8 | Marker::Ext16 | Marker::Ext32 => Kind::Ext,
+            Marker::FixExt1
+            | Marker::FixExt2
+            | Marker::FixExt4
+            | Marker::FixExt8
+            | Marker::FixExt16
+            | Marker::Ext8
+            | Marker::Ext16
+            | Marker::Ext32 => Kind::Ext,
             Marker::Reserved => {
                 return Err(self.error(ErrorKind::InvalidMsgpack("reserved byte 0xc1".into())))
             }
@@ -173,7 +192,9 @@ impl<'a> Cursor<'a> {
             Ok(k) => format!("{k:?}").to_lowercase(),
             Err(e) => return e,
         };
-        self.error(ErrorKind::InvalidMsgpack(format!("expected {want}, found {got}")))
+        self.error(ErrorKind::InvalidMsgpack(format!(
+            "expected {want}, found {got}"
+        )))
     }
 
     /// Read nil.
@@ -220,7 +241,11 @@ impl<'a> Cursor<'a> {
             Marker::U32 => self.be::<4>().map(|b| Int::I(u32::from_be_bytes(b) as i64)),
             Marker::U64 => self.be::<8>().map(|b| {
                 let v = u64::from_be_bytes(b);
-                if v > i64::MAX as u64 { Int::U(v) } else { Int::I(v as i64) }
+                if v > i64::MAX as u64 {
+                    Int::U(v)
+                } else {
+                    Int::I(v as i64)
+                }
             }),
             Marker::I8 => self.u8().map(|v| Int::I(v as i8 as i64)),
             Marker::I16 => self.be::<2>().map(|b| Int::I(i16::from_be_bytes(b) as i64)),
@@ -295,8 +320,13 @@ impl<'a> Cursor<'a> {
         let m = self.peek_marker()?;
         let start = self.pos;
         match m {
-            Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 | Marker::Bin8
-            | Marker::Bin16 | Marker::Bin32 => {
+            Marker::FixStr(_)
+            | Marker::Str8
+            | Marker::Str16
+            | Marker::Str32
+            | Marker::Bin8
+            | Marker::Bin16
+            | Marker::Bin32 => {
                 self.pos += 1;
                 let n = self.len_after(m)?.unwrap_or(0);
                 let at = self.pos;
@@ -321,7 +351,10 @@ impl<'a> Cursor<'a> {
         let start = self.pos;
         let (b, _) = self.read_str_or_bin()?;
         std::str::from_utf8(b).map_err(|e| {
-            self.error_at(start, ErrorKind::InvalidMsgpack(format!("str is not valid UTF-8 ({e})")))
+            self.error_at(
+                start,
+                ErrorKind::InvalidMsgpack(format!("str is not valid UTF-8 ({e})")),
+            )
         })
     }
 
@@ -415,7 +448,11 @@ impl<'a> Cursor<'a> {
             self.vstart = start;
             self.pos += 1;
             let fixed = match m {
-                Marker::Null | Marker::True | Marker::False | Marker::FixPos(_) | Marker::FixNeg(_) => 0,
+                Marker::Null
+                | Marker::True
+                | Marker::False
+                | Marker::FixPos(_)
+                | Marker::FixNeg(_) => 0,
                 Marker::U8 | Marker::I8 => 1,
                 Marker::U16 | Marker::I16 => 2,
                 Marker::U32 | Marker::I32 | Marker::F32 => 4,
@@ -430,14 +467,23 @@ impl<'a> Cursor<'a> {
                     self.read_ext()?;
                     continue;
                 }
-                Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 | Marker::Bin8
-                | Marker::Bin16 | Marker::Bin32 => {
+                Marker::FixStr(_)
+                | Marker::Str8
+                | Marker::Str16
+                | Marker::Str32
+                | Marker::Bin8
+                | Marker::Bin16
+                | Marker::Bin32 => {
                     self.pos = start;
                     self.read_str_or_bin()?;
                     continue;
                 }
-                Marker::FixArray(_) | Marker::Array16 | Marker::Array32 | Marker::FixMap(_)
-                | Marker::Map16 | Marker::Map32 => {
+                Marker::FixArray(_)
+                | Marker::Array16
+                | Marker::Array32
+                | Marker::FixMap(_)
+                | Marker::Map16
+                | Marker::Map32 => {
                     self.pos = start;
                     let n = if matches!(m, Marker::FixMap(_) | Marker::Map16 | Marker::Map32) {
                         self.read_map_len()? * 2

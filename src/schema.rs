@@ -26,7 +26,10 @@ pub(crate) enum Ty {
     Null,
     Bool,
     /// `big`: a value above i64::MAX was seen; `neg`: a negative value was seen.
-    Int { big: bool, neg: bool },
+    Int {
+        big: bool,
+        neg: bool,
+    },
     F32,
     F64,
     Str,
@@ -36,7 +39,11 @@ pub(crate) enum Ty {
     /// Python complex
     Complex,
     /// numpy values: `shape` has one entry per axis (None where it varies); empty for 0-d/scalars.
-    Nd { dt: NumpyDtype, shape: Vec<Option<usize>>, kind: NdKind },
+    Nd {
+        dt: NumpyDtype,
+        shape: Vec<Option<usize>>,
+        kind: NdKind,
+    },
     List(Box<Ty>),
     Struct(IndexMap<String, Ty>),
 }
@@ -69,7 +76,11 @@ impl Ty {
     pub(crate) fn merge(self, other: Ty) -> Result<Ty> {
         use Ty::*;
         let conflict = |a: &Ty, b: &Ty| {
-            Error::new(ErrorKind::TypeConflict(format!("{} and {}", a.describe(), b.describe())))
+            Error::new(ErrorKind::TypeConflict(format!(
+                "{} and {}",
+                a.describe(),
+                b.describe()
+            )))
         };
         Ok(match (self, other) {
             (Null, t) | (t, Null) => t,
@@ -82,10 +93,33 @@ impl Ty {
                 }
                 Int { big, neg }
             }
-            (Int { .. } | F32 | F64, F64) | (F64 | F32, Int { .. }) | (F64, F32) | (Int { .. }, F32) => F64,
-            (Nd { dt: d1, shape: s1, kind }, Nd { dt: d2, shape: s2, .. }) => {
+            (Int { .. } | F32 | F64, F64)
+            | (F64 | F32, Int { .. })
+            | (F64, F32)
+            | (Int { .. }, F32) => F64,
+            (
+                Nd {
+                    dt: d1,
+                    shape: s1,
+                    kind,
+                },
+                Nd {
+                    dt: d2, shape: s2, ..
+                },
+            ) => {
                 if crate::decode::values::native(&d1) != crate::decode::values::native(&d2) {
-                    return Err(conflict(&Nd { dt: d1, shape: s1, kind }, &Nd { dt: d2, shape: s2, kind }));
+                    return Err(conflict(
+                        &Nd {
+                            dt: d1,
+                            shape: s1,
+                            kind,
+                        },
+                        &Nd {
+                            dt: d2,
+                            shape: s2,
+                            kind,
+                        },
+                    ));
                 }
                 if s1.len() != s2.len() {
                     return Err(Error::new(ErrorKind::TypeConflict(format!(
@@ -94,8 +128,16 @@ impl Ty {
                         s2.len()
                     ))));
                 }
-                let shape = s1.iter().zip(&s2).map(|(a, b)| if a == b { *a } else { None }).collect();
-                Nd { dt: d1, shape, kind }
+                let shape = s1
+                    .iter()
+                    .zip(&s2)
+                    .map(|(a, b)| if a == b { *a } else { None })
+                    .collect();
+                Nd {
+                    dt: d1,
+                    shape,
+                    kind,
+                }
             }
             (List(a), List(b)) => List(Box::new(a.merge(*b)?)),
             (Struct(mut a), Struct(b)) => {
@@ -161,7 +203,10 @@ impl Ty {
             }
             Ty::List(t) => DataType::List(Arc::new(t.to_field("item", opts)?)),
             Ty::Struct(fields) => DataType::Struct(
-                fields.iter().map(|(k, v)| v.to_field(k, opts)).collect::<Result<Fields>>()?,
+                fields
+                    .iter()
+                    .map(|(k, v)| v.to_field(k, opts))
+                    .collect::<Result<Fields>>()?,
             ),
         };
         Ok(Field::new(name, t, true).with_metadata(md))
@@ -195,14 +240,26 @@ pub(crate) fn tensor_type(
             Ok(t)
         }
         (TensorMode::Extension, Some(dims)) => {
-            let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).unwrap_or(usize::MAX);
-            md.insert(meta::EXTENSION_NAME.into(), "arrow.fixed_shape_tensor".into());
-            md.insert(meta::EXTENSION_METADATA.into(), serde_json::json!({ "shape": dims }).to_string());
+            let n = dims
+                .iter()
+                .try_fold(1usize, |a, &d| a.checked_mul(d))
+                .unwrap_or(usize::MAX);
+            md.insert(
+                meta::EXTENSION_NAME.into(),
+                "arrow.fixed_shape_tensor".into(),
+            );
+            md.insert(
+                meta::EXTENSION_METADATA.into(),
+                serde_json::json!({ "shape": dims }).to_string(),
+            );
             fixed_size_list(elem, n)
         }
         (TensorMode::Extension, None) => {
             let ndim = shape.len();
-            md.insert(meta::EXTENSION_NAME.into(), "arrow.variable_shape_tensor".into());
+            md.insert(
+                meta::EXTENSION_NAME.into(),
+                "arrow.variable_shape_tensor".into(),
+            );
             md.insert(
                 meta::EXTENSION_METADATA.into(),
                 serde_json::json!({ "uniform_shape": shape }).to_string(),
@@ -232,10 +289,18 @@ pub(crate) struct Inferrer {
 
 impl Inferrer {
     pub(crate) fn new(opts: InferOptions) -> Self {
-        Inferrer { opts, dtypes: Vec::new() }
+        Inferrer {
+            opts,
+            dtypes: Vec::new(),
+        }
     }
 
-    pub(crate) fn dtype(&mut self, raw: &[u8], nd: &crate::decode::ndarray::NdArray<'_>, base: u64) -> Result<NumpyDtype> {
+    pub(crate) fn dtype(
+        &mut self,
+        raw: &[u8],
+        nd: &crate::decode::ndarray::NdArray<'_>,
+        base: u64,
+    ) -> Result<NumpyDtype> {
         if let Some((_, d)) = self.dtypes.iter().find(|(r, _)| r == raw) {
             return Ok(d.clone());
         }
@@ -261,8 +326,14 @@ impl Inferrer {
                 Ty::Bool
             }
             Kind::Int => match c.read_int()? {
-                Int::I(v) => Ty::Int { big: false, neg: v < 0 },
-                Int::U(_) => Ty::Int { big: true, neg: false },
+                Int::I(v) => Ty::Int {
+                    big: false,
+                    neg: v < 0,
+                },
+                Int::U(_) => Ty::Int {
+                    big: true,
+                    neg: false,
+                },
             },
             Kind::F32 => {
                 c.read_f32()?;
@@ -284,10 +355,13 @@ impl Inferrer {
                 let p = c.pos();
                 let (t, data) = c.read_ext()?;
                 if t != -1 || !matches!(data.len(), 4 | 8 | 12) {
-                    return Err(c.error_at(p, ErrorKind::InvalidMsgpack(format!(
+                    return Err(c.error_at(
+                        p,
+                        ErrorKind::InvalidMsgpack(format!(
                         "ext type {t} with {} bytes is not supported (only the timestamp, ext -1)",
                         data.len()
-                    ))));
+                    )),
+                    ));
                 }
                 Ty::Timestamp
             }
@@ -297,7 +371,9 @@ impl Inferrer {
                 for i in 0..n {
                     let p = c.offset();
                     let v = self.value(c, depth + 1)?;
-                    t = t.merge(v).map_err(|e| e.at_offset(p).prepend_path(&format!("[{i}]")))?;
+                    t = t
+                        .merge(v)
+                        .map_err(|e| e.at_offset(p).prepend_path(&format!("[{i}]")))?;
                 }
                 Ty::List(Box::new(t))
             }
@@ -313,12 +389,17 @@ impl Inferrer {
                             }
                         } else {
                             nd.check_len(&dt, c.offset_of(0))?;
-                            dt.arrow_type().map_err(|e| e.at_offset(c.offset_of(nd.type_pos)))?;
+                            dt.arrow_type()
+                                .map_err(|e| e.at_offset(c.offset_of(nd.type_pos)))?;
                         }
                         Ty::Nd {
                             dt,
                             shape: nd.shape.iter().map(|&d| Some(d)).collect(),
-                            kind: if nd.scalar { NdKind::Scalar } else { NdKind::Array },
+                            kind: if nd.scalar {
+                                NdKind::Scalar
+                            } else {
+                                NdKind::Array
+                            },
                         }
                     }
                     None => self.map(c, depth)?,
@@ -335,7 +416,10 @@ impl Inferrer {
             let kp = c.pos();
             let key = read_key(c)?;
             if fields.contains_key(key) {
-                return Err(c.error_at(kp, ErrorKind::Key(format!("duplicate key {key:?} in one map"))));
+                return Err(c.error_at(
+                    kp,
+                    ErrorKind::Key(format!("duplicate key {key:?} in one map")),
+                ));
             }
             let t = self.value(c, depth + 1).map_err(|e| e.prepend_path(key))?;
             fields.insert(key.to_string(), t);
@@ -351,7 +435,13 @@ pub(crate) fn read_key<'a>(c: &mut Cursor<'a>) -> Result<&'a str> {
         Kind::Str | Kind::Bin => {
             let (b, _) = c.read_str_or_bin()?;
             std::str::from_utf8(b).map_err(|_| {
-                c.error_at(p, ErrorKind::Key(format!("key {:?} is not valid UTF-8", String::from_utf8_lossy(b))))
+                c.error_at(
+                    p,
+                    ErrorKind::Key(format!(
+                        "key {:?} is not valid UTF-8",
+                        String::from_utf8_lossy(b)
+                    )),
+                )
             })
         }
         k => {
@@ -361,7 +451,10 @@ pub(crate) fn read_key<'a>(c: &mut Cursor<'a>) -> Result<&'a str> {
                 Ok(Int::U(v)) => format!("{v}"),
                 Err(_) => format!("{k:?}").to_lowercase(),
             };
-            Err(c.error_at(p, ErrorKind::Key(format!("map key {shown} is not a string"))))
+            Err(c.error_at(
+                p,
+                ErrorKind::Key(format!("map key {shown} is not a string")),
+            ))
         }
     }
 }

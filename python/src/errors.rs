@@ -65,7 +65,10 @@ fn panic_message(p: &(dyn Any + Send)) -> String {
 static EXCEPTIONS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
-    let m = EXCEPTIONS.get_or_try_init(py, || py.import("msgpack_arrow.exceptions").map(|m| m.into_any().unbind()))?;
+    let m = EXCEPTIONS.get_or_try_init(py, || {
+        py.import("msgpack_arrow.exceptions")
+            .map(|m| m.into_any().unbind())
+    })?;
     Ok(m.bind(py).getattr(name)?.cast_into::<PyType>()?)
 }
 
@@ -85,17 +88,30 @@ fn make(py: Python<'_>, op: Op, f: Failure) -> PyResult<PyErr> {
         Failure::Panic(msg) => {
             let cls = class(py, cls_name)?;
             let msg = format!("internal error (a bug in msgpack-arrow, please report it): {msg}");
-            return Ok(PyErr::from_value(cls.call1((msg, None::<u64>, None::<u64>, None::<String>))?));
+            return Ok(PyErr::from_value(cls.call1((
+                msg,
+                None::<u64>,
+                None::<u64>,
+                None::<String>,
+            ))?));
         }
         Failure::Core(e) => e,
     };
     if let ErrorKind::Io(io_err) = e.kind() {
         // keep the errno class (FileNotFoundError, PermissionError, ...) with the core's message
-        if !matches!(io_err.kind(), io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof) {
+        if !matches!(
+            io_err.kind(),
+            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof
+        ) {
             return Ok(PyErr::from(io::Error::new(io_err.kind(), e.to_string())));
         }
     }
     let cls = class(py, cls_name)?;
-    let exc = cls.call1((e.to_string(), e.offset(), e.record(), e.path().map(str::to_string)))?;
+    let exc = cls.call1((
+        e.to_string(),
+        e.offset(),
+        e.record(),
+        e.path().map(str::to_string),
+    ))?;
     Ok(PyErr::from_value(exc))
 }

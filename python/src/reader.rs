@@ -31,7 +31,8 @@ enum Source {
 struct PyOwner(#[allow(dead_code)] std::panic::AssertUnwindSafe<PyBuffer<u8>>);
 
 fn parse<T: std::str::FromStr<Err = msgpack_arrow::Error>>(s: &str) -> PyResult<T> {
-    s.parse().map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))
+    s.parse()
+        .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))
 }
 
 impl Source {
@@ -44,23 +45,34 @@ impl Source {
             Ok(b) => b,
             // not a byte buffer (e.g. a memoryview of another format, or strided): copy it with bytes()
             Err(_) => {
-                let b = py.import("builtins")?.getattr("bytes")?.call1((obj,)).map_err(|_| {
-                    PyTypeError::new_err(format!(
+                let b = py
+                    .import("builtins")?
+                    .getattr("bytes")?
+                    .call1((obj,))
+                    .map_err(|_| {
+                        PyTypeError::new_err(format!(
                         "source must be a path, bytes-like object or binary file object, got {}",
                         obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
                     ))
-                })?;
+                    })?;
                 let b = b.cast_into::<PyBytes>()?;
                 PyBuffer::<u8>::get(b.as_any())?
             }
         };
         if pb.readonly() && pb.is_c_contiguous() && pb.len_bytes() > 0 {
-            let ptr = NonNull::new(pb.buf_ptr().cast::<u8>()).ok_or_else(|| PyValueError::new_err("null buffer"))?;
+            let ptr = NonNull::new(pb.buf_ptr().cast::<u8>())
+                .ok_or_else(|| PyValueError::new_err("null buffer"))?;
             let len = pb.len_bytes();
             // SAFETY: the buffer is read-only and C-contiguous, `ptr`/`len` describe it, and the
             // export (held by the owner) keeps the memory alive and unmoved until it is released,
             // which happens only when the last Arrow buffer pointing into it is dropped.
-            Ok(Source::Buffer(unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(PyOwner(std::panic::AssertUnwindSafe(pb)))) }))
+            Ok(Source::Buffer(unsafe {
+                Buffer::from_custom_allocation(
+                    ptr,
+                    len,
+                    Arc::new(PyOwner(std::panic::AssertUnwindSafe(pb))),
+                )
+            }))
         } else {
             // writable (a bytearray could change under the decoded arrays) or empty: copy once
             Ok(Source::Buffer(Buffer::from_vec(pb.to_vec(py)?)))
@@ -82,10 +94,15 @@ fn plain_type(t: &DataType) -> DataType {
     match t {
         DataType::Utf8View | DataType::LargeUtf8 => DataType::Utf8,
         DataType::BinaryView | DataType::LargeBinary => DataType::Binary,
-        DataType::List(f) | DataType::LargeList(f) | DataType::ListView(f) | DataType::LargeListView(f) => DataType::List(item(f)),
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f) => DataType::List(item(f)),
         DataType::FixedSizeList(f, n) => DataType::FixedSizeList(item(f), *n),
         DataType::Struct(fs) => DataType::Struct(Fields::from(
-            fs.iter().map(|f| Field::new(f.name(), plain_type(f.data_type()), true)).collect::<Vec<_>>(),
+            fs.iter()
+                .map(|f| Field::new(f.name(), plain_type(f.data_type()), true))
+                .collect::<Vec<_>>(),
         )),
         other => other.clone(),
     }
@@ -111,7 +128,10 @@ fn apply_overrides(inferred: &Schema, overrides: &Schema) -> msgpack_arrow::Resu
             Err(_) => f.as_ref().clone(),
         })
         .collect();
-    Ok(Schema::new_with_metadata(fields, inferred.metadata().clone()))
+    Ok(Schema::new_with_metadata(
+        fields,
+        inferred.metadata().clone(),
+    ))
 }
 
 /// Reads msgpack-numpy as Arrow record batches.
@@ -216,11 +236,18 @@ impl PyReader {
     /// Column names of the output, in order.
     #[getter]
     fn columns(&self) -> Vec<String> {
-        self.schema.fields().iter().map(|f| f.name().clone()).collect()
+        self.schema
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect()
     }
 
     /// The output schema as an Arrow C schema capsule.
-    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyCapsule>> {
+    fn __arrow_c_schema__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyCapsule>> {
         schema_capsule(py, &self.schema)
     }
 
@@ -234,7 +261,9 @@ impl PyReader {
     }
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<ArrowStream>> {
-        Ok(self.next_batch(py)?.map(|b| ArrowStream::new(self.schema.clone(), vec![b])))
+        Ok(self
+            .next_batch(py)?
+            .map(|b| ArrowStream::new(self.schema.clone(), vec![b])))
     }
 
     /// Every remaining batch, as one `ArrowStream`. Checks for Ctrl-C between batches.
@@ -263,7 +292,10 @@ impl PyReader {
             .take()
             .ok_or_else(|| PyRuntimeError::new_err("this Reader is in use by another thread"))?;
         let r = py.detach(|| guarded(|| reader.next().transpose().map_err(Failure::from)));
-        *self.inner.lock().map_err(|_| PyRuntimeError::new_err("reader poisoned"))? = Some(reader);
+        *self
+            .inner
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("reader poisoned"))? = Some(reader);
         match r {
             Err(f) => {
                 self.done = true;

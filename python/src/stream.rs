@@ -48,7 +48,11 @@ impl ArrowStream {
     /// Column names, in order.
     #[getter]
     fn columns(&self) -> Vec<String> {
-        self.schema.fields().iter().map(|f| f.name().clone()).collect()
+        self.schema
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect()
     }
 
     /// The layout the reader used (`records`, `columns`, `values`), from the schema metadata.
@@ -62,7 +66,12 @@ impl ArrowStream {
     }
 
     fn __repr__(&self) -> String {
-        let cols: Vec<String> = self.schema.fields().iter().map(|f| format!("{}: {}", f.name(), f.data_type())).collect();
+        let cols: Vec<String> = self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| format!("{}: {}", f.name(), f.data_type()))
+            .collect();
         format!("ArrowStream({} rows; {})", self.num_rows(), cols.join(", "))
     }
 
@@ -74,9 +83,16 @@ impl ArrowStream {
     /// A new Arrow C stream over the batches. `requested_schema` is ignored (allowed by the
     /// protocol): the schema is what the reader produced.
     #[pyo3(signature = (requested_schema = None))]
-    fn __arrow_c_stream__<'py>(&self, py: Python<'py>, requested_schema: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema;
-        let it = RecordBatchIterator::new(self.batches.clone().into_iter().map(Ok::<_, ArrowError>), self.schema.clone());
+        let it = RecordBatchIterator::new(
+            self.batches.clone().into_iter().map(Ok::<_, ArrowError>),
+            self.schema.clone(),
+        );
         stream_capsule(py, FFI_ArrowArrayStream::new(Box::new(it)))
     }
 }
@@ -89,7 +105,8 @@ pub fn stream_capsule(py: Python<'_>, s: FFI_ArrowArrayStream) -> PyResult<Bound
 
 /// Wrap a schema in a capsule named `arrow_schema`.
 pub fn schema_capsule<'py>(py: Python<'py>, schema: &SchemaRef) -> PyResult<Bound<'py, PyCapsule>> {
-    let s = FFI_ArrowSchema::try_from(schema.as_ref()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let s = FFI_ArrowSchema::try_from(schema.as_ref())
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     PyCapsule::new_with_value(py, s, SCHEMA_CAPSULE)
 }
 
@@ -99,7 +116,8 @@ pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<ArrowArrayStreamReader>
     let capsule = if let Ok(c) = obj.cast::<PyCapsule>() {
         c.clone()
     } else if obj.hasattr("__arrow_c_stream__")? {
-        obj.call_method0("__arrow_c_stream__")?.cast_into::<PyCapsule>()?
+        obj.call_method0("__arrow_c_stream__")?
+            .cast_into::<PyCapsule>()?
     } else {
         return Err(PyTypeError::new_err(format!(
             "expected a polars DataFrame or an object with __arrow_c_stream__, got {}",
@@ -119,12 +137,15 @@ pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<ArrowArrayStreamReader>
 pub fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
     use arrow_array::RecordBatchReader;
     if obj.hasattr("__arrow_c_schema__")? {
-        let capsule = obj.call_method0("__arrow_c_schema__")?.cast_into::<PyCapsule>()?;
+        let capsule = obj
+            .call_method0("__arrow_c_schema__")?
+            .cast_into::<PyCapsule>()?;
         let ptr = capsule.pointer_checked(Some(SCHEMA_CAPSULE))?;
         // SAFETY: a capsule named "arrow_schema" holds an ArrowSchema (PyCapsule protocol); it is
         // only read here, and stays owned (and released) by the capsule.
         let ffi = unsafe { ptr.cast::<FFI_ArrowSchema>().as_ref() };
-        let schema = arrow_schema::Schema::try_from(ffi).map_err(|e| PyValueError::new_err(format!("cannot import the Arrow schema: {e}")))?;
+        let schema = arrow_schema::Schema::try_from(ffi)
+            .map_err(|e| PyValueError::new_err(format!("cannot import the Arrow schema: {e}")))?;
         return Ok(Arc::new(schema));
     }
     Ok(Arc::clone(&import_stream(obj)?.schema()))

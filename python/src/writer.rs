@@ -21,22 +21,36 @@ use crate::stream::import_stream;
 /// The GIL is released while encoding; Ctrl-C is checked between batches.
 #[pyfunction]
 #[pyo3(signature = (data, path = None, *, layout = "records", aligned = false))]
-pub fn write<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, path: Option<PathBuf>, layout: &str, aligned: bool) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    let layout: Layout = layout.parse().map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))?;
+pub fn write<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    path: Option<PathBuf>,
+    layout: &str,
+    aligned: bool,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let layout: Layout = layout
+        .parse()
+        .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))?;
     let mut stream = import_stream(data)?;
-    let builder = WriterBuilder::new().with_layout(layout).with_aligned(aligned);
+    let builder = WriterBuilder::new()
+        .with_layout(layout)
+        .with_aligned(aligned);
     let schema = stream.schema();
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
     match path {
         Some(path) => {
-            let w = py.detach(|| guarded(|| Ok(builder.build(AtomicFile::create(&path)?, schema)?))).map_err(err)?;
+            let w = py
+                .detach(|| guarded(|| Ok(builder.build(AtomicFile::create(&path)?, schema)?)))
+                .map_err(err)?;
             let file = pump(py, &mut stream, w)?;
             // dropping an uncommitted AtomicFile (on any error above) deletes the temporary file
             py.detach(|| guarded(|| Ok(file.commit()?))).map_err(err)?;
             Ok(None)
         }
         None => {
-            let w = builder.build(Vec::new(), schema).map_err(|e| err(e.into()))?;
+            let w = builder
+                .build(Vec::new(), schema)
+                .map_err(|e| err(e.into()))?;
             let bytes = pump(py, &mut stream, w)?;
             Ok(Some(PyBytes::new(py, &bytes)))
         }
@@ -44,7 +58,11 @@ pub fn write<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, path: Option<PathBu
 }
 
 /// Encode every batch of `stream` with `w`, GIL released, then finish it.
-fn pump<W: Write + Send>(py: Python<'_>, stream: &mut (impl RecordBatchReader + Send), mut w: Writer<W>) -> PyResult<W> {
+fn pump<W: Write + Send>(
+    py: Python<'_>,
+    stream: &mut (impl RecordBatchReader + Send),
+    mut w: Writer<W>,
+) -> PyResult<W> {
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
     loop {
         let more = py

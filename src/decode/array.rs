@@ -42,7 +42,9 @@ fn found(c: &Cursor<'_>, want: &str) -> Error {
         Ok(k) => format!("{k:?}").to_lowercase(),
         Err(e) => return e,
     };
-    c.error(ErrorKind::TypeConflict(format!("expected {want}, found {got}")))
+    c.error(ErrorKind::TypeConflict(format!(
+        "expected {want}, found {got}"
+    )))
 }
 
 /// Build the decoder for a field.
@@ -53,20 +55,42 @@ pub(crate) fn make_decoder(field: &Field, ctx: &Ctx) -> Result<Box<dyn ArrayDeco
         Some("ndarray" | "scalar") => {
             let dt = md
                 .get(meta::DTYPE)
-                .ok_or_else(|| Error::new(ErrorKind::Layout(format!("field {:?} has no {} metadata", field.name(), meta::DTYPE))))
+                .ok_or_else(|| {
+                    Error::new(ErrorKind::Layout(format!(
+                        "field {:?} has no {} metadata",
+                        field.name(),
+                        meta::DTYPE
+                    )))
+                })
                 .and_then(|s| NumpyDtype::from_metadata(s))?;
             return Ok(Box::new(TensorDecoder::new(dt, field, ctx)?));
         }
-        Some("object") => return Ok(Box::new(ObjectDecoder { b: BinaryBuilder::new(), ctx: ctx.clone() })),
+        Some("object") => {
+            return Ok(Box::new(ObjectDecoder {
+                b: BinaryBuilder::new(),
+                ctx: ctx.clone(),
+            }))
+        }
         Some("complex") => {
-            let dt = NumpyDtype::parse(if matches!(t, DataType::FixedSizeList(f, 2) if f.data_type() == &DataType::Float32) { "<c8" } else { "<c16" })?;
+            let dt = NumpyDtype::parse(
+                if matches!(t, DataType::FixedSizeList(f, 2) if f.data_type() == &DataType::Float32)
+                {
+                    "<c8"
+                } else {
+                    "<c16"
+                },
+            )?;
             return Ok(Box::new(TensorDecoder::new(dt, field, ctx)?));
         }
         _ => {}
     }
     Ok(match t {
         DataType::Null => Box::new(NullDecoder { n: 0 }),
-        DataType::Boolean => Box::new(BoolDecoder { v: BooleanBufferBuilder::new(0), nulls: NullBufferBuilder::new(0), ctx: ctx.clone() }),
+        DataType::Boolean => Box::new(BoolDecoder {
+            v: BooleanBufferBuilder::new(0),
+            nulls: NullBufferBuilder::new(0),
+            ctx: ctx.clone(),
+        }),
         DataType::Int8 => Box::new(PrimDecoder::<Int8Type>::new(ctx)),
         DataType::Int16 => Box::new(PrimDecoder::<Int16Type>::new(ctx)),
         DataType::Int32 => Box::new(PrimDecoder::<Int32Type>::new(ctx)),
@@ -78,9 +102,23 @@ pub(crate) fn make_decoder(field: &Field, ctx: &Ctx) -> Result<Box<dyn ArrayDeco
         DataType::Float16 => Box::new(PrimDecoder::<Float16Type>::new(ctx)),
         DataType::Float32 => Box::new(PrimDecoder::<Float32Type>::new(ctx)),
         DataType::Float64 => Box::new(PrimDecoder::<Float64Type>::new(ctx)),
-        DataType::Utf8 => Box::new(BytesDecoder { b: BinaryBuilder::new(), utf8: true, ctx: ctx.clone() }),
-        DataType::Binary => Box::new(BytesDecoder { b: BinaryBuilder::new(), utf8: false, ctx: ctx.clone() }),
-        DataType::Timestamp(unit, tz) => Box::new(TimestampDecoder { unit: *unit, tz: tz.clone(), v: Vec::new(), nulls: NullBufferBuilder::new(0), ctx: ctx.clone() }),
+        DataType::Utf8 => Box::new(BytesDecoder {
+            b: BinaryBuilder::new(),
+            utf8: true,
+            ctx: ctx.clone(),
+        }),
+        DataType::Binary => Box::new(BytesDecoder {
+            b: BinaryBuilder::new(),
+            utf8: false,
+            ctx: ctx.clone(),
+        }),
+        DataType::Timestamp(unit, tz) => Box::new(TimestampDecoder {
+            unit: *unit,
+            tz: tz.clone(),
+            v: Vec::new(),
+            nulls: NullBufferBuilder::new(0),
+            ctx: ctx.clone(),
+        }),
         DataType::List(item) => Box::new(ListDecoder {
             item: item.clone(),
             child: make_decoder(item, ctx).map_err(|e| e.prepend_path("[]"))?,
@@ -96,11 +134,17 @@ pub(crate) fn make_decoder(field: &Field, ctx: &Ctx) -> Result<Box<dyn ArrayDeco
                 elem = f.data_type();
             }
             let dt = native_dtype_of(elem).ok_or_else(|| {
-                Error::new(ErrorKind::Unsupported(format!("cannot decode msgpack into {t}")))
+                Error::new(ErrorKind::Unsupported(format!(
+                    "cannot decode msgpack into {t}"
+                )))
             })?;
             Box::new(TensorDecoder::new(dt, field, ctx)?)
         }
-        other => return Err(Error::new(ErrorKind::Unsupported(format!("cannot decode msgpack into Arrow type {other}")))),
+        other => {
+            return Err(Error::new(ErrorKind::Unsupported(format!(
+                "cannot decode msgpack into Arrow type {other}"
+            ))))
+        }
     })
 }
 
@@ -179,7 +223,10 @@ impl ArrayDecoder for BoolDecoder {
         self.nulls.append_null();
     }
     fn finish(&mut self) -> Result<ArrayRef> {
-        Ok(Arc::new(BooleanArray::new(self.v.finish(), self.nulls.finish())))
+        Ok(Arc::new(BooleanArray::new(
+            self.v.finish(),
+            self.nulls.finish(),
+        )))
     }
 }
 
@@ -227,10 +274,26 @@ fn numpy_scalar(c: &mut Cursor<'_>, ctx: &Ctx, want: &str) -> Result<Num> {
     }
     Ok(match dt {
         NumpyDtype::Bool => Num::I((d[0] != 0) as i64),
-        NumpyDtype::Int { size: 1, signed: true, .. } => Num::I(rd!(i8) as i64),
-        NumpyDtype::Int { size: 2, signed: true, .. } => Num::I(rd!(i16) as i64),
-        NumpyDtype::Int { size: 4, signed: true, .. } => Num::I(rd!(i32) as i64),
-        NumpyDtype::Int { size: 8, signed: true, .. } => Num::I(rd!(i64)),
+        NumpyDtype::Int {
+            size: 1,
+            signed: true,
+            ..
+        } => Num::I(rd!(i8) as i64),
+        NumpyDtype::Int {
+            size: 2,
+            signed: true,
+            ..
+        } => Num::I(rd!(i16) as i64),
+        NumpyDtype::Int {
+            size: 4,
+            signed: true,
+            ..
+        } => Num::I(rd!(i32) as i64),
+        NumpyDtype::Int {
+            size: 8,
+            signed: true,
+            ..
+        } => Num::I(rd!(i64)),
         NumpyDtype::Int { size: 1, .. } => Num::I(rd!(u8) as i64),
         NumpyDtype::Int { size: 2, .. } => Num::I(rd!(u16) as i64),
         NumpyDtype::Int { size: 4, .. } => Num::I(rd!(u32) as i64),
@@ -240,7 +303,10 @@ fn numpy_scalar(c: &mut Cursor<'_>, ctx: &Ctx, want: &str) -> Result<Num> {
         NumpyDtype::Float { .. } => Num::F(rd!(f64)),
         other => {
             c.set_pos(start);
-            return Err(c.error(ErrorKind::TypeConflict(format!("expected {want}, found numpy {}", other.to_dtype_str()))));
+            return Err(c.error(ErrorKind::TypeConflict(format!(
+                "expected {want}, found numpy {}",
+                other.to_dtype_str()
+            ))));
         }
     })
 }
@@ -297,7 +363,11 @@ struct PrimDecoder<T: ArrowPrimitiveType> {
 
 impl<T: ArrowPrimitiveType> PrimDecoder<T> {
     fn new(ctx: &Ctx) -> Self {
-        PrimDecoder { v: Vec::new(), nulls: NullBufferBuilder::new(0), ctx: ctx.clone() }
+        PrimDecoder {
+            v: Vec::new(),
+            nulls: NullBufferBuilder::new(0),
+            ctx: ctx.clone(),
+        }
     }
 }
 
@@ -320,7 +390,9 @@ where
                 self.append_null();
                 return Ok(());
             }
-            Kind::Map => T::Native::from_num(numpy_scalar(c, &self.ctx, &T::DATA_TYPE.to_string())?),
+            Kind::Map => {
+                T::Native::from_num(numpy_scalar(c, &self.ctx, &T::DATA_TYPE.to_string())?)
+            }
             _ => return Err(found(c, &T::DATA_TYPE.to_string())),
         };
         match v {
@@ -329,7 +401,10 @@ where
                 self.nulls.append_non_null();
                 Ok(())
             }
-            None => Err(c.error_at(p, ErrorKind::TypeConflict(format!("value does not fit {} exactly", T::DATA_TYPE)))),
+            None => Err(c.error_at(
+                p,
+                ErrorKind::TypeConflict(format!("value does not fit {} exactly", T::DATA_TYPE)),
+            )),
         }
     }
     fn append_null(&mut self) {
@@ -338,7 +413,10 @@ where
     }
     fn finish(&mut self) -> Result<ArrayRef> {
         let v = std::mem::take(&mut self.v);
-        Ok(Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v), self.nulls.finish())))
+        Ok(Arc::new(PrimitiveArray::<T>::new(
+            ScalarBuffer::from(v),
+            self.nulls.finish(),
+        )))
     }
     fn reserve(&mut self, rows: usize) {
         self.v.reserve(rows);
@@ -370,20 +448,34 @@ impl ArrayDecoder for BytesDecoder {
             Kind::Map => {
                 // a 0-d U/S array
                 let start = c.pos();
-                let Some(Special::Array(nd)) = probe(c, self.ctx.dialect, self.ctx.max_depth)? else {
+                let Some(Special::Array(nd)) = probe(c, self.ctx.dialect, self.ctx.max_depth)?
+                else {
                     c.set_pos(start);
                     return Err(found(c, if self.utf8 { "str" } else { "bin" }));
                 };
                 let dt = nd.parse_dtype(c.offset_of(nd.type_pos))?;
                 nd.check_len(&dt, c.offset_of(0))?;
-                let ok = matches!((&dt, self.utf8), (NumpyDtype::Unicode { .. }, true) | (NumpyDtype::Bytes { .. }, false));
+                let ok = matches!(
+                    (&dt, self.utf8),
+                    (NumpyDtype::Unicode { .. }, true) | (NumpyDtype::Bytes { .. }, false)
+                );
                 if !ok || nd.len != 1 {
                     c.set_pos(start);
-                    return Err(c.error(ErrorKind::TypeConflict(format!("expected a string, found ndarray {}", dt.to_dtype_str()))));
+                    return Err(c.error(ErrorKind::TypeConflict(format!(
+                        "expected a string, found ndarray {}",
+                        dt.to_dtype_str()
+                    ))));
                 }
                 let a = to_arrow(&dt, arrow_buffer::Buffer::from(nd.data), 1, false, None)?;
-                let a = a.as_any().downcast_ref::<GenericByteArray<GenericStringType<i32>>>().map(|s| s.value(0).as_bytes().to_vec())
-                    .or_else(|| a.as_any().downcast_ref::<BinaryArray>().map(|s| s.value(0).to_vec()))
+                let a = a
+                    .as_any()
+                    .downcast_ref::<GenericByteArray<GenericStringType<i32>>>()
+                    .map(|s| s.value(0).as_bytes().to_vec())
+                    .or_else(|| {
+                        a.as_any()
+                            .downcast_ref::<BinaryArray>()
+                            .map(|s| s.value(0).to_vec())
+                    })
                     .unwrap_or_default();
                 self.b.append_value(a);
             }
@@ -422,7 +514,10 @@ pub(crate) fn parse_timestamp(d: &[u8]) -> Option<(i64, u32)> {
             let v = u64::from_be_bytes(d.try_into().ok()?);
             Some(((v & 0x3_ffff_ffff) as i64, (v >> 34) as u32))
         }
-        12 => Some((i64::from_be_bytes(d[4..].try_into().ok()?), u32::from_be_bytes(d[..4].try_into().ok()?))),
+        12 => Some((
+            i64::from_be_bytes(d[4..].try_into().ok()?),
+            u32::from_be_bytes(d[..4].try_into().ok()?),
+        )),
         _ => None,
     }
 }
@@ -439,8 +534,12 @@ impl ArrayDecoder for TimestampDecoder {
                 let p = c.pos();
                 let (t, d) = c.read_ext()?;
                 let bad = |m: &str| c.error_at(p, ErrorKind::InvalidMsgpack(m.to_string()));
-                let (s, ns) = if t == -1 { parse_timestamp(d).ok_or_else(|| bad("timestamp ext of wrong length"))? } else {
-                    return Err(bad(&format!("expected a timestamp (ext -1), found ext {t}")));
+                let (s, ns) = if t == -1 {
+                    parse_timestamp(d).ok_or_else(|| bad("timestamp ext of wrong length"))?
+                } else {
+                    return Err(bad(&format!(
+                        "expected a timestamp (ext -1), found ext {t}"
+                    )));
                 };
                 if ns >= 1_000_000_000 {
                     return Err(bad("timestamp nanoseconds out of range"));
@@ -468,10 +567,18 @@ impl ArrayDecoder for TimestampDecoder {
         let v = ScalarBuffer::from(std::mem::take(&mut self.v));
         let n = self.nulls.finish();
         Ok(match self.unit {
-            TimeUnit::Second => Arc::new(TimestampSecondArray::new(v, n).with_timezone_opt(self.tz.clone())),
-            TimeUnit::Millisecond => Arc::new(TimestampMillisecondArray::new(v, n).with_timezone_opt(self.tz.clone())),
-            TimeUnit::Microsecond => Arc::new(TimestampMicrosecondArray::new(v, n).with_timezone_opt(self.tz.clone())),
-            TimeUnit::Nanosecond => Arc::new(TimestampNanosecondArray::new(v, n).with_timezone_opt(self.tz.clone())),
+            TimeUnit::Second => {
+                Arc::new(TimestampSecondArray::new(v, n).with_timezone_opt(self.tz.clone()))
+            }
+            TimeUnit::Millisecond => {
+                Arc::new(TimestampMillisecondArray::new(v, n).with_timezone_opt(self.tz.clone()))
+            }
+            TimeUnit::Microsecond => {
+                Arc::new(TimestampMicrosecondArray::new(v, n).with_timezone_opt(self.tz.clone()))
+            }
+            TimeUnit::Nanosecond => {
+                Arc::new(TimestampNanosecondArray::new(v, n).with_timezone_opt(self.tz.clone()))
+            }
         })
     }
 }
@@ -533,9 +640,15 @@ impl ArrayDecoder for ListDecoder {
                     self.child.decode(c)?;
                 }
                 let last = *self.offsets.last().unwrap_or(&0);
-                let next = i32::try_from(n).ok().and_then(|n| last.checked_add(n)).ok_or_else(|| {
-                    c.error(ErrorKind::Layout("more than 2^31 list items in one batch; use a smaller batch size".into()))
-                })?;
+                let next = i32::try_from(n)
+                    .ok()
+                    .and_then(|n| last.checked_add(n))
+                    .ok_or_else(|| {
+                        c.error(ErrorKind::Layout(
+                            "more than 2^31 list items in one batch; use a smaller batch size"
+                                .into(),
+                        ))
+                    })?;
                 self.offsets.push(next);
                 self.nulls.append_non_null();
             }
@@ -585,16 +698,39 @@ impl StructDecoder {
         let mut children = Vec::with_capacity(fields.len());
         for f in fields.iter() {
             let wanted = projection.is_none_or(|p| p.iter().any(|n| n == f.name()));
-            children.push(if wanted { Some(make_decoder(f, ctx).map_err(|e| e.prepend_path(f.name()))?) } else { None });
+            children.push(if wanted {
+                Some(make_decoder(f, ctx).map_err(|e| e.prepend_path(f.name()))?)
+            } else {
+                None
+            });
         }
         let names: Vec<Box<[u8]>> = fields.iter().map(|f| f.name().as_bytes().into()).collect();
-        let lookup = names.iter().enumerate().map(|(i, n)| (n.clone(), i)).collect();
-        Ok(StructDecoder { stamp: vec![0; fields.len()], fields, names, children, lookup, gen: 0, nulls: NullBufferBuilder::new(0), len: 0, ctx: ctx.clone() })
+        let lookup = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i))
+            .collect();
+        Ok(StructDecoder {
+            stamp: vec![0; fields.len()],
+            fields,
+            names,
+            children,
+            lookup,
+            gen: 0,
+            nulls: NullBufferBuilder::new(0),
+            len: 0,
+            ctx: ctx.clone(),
+        })
     }
 
     /// The fields that are decoded (projection applied).
     pub(crate) fn output_fields(&self) -> Fields {
-        self.fields.iter().zip(&self.children).filter(|(_, c)| c.is_some()).map(|(f, _)| f.clone()).collect()
+        self.fields
+            .iter()
+            .zip(&self.children)
+            .filter(|(_, c)| c.is_some())
+            .map(|(f, _)| f.clone())
+            .collect()
     }
 
     /// Decode one map.
@@ -623,7 +759,13 @@ impl StructDecoder {
                     Some(&j) => j,
                     None => {
                         let name = std::str::from_utf8(key).map_err(|_| {
-                            c.error_at(kp, ErrorKind::Key(format!("key {:?} is not valid UTF-8", String::from_utf8_lossy(key))))
+                            c.error_at(
+                                kp,
+                                ErrorKind::Key(format!(
+                                    "key {:?} is not valid UTF-8",
+                                    String::from_utf8_lossy(key)
+                                )),
+                            )
                         })?;
                         if self.ctx.strict_keys {
                             return Err(c.error_at(kp, ErrorKind::Key(format!(
@@ -636,11 +778,19 @@ impl StructDecoder {
                 }
             };
             if self.stamp[col] == self.gen {
-                return Err(c.error_at(kp, ErrorKind::Key(format!("duplicate key {:?} in one map", String::from_utf8_lossy(key)))));
+                return Err(c.error_at(
+                    kp,
+                    ErrorKind::Key(format!(
+                        "duplicate key {:?} in one map",
+                        String::from_utf8_lossy(key)
+                    )),
+                ));
             }
             self.stamp[col] = self.gen;
             match &mut self.children[col] {
-                Some(d) => d.decode(c).map_err(|e| e.prepend_path(self.fields[col].name()))?,
+                Some(d) => d
+                    .decode(c)
+                    .map_err(|e| e.prepend_path(self.fields[col].name()))?,
                 None => c.skip(self.ctx.max_depth)?,
             }
             let _ = SKIP;
@@ -757,54 +907,69 @@ impl TensorDecoder {
     pub(crate) fn new(dt: NumpyDtype, field: &Field, ctx: &Ctx) -> Result<Self> {
         let elem = dt.arrow_type()?;
         let md = field.metadata();
-        let (shape, repr): (Vec<Option<usize>>, Repr) = match md.get(meta::EXTENSION_NAME).map(String::as_str) {
-            Some("arrow.fixed_shape_tensor") => {
-                let v: serde_json::Value = md.get(meta::EXTENSION_METADATA).and_then(|m| serde_json::from_str(m).ok()).unwrap_or_default();
-                let dims = v["shape"].as_array().map(|a| a.iter().filter_map(|d| d.as_u64().map(|d| Some(d as usize))).collect()).unwrap_or_default();
-                (dims, Repr::FixedTensor)
-            }
-            Some("arrow.variable_shape_tensor") => {
-                let ndim = match field.data_type() {
-                    DataType::Struct(f) => match f.find("shape").map(|(_, f)| f.data_type().clone()) {
-                        Some(DataType::FixedSizeList(_, n)) => n as usize,
+        let (shape, repr): (Vec<Option<usize>>, Repr) =
+            match md.get(meta::EXTENSION_NAME).map(String::as_str) {
+                Some("arrow.fixed_shape_tensor") => {
+                    let v: serde_json::Value = md
+                        .get(meta::EXTENSION_METADATA)
+                        .and_then(|m| serde_json::from_str(m).ok())
+                        .unwrap_or_default();
+                    let dims = v["shape"]
+                        .as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|d| d.as_u64().map(|d| Some(d as usize)))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    (dims, Repr::FixedTensor)
+                }
+                Some("arrow.variable_shape_tensor") => {
+                    let ndim = match field.data_type() {
+                        DataType::Struct(f) => {
+                            match f.find("shape").map(|(_, f)| f.data_type().clone()) {
+                                Some(DataType::FixedSizeList(_, n)) => n as usize,
+                                _ => 0,
+                            }
+                        }
                         _ => 0,
-                    },
-                    _ => 0,
-                };
-                (vec![None; ndim], Repr::VarTensor)
-            }
-            _ => {
-                let mut shape = Vec::new();
-                let mut t = field.data_type();
-                while !same_structure(t, &elem) {
-                    match t {
-                        DataType::FixedSizeList(f, n) => {
-                            shape.push(Some(*n as usize));
-                            t = f.data_type();
-                        }
-                        DataType::List(f) | DataType::LargeList(f) => {
-                            shape.push(None);
-                            t = f.data_type();
-                        }
-                        _ => {
-                            return Err(Error::new(ErrorKind::TypeConflict(format!(
-                                "field {:?} of type {} cannot hold ndarrays of {}",
-                                field.name(),
-                                field.data_type(),
-                                dt.to_dtype_str()
-                            ))))
+                    };
+                    (vec![None; ndim], Repr::VarTensor)
+                }
+                _ => {
+                    let mut shape = Vec::new();
+                    let mut t = field.data_type();
+                    while !same_structure(t, &elem) {
+                        match t {
+                            DataType::FixedSizeList(f, n) => {
+                                shape.push(Some(*n as usize));
+                                t = f.data_type();
+                            }
+                            DataType::List(f) | DataType::LargeList(f) => {
+                                shape.push(None);
+                                t = f.data_type();
+                            }
+                            _ => {
+                                return Err(Error::new(ErrorKind::TypeConflict(format!(
+                                    "field {:?} of type {} cannot hold ndarrays of {}",
+                                    field.name(),
+                                    field.data_type(),
+                                    dt.to_dtype_str()
+                                ))))
+                            }
                         }
                     }
+                    if shape.iter().any(|d| d.is_none()) {
+                        shape.iter_mut().for_each(|d| *d = None);
+                    }
+                    (shape, Repr::Nested)
                 }
-                if shape.iter().any(|d| d.is_none()) {
-                    shape.iter_mut().for_each(|d| *d = None);
-                }
-                (shape, Repr::Nested)
-            }
-        };
+            };
         let fixed: Option<Vec<usize>> = shape.iter().copied().collect();
         let item = dt.itemsize();
-        let row_bytes = fixed.as_ref().map_or(0, |f| f.iter().product::<usize>() * item);
+        let row_bytes = fixed
+            .as_ref()
+            .map_or(0, |f| f.iter().product::<usize>() * item);
         Ok(TensorDecoder {
             native_dt: native(&dt),
             dt,
@@ -826,16 +991,23 @@ impl TensorDecoder {
     }
 
     fn row_dtype(&mut self, nd: &NdArray<'_>, c: &Cursor<'_>) -> Result<NumpyDtype> {
-        if let Some((_, d)) = self.dtype_cache.iter().find(|(r, _)| r.as_slice() == nd.type_raw) {
+        if let Some((_, d)) = self
+            .dtype_cache
+            .iter()
+            .find(|(r, _)| r.as_slice() == nd.type_raw)
+        {
             return Ok(d.clone());
         }
         let d = nd.parse_dtype(c.offset_of(nd.type_pos))?;
         if native(&d) != self.native_dt {
-            return Err(c.error_at(nd.type_pos, ErrorKind::TypeConflict(format!(
-                "ndarray of {} in a column of {}",
-                d.to_dtype_str(),
-                self.dt.to_dtype_str()
-            ))));
+            return Err(c.error_at(
+                nd.type_pos,
+                ErrorKind::TypeConflict(format!(
+                    "ndarray of {} in a column of {}",
+                    d.to_dtype_str(),
+                    self.dt.to_dtype_str()
+                )),
+            ));
         }
         if self.dtype_cache.len() < 4 {
             self.dtype_cache.push((nd.type_raw.to_vec(), d.clone()));
@@ -859,10 +1031,15 @@ impl TensorDecoder {
 /// Type equality that ignores field names, nullability and metadata.
 fn same_structure(a: &DataType, b: &DataType) -> bool {
     match (a, b) {
-        (DataType::FixedSizeList(x, n), DataType::FixedSizeList(y, m)) => n == m && same_structure(x.data_type(), y.data_type()),
+        (DataType::FixedSizeList(x, n), DataType::FixedSizeList(y, m)) => {
+            n == m && same_structure(x.data_type(), y.data_type())
+        }
         (DataType::List(x), DataType::List(y)) => same_structure(x.data_type(), y.data_type()),
         (DataType::Struct(x), DataType::Struct(y)) => {
-            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| p.name() == q.name() && same_structure(p.data_type(), q.data_type()))
+            x.len() == y.len()
+                && x.iter().zip(y.iter()).all(|(p, q)| {
+                    p.name() == q.name() && same_structure(p.data_type(), q.data_type())
+                })
         }
         _ => a == b,
     }
@@ -904,11 +1081,14 @@ impl ArrayDecoder for TensorDecoder {
                 let row_dt = self.row_dtype(&nd, c)?;
                 nd.check_len(&row_dt, c.offset_of(0))?;
                 if nd.shape.len() != self.shape.len() {
-                    return Err(c.error_at(start, ErrorKind::TypeConflict(format!(
-                        "ndarray of shape {:?} in a column of {}-dimensional arrays",
-                        nd.shape,
-                        self.shape.len()
-                    ))));
+                    return Err(c.error_at(
+                        start,
+                        ErrorKind::TypeConflict(format!(
+                            "ndarray of shape {:?} in a column of {}-dimensional arrays",
+                            nd.shape,
+                            self.shape.len()
+                        )),
+                    ));
                 }
                 match &self.fixed {
                     Some(f) if *f != nd.shape => {
@@ -924,11 +1104,17 @@ impl ArrayDecoder for TensorDecoder {
                 let end = c.pos();
                 // the fast path is valid when data is the map's last entry, as msgpack_numpy writes it
                 if nd.data_pos + nd.data.len() == end {
-                    self.fast = Some(FastPath { header: c.buf()[start..nd.data_pos].to_vec(), data_len: nd.data.len(), swap_dt: row_dt });
+                    self.fast = Some(FastPath {
+                        header: c.buf()[start..nd.data_pos].to_vec(),
+                        data_len: nd.data.len(),
+                        swap_dt: row_dt,
+                    });
                 }
                 Ok(())
             }
-            Some(Special::Complex(re, im)) if self.shape.is_empty() && matches!(self.dt, NumpyDtype::Complex { .. }) => {
+            Some(Special::Complex(re, im))
+                if self.shape.is_empty() && matches!(self.dt, NumpyDtype::Complex { .. }) =>
+            {
                 if let NumpyDtype::Complex { size: 8, .. } = self.dt {
                     let mut b = [0u8; 8];
                     b[..4].copy_from_slice(&(re as f32).to_ne_bytes());
@@ -991,8 +1177,15 @@ impl ArrayDecoder for TensorDecoder {
         match (self.repr, &self.fixed) {
             (Repr::Nested, Some(_)) => nest_fixed(&t, values, nulls, rows),
             (Repr::FixedTensor, Some(_)) => match &t {
-                DataType::FixedSizeList(f, n) => Ok(Arc::new(FixedSizeListArray::try_new(f.clone(), *n, values, nulls)?)),
-                _ => Err(Error::new(ErrorKind::Layout(format!("fixed_shape_tensor storage must be a FixedSizeList, not {t}")))),
+                DataType::FixedSizeList(f, n) => Ok(Arc::new(FixedSizeListArray::try_new(
+                    f.clone(),
+                    *n,
+                    values,
+                    nulls,
+                )?)),
+                _ => Err(Error::new(ErrorKind::Layout(format!(
+                    "fixed_shape_tensor storage must be a FixedSizeList, not {t}"
+                )))),
             },
             (Repr::Nested, None) => {
                 let ndim = self.shape.len();
@@ -1001,29 +1194,57 @@ impl ArrayDecoder for TensorDecoder {
             }
             (Repr::VarTensor, _) => {
                 let ndim = self.shape.len();
-                let DataType::Struct(fields) = &t else { unreachable!("checked in new") };
+                let DataType::Struct(fields) = &t else {
+                    unreachable!("checked in new")
+                };
                 let mut off = Vec::with_capacity(rows + 1);
                 off.push(0i32);
                 let mut acc = 0i64;
                 for r in 0..rows {
                     acc += dims[r * ndim..(r + 1) * ndim].iter().product::<usize>() as i64;
-                    off.push(i32::try_from(acc).map_err(|_| Error::new(ErrorKind::Layout("more than 2^31 tensor elements in one batch; use a smaller batch size".into())))?);
+                    off.push(i32::try_from(acc).map_err(|_| {
+                        Error::new(ErrorKind::Layout(
+                            "more than 2^31 tensor elements in one batch; use a smaller batch size"
+                                .into(),
+                        ))
+                    })?);
                 }
-                let DataType::List(item) = fields[0].data_type() else { unreachable!() };
-                let data = ListArray::try_new(item.clone(), OffsetBuffer::new(off.into()), values, None)?;
+                let DataType::List(item) = fields[0].data_type() else {
+                    unreachable!()
+                };
+                let data =
+                    ListArray::try_new(item.clone(), OffsetBuffer::new(off.into()), values, None)?;
                 let shape_vals: Vec<i32> = dims.iter().map(|&d| d as i32).collect();
-                let DataType::FixedSizeList(sf, _) = fields[1].data_type() else { unreachable!() };
-                let shape = FixedSizeListArray::try_new(sf.clone(), ndim as i32, Arc::new(Int32Array::from(shape_vals)), None)?;
-                Ok(Arc::new(StructArray::try_new(fields.clone(), vec![Arc::new(data), Arc::new(shape)], nulls)?))
+                let DataType::FixedSizeList(sf, _) = fields[1].data_type() else {
+                    unreachable!()
+                };
+                let shape = FixedSizeListArray::try_new(
+                    sf.clone(),
+                    ndim as i32,
+                    Arc::new(Int32Array::from(shape_vals)),
+                    None,
+                )?;
+                Ok(Arc::new(StructArray::try_new(
+                    fields.clone(),
+                    vec![Arc::new(data), Arc::new(shape)],
+                    nulls,
+                )?))
             }
-            (Repr::FixedTensor, None) => Err(Error::new(ErrorKind::Layout("ragged ndarrays cannot be stored as fixed_shape_tensor".into()))),
+            (Repr::FixedTensor, None) => Err(Error::new(ErrorKind::Layout(
+                "ragged ndarrays cannot be stored as fixed_shape_tensor".into(),
+            ))),
         }
     }
 }
 
 /// Wrap flat values in the nested FixedSizeLists of type `t`; row nulls go on the outermost.
 /// `rows` is needed because a FixedSizeList of size 0 cannot count its rows from its values.
-pub(crate) fn nest_fixed(t: &DataType, values: ArrayRef, nulls: Option<NullBuffer>, rows: usize) -> Result<ArrayRef> {
+pub(crate) fn nest_fixed(
+    t: &DataType,
+    values: ArrayRef,
+    nulls: Option<NullBuffer>,
+    rows: usize,
+) -> Result<ArrayRef> {
     match t {
         DataType::FixedSizeList(f, n) => {
             let inner = if same_structure(f.data_type(), values.data_type()) {
@@ -1039,7 +1260,12 @@ pub(crate) fn nest_fixed(t: &DataType, values: ArrayRef, nulls: Option<NullBuffe
                     .build()?;
                 return Ok(make_array(d));
             }
-            Ok(Arc::new(FixedSizeListArray::try_new(f.clone(), *n, inner, nulls)?))
+            Ok(Arc::new(FixedSizeListArray::try_new(
+                f.clone(),
+                *n,
+                inner,
+                nulls,
+            )?))
         }
         _ => Ok(values),
     }
@@ -1047,7 +1273,11 @@ pub(crate) fn nest_fixed(t: &DataType, values: ArrayRef, nulls: Option<NullBuffe
 
 /// Offsets of every List level of ragged tensors (outermost first), from each row's shape.
 fn ragged_offsets(dims: &[usize], ndim: usize, rows: usize) -> Result<Vec<Vec<i32>>> {
-    let too_many = || Error::new(ErrorKind::Layout("more than 2^31 list entries in one batch; use a smaller batch size".into()));
+    let too_many = || {
+        Error::new(ErrorKind::Layout(
+            "more than 2^31 list entries in one batch; use a smaller batch size".into(),
+        ))
+    };
     let mut levels = vec![vec![0i32]; ndim];
     for r in 0..rows {
         let s = &dims[r * ndim..(r + 1) * ndim];
@@ -1057,7 +1287,12 @@ fn ragged_offsets(dims: &[usize], ndim: usize, rows: usize) -> Result<Vec<Vec<i3
             let lvl = &mut levels[k];
             for _ in 0..count {
                 let last = *lvl.last().unwrap_or(&0);
-                lvl.push(i32::try_from(s[k]).ok().and_then(|d| last.checked_add(d)).ok_or_else(too_many)?);
+                lvl.push(
+                    i32::try_from(s[k])
+                        .ok()
+                        .and_then(|d| last.checked_add(d))
+                        .ok_or_else(too_many)?,
+                );
             }
             count = count.checked_mul(s[k]).ok_or_else(too_many)?;
         }
@@ -1065,9 +1300,25 @@ fn ragged_offsets(dims: &[usize], ndim: usize, rows: usize) -> Result<Vec<Vec<i3
     Ok(levels)
 }
 
-fn nest_ragged(t: &DataType, values: ArrayRef, mut offsets: Vec<Vec<i32>>, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
-    let DataType::List(f) = t else { return Ok(values) };
+fn nest_ragged(
+    t: &DataType,
+    values: ArrayRef,
+    mut offsets: Vec<Vec<i32>>,
+    nulls: Option<NullBuffer>,
+) -> Result<ArrayRef> {
+    let DataType::List(f) = t else {
+        return Ok(values);
+    };
     let mine = offsets.remove(0);
-    let inner = if offsets.is_empty() { values } else { nest_ragged(f.data_type(), values, offsets, None)? };
-    Ok(Arc::new(ListArray::try_new(f.clone(), OffsetBuffer::new(mine.into()), inner, nulls)?))
+    let inner = if offsets.is_empty() {
+        values
+    } else {
+        nest_ragged(f.data_type(), values, offsets, None)?
+    };
+    Ok(Arc::new(ListArray::try_new(
+        f.clone(),
+        OffsetBuffer::new(mine.into()),
+        inner,
+        nulls,
+    )?))
 }

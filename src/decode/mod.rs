@@ -140,7 +140,12 @@ impl ReaderBuilder {
     }
 
     fn infer_options(&self) -> InferOptions {
-        InferOptions { dialect: self.dialect, tensor: self.tensor, object_arrays: self.object_arrays, max_depth: self.max_depth }
+        InferOptions {
+            dialect: self.dialect,
+            tensor: self.tensor,
+            object_arrays: self.object_arrays,
+            max_depth: self.max_depth,
+        }
     }
 
     /// Read from bytes in memory (copied once into an Arrow buffer; use
@@ -211,7 +216,8 @@ pub(crate) fn mmap_buffer(m: memmap2::Mmap) -> Buffer {
     if len == 0 {
         return Buffer::from_vec(Vec::<u8>::new());
     }
-    let ptr = std::ptr::NonNull::new(m.as_ptr() as *mut u8).expect("mmap of a non-empty file is non-null");
+    let ptr = std::ptr::NonNull::new(m.as_ptr() as *mut u8)
+        .expect("mmap of a non-empty file is non-null");
     // SAFETY: the pointer and length describe the mapping, which the Arc keeps alive as long as any
     // Buffer slice refers to it; it is never written through.
     unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(m)) }
@@ -259,7 +265,14 @@ fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result<Option<Pla
         return Ok(None);
     }
     let mk = |layout, container, reason: &str, first_row| {
-        Some(Plan { layout, container, reason: reason.to_string(), schema: None, first_row, rows: None })
+        Some(Plan {
+            layout,
+            container,
+            reason: reason.to_string(),
+            schema: None,
+            first_row,
+            rows: None,
+        })
     };
     let kind = c.peek_kind()?;
     let special = if kind == Kind::Map {
@@ -277,34 +290,104 @@ fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result<Option<Pla
         let mut d = c.clone();
         let n = d.read_array_len()?;
         if n == 0 {
-            return Ok(Some(Plan { layout: if b.layout == Layout::Auto { Layout::Values } else { b.layout }, container: Container::Empty, reason: "empty top-level array".into(), schema: None, first_row: 0, rows: Some(0) }));
+            return Ok(Some(Plan {
+                layout: if b.layout == Layout::Auto {
+                    Layout::Values
+                } else {
+                    b.layout
+                },
+                container: Container::Empty,
+                reason: "empty top-level array".into(),
+                schema: None,
+                first_row: 0,
+                rows: Some(0),
+            }));
         }
         let first_row = d.pos();
-        let is_map = d.peek_kind()? == Kind::Map && probe(&mut d.clone(), b.dialect, b.max_depth)?.is_none();
+        let is_map =
+            d.peek_kind()? == Kind::Map && probe(&mut d.clone(), b.dialect, b.max_depth)?.is_none();
         Some((is_map, first_row))
     } else {
         None
     };
     Ok(match b.layout {
         Layout::Auto => match (kind, special, array_first_is_map) {
-            (Kind::Map, None, _) if single && is_columns_map(&mut c.clone(), b)? => {
-                mk(Layout::Columns, Container::Stream, "auto: one map whose values are all ndarrays or lists of one length", 0)
-            }
-            (Kind::Map, None, _) => mk(Layout::Records, Container::Stream, "auto: first object is a map", 0),
-            (Kind::Array, _, Some((true, p))) => mk(Layout::Records, Container::Array, "auto: one top-level array of maps", p),
-            (Kind::Array, _, Some((false, p))) => mk(Layout::Values, Container::Array, "auto: one top-level array of non-map values", p),
-            (Kind::Map, Some(ndim), _) if single && ndim >= 1 => mk(Layout::Values, Container::NdArray, "auto: one bare ndarray; its axis 0 are the rows", 0),
-            _ => mk(Layout::Values, Container::Stream, "auto: first object is not a map", 0),
+            (Kind::Map, None, _) if single && is_columns_map(&mut c.clone(), b)? => mk(
+                Layout::Columns,
+                Container::Stream,
+                "auto: one map whose values are all ndarrays or lists of one length",
+                0,
+            ),
+            (Kind::Map, None, _) => mk(
+                Layout::Records,
+                Container::Stream,
+                "auto: first object is a map",
+                0,
+            ),
+            (Kind::Array, _, Some((true, p))) => mk(
+                Layout::Records,
+                Container::Array,
+                "auto: one top-level array of maps",
+                p,
+            ),
+            (Kind::Array, _, Some((false, p))) => mk(
+                Layout::Values,
+                Container::Array,
+                "auto: one top-level array of non-map values",
+                p,
+            ),
+            (Kind::Map, Some(ndim), _) if single && ndim >= 1 => mk(
+                Layout::Values,
+                Container::NdArray,
+                "auto: one bare ndarray; its axis 0 are the rows",
+                0,
+            ),
+            _ => mk(
+                Layout::Values,
+                Container::Stream,
+                "auto: first object is not a map",
+                0,
+            ),
         },
         Layout::Records => match array_first_is_map {
-            Some((_, p)) => mk(Layout::Records, Container::Array, "records: one top-level array", p),
-            None => mk(Layout::Records, Container::Stream, "records: a stream of maps", 0),
+            Some((_, p)) => mk(
+                Layout::Records,
+                Container::Array,
+                "records: one top-level array",
+                p,
+            ),
+            None => mk(
+                Layout::Records,
+                Container::Stream,
+                "records: a stream of maps",
+                0,
+            ),
         },
-        Layout::Columns => mk(Layout::Columns, Container::Stream, "columns: map(s) of name → ndarray or list", 0),
+        Layout::Columns => mk(
+            Layout::Columns,
+            Container::Stream,
+            "columns: map(s) of name → ndarray or list",
+            0,
+        ),
         Layout::Values => match (array_first_is_map, special) {
-            (Some((_, p)), _) => mk(Layout::Values, Container::Array, "values: one top-level array", p),
-            (None, Some(ndim)) if single && ndim >= 1 => mk(Layout::Values, Container::NdArray, "values: one bare ndarray; its axis 0 are the rows", 0),
-            _ => mk(Layout::Values, Container::Stream, "values: a stream of values", 0),
+            (Some((_, p)), _) => mk(
+                Layout::Values,
+                Container::Array,
+                "values: one top-level array",
+                p,
+            ),
+            (None, Some(ndim)) if single && ndim >= 1 => mk(
+                Layout::Values,
+                Container::NdArray,
+                "values: one bare ndarray; its axis 0 are the rows",
+                0,
+            ),
+            _ => mk(
+                Layout::Values,
+                Container::Stream,
+                "values: a stream of values",
+                0,
+            ),
         },
     })
 }
@@ -350,7 +433,18 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
         }
     };
     let Some(mut p) = plan_first(b, data, single)? else {
-        return Ok(Plan { layout: if b.layout == Layout::Auto { Layout::Values } else { b.layout }, container: Container::Empty, reason: "empty input".into(), schema: None, first_row: 0, rows: Some(0) });
+        return Ok(Plan {
+            layout: if b.layout == Layout::Auto {
+                Layout::Values
+            } else {
+                b.layout
+            },
+            container: Container::Empty,
+            reason: "empty input".into(),
+            schema: None,
+            first_row: 0,
+            rows: Some(0),
+        });
     };
     if p.container == Container::Empty {
         return Ok(p);
@@ -360,7 +454,10 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
     let ty_to_schema = |ty: Ty, inf: &Inferrer| -> Result<Schema> {
         match ty {
             Ty::Struct(fields) => Ok(Schema::new(
-                fields.iter().map(|(k, v)| v.to_field(k, &inf.opts)).collect::<Result<Vec<Field>>>()?,
+                fields
+                    .iter()
+                    .map(|(k, v)| v.to_field(k, &inf.opts))
+                    .collect::<Result<Vec<Field>>>()?,
             )),
             Ty::Null => Ok(Schema::empty()),
             other => Ok(Schema::new(vec![other.to_field("value", &inf.opts)?])),
@@ -370,7 +467,11 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
     match (p.layout, p.container) {
         (Layout::Records | Layout::Values, Container::Stream | Container::Array) => {
             // walk the rows: count them all, infer from the first `limit`
-            let mut ty = if p.layout == Layout::Records { Ty::Struct(Default::default()) } else { Ty::Null };
+            let mut ty = if p.layout == Layout::Records {
+                Ty::Struct(Default::default())
+            } else {
+                Ty::Null
+            };
             let (mut left, array) = if p.container == Container::Array {
                 let n = c.read_array_len()?;
                 (n, true)
@@ -384,14 +485,20 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                 if rows < limit {
                     let t = if p.layout == Layout::Records {
                         if c.peek_kind()? != Kind::Map {
-                            return Err(c.error(ErrorKind::Layout(format!("records layout: row {rows} is not a map"))).at_record(rows as u64));
+                            return Err(c
+                                .error(ErrorKind::Layout(format!(
+                                    "records layout: row {rows} is not a map"
+                                )))
+                                .at_record(rows as u64));
                         }
                         inf.map(&mut c, 0)
                     } else {
                         inf.value(&mut c, 0)
                     }
                     .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
-                    ty = ty.merge(t).map_err(|e| e.at_offset(at).at_record(rows as u64))?;
+                    ty = ty
+                        .merge(t)
+                        .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
                 } else {
                     c.skip(b.max_depth).map_err(|e| e.at_record(rows as u64))?;
                 }
@@ -438,7 +545,9 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
 fn infer_columns_map(c: &mut Cursor<'_>, inf: &mut Inferrer, b: &ReaderBuilder) -> Result<Ty> {
     let at = c.offset();
     if c.peek_kind()? != Kind::Map {
-        return Err(c.error(ErrorKind::Layout("columns layout: expected a map of name → ndarray or list".into())));
+        return Err(c.error(ErrorKind::Layout(
+            "columns layout: expected a map of name → ndarray or list".into(),
+        )));
     }
     let n = c.read_map_len()?;
     let mut fields = indexmap::IndexMap::new();
@@ -447,12 +556,18 @@ fn infer_columns_map(c: &mut Cursor<'_>, inf: &mut Inferrer, b: &ReaderBuilder) 
         let kp = c.pos();
         let key = crate::schema::read_key(c)?;
         if fields.contains_key(key) {
-            return Err(c.error_at(kp, ErrorKind::Key(format!("duplicate key {key:?} in one map"))));
+            return Err(c.error_at(
+                kp,
+                ErrorKind::Key(format!("duplicate key {key:?} in one map")),
+            ));
         }
         let (l, t) = infer_columns_value(c, inf, b).map_err(|e| e.prepend_path(key))?;
         match &len {
             Some((l0, k0)) if *l0 != l => {
-                return Err(Error::new(ErrorKind::Layout(format!("columns of unequal length: {k0:?} has {l0} rows, {key:?} has {l}"))).at_offset(at))
+                return Err(Error::new(ErrorKind::Layout(format!(
+                    "columns of unequal length: {k0:?} has {l0} rows, {key:?} has {l}"
+                )))
+                .at_offset(at))
             }
             _ => len = Some((l, key.to_string())),
         }
@@ -462,7 +577,11 @@ fn infer_columns_map(c: &mut Cursor<'_>, inf: &mut Inferrer, b: &ReaderBuilder) 
 }
 
 /// Infer one column of a `columns` map: (rows, type of a row).
-fn infer_columns_value(c: &mut Cursor<'_>, inf: &mut Inferrer, b: &ReaderBuilder) -> Result<(usize, Ty)> {
+fn infer_columns_value(
+    c: &mut Cursor<'_>,
+    inf: &mut Inferrer,
+    b: &ReaderBuilder,
+) -> Result<(usize, Ty)> {
     let at = c.pos();
     match c.peek_kind()? {
         Kind::Array => {
@@ -483,11 +602,26 @@ fn infer_columns_value(c: &mut Cursor<'_>, inf: &mut Inferrer, b: &ReaderBuilder
                 }
                 nd.check_len(&dt, c.offset_of(0))?;
                 let shape = nd.shape[1..].iter().map(|&d| Some(d)).collect();
-                Ok((nd.shape[0], Ty::Nd { dt, shape, kind: NdKind::Array }))
+                Ok((
+                    nd.shape[0],
+                    Ty::Nd {
+                        dt,
+                        shape,
+                        kind: NdKind::Array,
+                    },
+                ))
             }
-            _ => Err(c.error_at(at, ErrorKind::Layout("columns layout: a value must be an ndarray with ndim ≥ 1 or a list".into()))),
+            _ => Err(c.error_at(
+                at,
+                ErrorKind::Layout(
+                    "columns layout: a value must be an ndarray with ndim ≥ 1 or a list".into(),
+                ),
+            )),
         },
-        k => Err(c.error(ErrorKind::Layout(format!("columns layout: a value must be an ndarray or a list, found {k:?}").to_lowercase()))),
+        k => Err(c.error(ErrorKind::Layout(
+            format!("columns layout: a value must be an ndarray or a list, found {k:?}")
+                .to_lowercase(),
+        ))),
     }
 }
 
@@ -523,13 +657,25 @@ enum RowDecoder {
 }
 
 impl RowDecoder {
-    fn new(layout: Layout, full: &Schema, projection: Option<&[String]>, ctx: &Ctx) -> Result<(Self, SchemaRef)> {
+    fn new(
+        layout: Layout,
+        full: &Schema,
+        projection: Option<&[String]>,
+        ctx: &Ctx,
+    ) -> Result<(Self, SchemaRef)> {
         if layout == Layout::Records {
             let d = StructDecoder::new(full.fields().clone(), projection, ctx)?;
-            let s = Arc::new(Schema::new_with_metadata(d.output_fields(), full.metadata().clone()));
+            let s = Arc::new(Schema::new_with_metadata(
+                d.output_fields(),
+                full.metadata().clone(),
+            ));
             Ok((RowDecoder::Records(d), s))
         } else {
-            let f = full.fields().first().ok_or_else(|| Error::new(ErrorKind::Layout("values layout needs a schema with one field".into())))?;
+            let f = full.fields().first().ok_or_else(|| {
+                Error::new(ErrorKind::Layout(
+                    "values layout needs a schema with one field".into(),
+                ))
+            })?;
             let d = make_decoder(f, ctx).map_err(|e| e.prepend_path(f.name()))?;
             Ok((RowDecoder::Values(d), Arc::new(full.clone())))
         }
@@ -556,7 +702,11 @@ impl RowDecoder {
 }
 
 fn batch(schema: &SchemaRef, cols: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch> {
-    Ok(RecordBatch::try_new_with_options(schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(rows)))?)
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(rows)),
+    )?)
 }
 
 fn with_layout_metadata(schema: &Schema, layout: Layout, container: Container) -> Schema {
@@ -575,7 +725,12 @@ fn project(schema: &Schema, projection: Option<&[String]>) -> Result<Schema> {
                 let f = schema.field_with_name(name).map_err(|_| {
                     Error::new(ErrorKind::Key(format!(
                         "column {name:?} not found; the columns are: {}",
-                        schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+                        schema
+                            .fields()
+                            .iter()
+                            .map(|f| f.name().as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     )))
                 })?;
                 fields.push(f.clone());
@@ -587,43 +742,90 @@ fn project(schema: &Schema, projection: Option<&[String]>) -> Result<Schema> {
 
 impl Reader {
     fn from_plan(b: ReaderBuilder, buf: Buffer, p: Plan) -> Result<Reader> {
-        let ctx = Ctx { dialect: b.dialect, max_depth: b.max_depth, strict_keys: b.schema.is_none() };
+        let ctx = Ctx {
+            dialect: b.dialect,
+            max_depth: b.max_depth,
+            strict_keys: b.schema.is_none(),
+        };
         let Some(full) = p.schema.clone() else {
-            return Ok(Reader { schema: Arc::new(with_layout_metadata(&Schema::empty(), p.layout, p.container)), layout: p.layout, reason: p.reason, inner: Inner::Empty });
+            return Ok(Reader {
+                schema: Arc::new(with_layout_metadata(
+                    &Schema::empty(),
+                    p.layout,
+                    p.container,
+                )),
+                layout: p.layout,
+                reason: p.reason,
+                inner: Inner::Empty,
+            });
         };
         let full = with_layout_metadata(&full, p.layout, p.container);
         let projected = project(&full, b.projection.as_deref())?;
         match (p.layout, p.container) {
             (Layout::Records | Layout::Values, Container::Stream | Container::Array) => {
                 // the decoder uses projected field order; reorder after
-                let (dec, dec_schema) = RowDecoder::new(p.layout, &full, b.projection.as_deref(), &ctx)?;
+                let (dec, dec_schema) =
+                    RowDecoder::new(p.layout, &full, b.projection.as_deref(), &ctx)?;
                 let _ = dec_schema;
                 Ok(Reader {
                     schema: Arc::new(projected.clone()),
                     layout: p.layout,
                     reason: p.reason,
-                    inner: Inner::Rows(RowsReader { buf, pos: p.first_row, left: p.rows.unwrap_or(0), row: 0, batch_size: b.batch_size, dec, schema: Arc::new(projected) }),
+                    inner: Inner::Rows(RowsReader {
+                        buf,
+                        pos: p.first_row,
+                        left: p.rows.unwrap_or(0),
+                        row: 0,
+                        batch_size: b.batch_size,
+                        dec,
+                        schema: Arc::new(projected),
+                    }),
                 })
             }
             (Layout::Columns, _) | (Layout::Values, Container::NdArray) => {
                 let schema = Arc::new(projected);
                 let batches = decode_columns(&b, &buf, &full, &schema, p.container, &ctx)?;
-                Ok(Reader { schema, layout: p.layout, reason: p.reason, inner: Inner::Batches(batches.into_iter()) })
+                Ok(Reader {
+                    schema,
+                    layout: p.layout,
+                    reason: p.reason,
+                    inner: Inner::Batches(batches.into_iter()),
+                })
             }
-            _ => Ok(Reader { schema: Arc::new(projected), layout: p.layout, reason: p.reason, inner: Inner::Empty }),
+            _ => Ok(Reader {
+                schema: Arc::new(projected),
+                layout: p.layout,
+                reason: p.reason,
+                inner: Inner::Empty,
+            }),
         }
     }
 
     fn from_stream(b: ReaderBuilder, s: StreamReader, p: Plan) -> Result<Reader> {
-        let ctx = Ctx { dialect: b.dialect, max_depth: b.max_depth, strict_keys: b.schema.is_none() };
-        let full = with_layout_metadata(p.schema.as_deref().unwrap_or(&Schema::empty()), p.layout, p.container);
+        let ctx = Ctx {
+            dialect: b.dialect,
+            max_depth: b.max_depth,
+            strict_keys: b.schema.is_none(),
+        };
+        let full = with_layout_metadata(
+            p.schema.as_deref().unwrap_or(&Schema::empty()),
+            p.layout,
+            p.container,
+        );
         let projected = Arc::new(project(&full, b.projection.as_deref())?);
         let (dec, _) = RowDecoder::new(p.layout, &full, b.projection.as_deref(), &ctx)?;
         Ok(Reader {
             schema: projected.clone(),
             layout: p.layout,
             reason: p.reason,
-            inner: Inner::Stream(Box::new(StreamRows { s, dec, schema: projected, batch_size: b.batch_size, row: 0, max_depth: b.max_depth })),
+            inner: Inner::Stream(Box::new(StreamRows {
+                s,
+                dec,
+                schema: projected,
+                batch_size: b.batch_size,
+                row: 0,
+                max_depth: b.max_depth,
+            })),
         })
     }
 
@@ -646,11 +848,23 @@ impl Reader {
 }
 
 fn reorder(cols: Vec<ArrayRef>, dec_fields: &[String], schema: &SchemaRef) -> Vec<ArrayRef> {
-    if dec_fields.iter().map(String::as_str).eq(schema.fields().iter().map(|f| f.name().as_str())) {
+    if dec_fields
+        .iter()
+        .map(String::as_str)
+        .eq(schema.fields().iter().map(|f| f.name().as_str()))
+    {
         return cols;
     }
-    let by: HashMap<&str, &ArrayRef> = dec_fields.iter().map(String::as_str).zip(cols.iter()).collect();
-    schema.fields().iter().map(|f| by[f.name().as_str()].clone()).collect()
+    let by: HashMap<&str, &ArrayRef> = dec_fields
+        .iter()
+        .map(String::as_str)
+        .zip(cols.iter())
+        .collect();
+    schema
+        .fields()
+        .iter()
+        .map(|f| by[f.name().as_str()].clone())
+        .collect()
 }
 
 impl RowsReader {
@@ -665,7 +879,9 @@ impl RowsReader {
         c.set_pos(self.pos);
         for _ in 0..n {
             let at = c.offset();
-            self.dec.decode(&mut c).map_err(|e| e.at_offset(at).at_record(self.row))?;
+            self.dec
+                .decode(&mut c)
+                .map_err(|e| e.at_offset(at).at_record(self.row))?;
             self.row += 1;
         }
         self.pos = c.pos();
@@ -684,7 +900,14 @@ fn dec_names(dec: &RowDecoder, schema: &SchemaRef) -> Vec<String> {
 }
 
 /// Decode `columns` maps (or one bare ndarray) into whole columns, then slice them into batches.
-fn decode_columns(b: &ReaderBuilder, buf: &Buffer, full: &Schema, out: &SchemaRef, container: Container, ctx: &Ctx) -> Result<Vec<RecordBatch>> {
+fn decode_columns(
+    b: &ReaderBuilder,
+    buf: &Buffer,
+    full: &Schema,
+    out: &SchemaRef,
+    container: Container,
+    ctx: &Ctx,
+) -> Result<Vec<RecordBatch>> {
     let data = buf.as_slice();
     let mut c = Cursor::new(data, 0);
     let mut batches = Vec::new();
@@ -712,10 +935,14 @@ fn decode_columns(b: &ReaderBuilder, buf: &Buffer, full: &Schema, out: &SchemaRe
                     c.skip(b.max_depth)?;
                     continue;
                 }
-                let (len, a) = decode_column_value(&mut c, buf, f, ctx).map_err(|e| e.prepend_path(&key).at_record(chunk))?;
+                let (len, a) = decode_column_value(&mut c, buf, f, ctx)
+                    .map_err(|e| e.prepend_path(&key).at_record(chunk))?;
                 if let Some(r) = rows {
                     if r != len {
-                        return Err(Error::new(ErrorKind::Layout(format!("columns of unequal length in one map: {r} and {len} ({key:?})"))).at_offset(at));
+                        return Err(Error::new(ErrorKind::Layout(format!(
+                            "columns of unequal length in one map: {r} and {len} ({key:?})"
+                        )))
+                        .at_offset(at));
                     }
                 }
                 rows = Some(len);
@@ -753,7 +980,12 @@ fn decode_columns(b: &ReaderBuilder, buf: &Buffer, full: &Schema, out: &SchemaRe
 }
 
 /// One column of a `columns` map: an ndarray (N, *s) taken whole, or a list decoded row by row.
-fn decode_column_value(c: &mut Cursor<'_>, buf: &Buffer, f: &Field, ctx: &Ctx) -> Result<(usize, ArrayRef)> {
+fn decode_column_value(
+    c: &mut Cursor<'_>,
+    buf: &Buffer,
+    f: &Field,
+    ctx: &Ctx,
+) -> Result<(usize, ArrayRef)> {
     let at = c.pos();
     if c.peek_kind()? == Kind::Array {
         let n = c.read_array_len()?;
@@ -761,26 +993,46 @@ fn decode_column_value(c: &mut Cursor<'_>, buf: &Buffer, f: &Field, ctx: &Ctx) -
         d.reserve(n);
         for i in 0..n {
             let p = c.offset();
-            d.decode(c).map_err(|e| e.at_offset(p).at_record(i as u64))?;
+            d.decode(c)
+                .map_err(|e| e.at_offset(p).at_record(i as u64))?;
         }
         return Ok((n, d.finish()?));
     }
     let Some(Special::Array(nd)) = probe(c, ctx.dialect, ctx.max_depth)? else {
-        return Err(c.error_at(at, ErrorKind::Layout("columns layout: a value must be an ndarray with ndim ≥ 1 or a list".into())));
+        return Err(c.error_at(
+            at,
+            ErrorKind::Layout(
+                "columns layout: a value must be an ndarray with ndim ≥ 1 or a list".into(),
+            ),
+        ));
     };
     let dt = nd.parse_dtype(c.offset_of(nd.type_pos))?;
     if matches!(dt, NumpyDtype::Object) {
         return Err(c.error_at(at, ErrorKind::ObjectArray));
     }
     nd.check_len(&dt, c.offset_of(0))?;
-    let want = f.metadata().get(meta::DTYPE).map(|s| NumpyDtype::from_metadata(s)).transpose()?;
+    let want = f
+        .metadata()
+        .get(meta::DTYPE)
+        .map(|s| NumpyDtype::from_metadata(s))
+        .transpose()?;
     if let Some(w) = &want {
         if values::native(w) != values::native(&dt) {
-            return Err(c.error_at(nd.type_pos, ErrorKind::TypeConflict(format!("ndarray of {} in a column of {}", dt.to_dtype_str(), w.to_dtype_str()))));
+            return Err(c.error_at(
+                nd.type_pos,
+                ErrorKind::TypeConflict(format!(
+                    "ndarray of {} in a column of {}",
+                    dt.to_dtype_str(),
+                    w.to_dtype_str()
+                )),
+            ));
         }
     }
     if nd.shape.is_empty() {
-        return Err(c.error_at(at, ErrorKind::Layout("columns layout: a 0-d array has no rows".into())));
+        return Err(c.error_at(
+            at,
+            ErrorKind::Layout("columns layout: a 0-d array has no rows".into()),
+        ));
     }
     let rows = nd.shape[0];
     // zero-copy when no swap is needed: a slice of the input buffer (to_arrow copies only if misaligned)
@@ -799,21 +1051,32 @@ fn decode_column_value(c: &mut Cursor<'_>, buf: &Buffer, f: &Field, ctx: &Ctx) -
     } else {
         match f.metadata().get(meta::EXTENSION_NAME).map(String::as_str) {
             Some("arrow.fixed_shape_tensor") => match t {
-                arrow_schema::DataType::FixedSizeList(item, n) => Arc::new(arrow_array::FixedSizeListArray::try_new(item.clone(), *n, values, None)?),
-                _ => return Err(Error::new(ErrorKind::Layout(format!("bad tensor storage type {t}")))),
+                arrow_schema::DataType::FixedSizeList(item, n) => Arc::new(
+                    arrow_array::FixedSizeListArray::try_new(item.clone(), *n, values, None)?,
+                ),
+                _ => {
+                    return Err(Error::new(ErrorKind::Layout(format!(
+                        "bad tensor storage type {t}"
+                    ))))
+                }
             },
             _ => {
                 // check the per-row shape fits the schema's FixedSizeList sizes
                 let mut tt = t;
                 for (axis, &d) in nd.shape[1..].iter().enumerate() {
                     match tt {
-                        arrow_schema::DataType::FixedSizeList(item, n) if *n as usize == d => tt = item.data_type(),
+                        arrow_schema::DataType::FixedSizeList(item, n) if *n as usize == d => {
+                            tt = item.data_type()
+                        }
                         _ => {
-                            return Err(c.error_at(at, ErrorKind::TypeConflict(format!(
-                                "ndarray of shape {:?} does not fit column type {t} (axis {})",
-                                nd.shape,
-                                axis + 1
-                            ))))
+                            return Err(c.error_at(
+                                at,
+                                ErrorKind::TypeConflict(format!(
+                                    "ndarray of shape {:?} does not fit column type {t} (axis {})",
+                                    nd.shape,
+                                    axis + 1
+                                )),
+                            ))
                         }
                     }
                 }
@@ -874,7 +1137,12 @@ const READ_CHUNK: usize = 1 << 20;
 
 impl StreamReader {
     fn new(src: Box<dyn Read + Send>) -> Self {
-        StreamReader { src, buf: Vec::new(), base: 0, eof: false }
+        StreamReader {
+            src,
+            buf: Vec::new(),
+            base: 0,
+            eof: false,
+        }
     }
     /// Read until `buf` has at least `n` bytes; false at EOF before that.
     fn fill_to(&mut self, n: usize) -> Result<bool> {
@@ -937,7 +1205,9 @@ impl StreamRows {
                     let mut c = Cursor::new(&self.s.buf[..end], self.s.base);
                     c.set_pos(pos);
                     let at = c.offset();
-                    self.dec.decode(&mut c).map_err(|e| e.at_offset(at).at_record(self.row))?;
+                    self.dec
+                        .decode(&mut c)
+                        .map_err(|e| e.at_offset(at).at_record(self.row))?;
                     pos = end;
                     n += 1;
                     self.row += 1;
@@ -959,9 +1229,18 @@ impl StreamRows {
 }
 
 /// Infer the schema and layout of msgpack-numpy bytes with default options.
-pub fn infer_schema(data: &[u8], layout: Layout, infer_rows: Option<usize>) -> Result<(Schema, Layout)> {
-    let b = ReaderBuilder::new().with_layout(layout).with_infer_rows(infer_rows);
+pub fn infer_schema(
+    data: &[u8],
+    layout: Layout,
+    infer_rows: Option<usize>,
+) -> Result<(Schema, Layout)> {
+    let b = ReaderBuilder::new()
+        .with_layout(layout)
+        .with_infer_rows(infer_rows);
     let p = plan(&b, data)?;
-    let s = p.schema.map(|s| with_layout_metadata(&s, p.layout, p.container)).unwrap_or_else(|| with_layout_metadata(&Schema::empty(), p.layout, p.container));
+    let s = p
+        .schema
+        .map(|s| with_layout_metadata(&s, p.layout, p.container))
+        .unwrap_or_else(|| with_layout_metadata(&Schema::empty(), p.layout, p.container));
     Ok((s, p.layout))
 }

@@ -58,7 +58,11 @@ fn key_id(k: &[u8], dialect: Dialect) -> u8 {
 
 /// If the map at the cursor is a msgpack-numpy special map, consume it and return what it holds;
 /// otherwise leave the cursor where it was and return `None`.
-pub(crate) fn probe<'a>(c: &mut Cursor<'a>, dialect: Dialect, depth: usize) -> Result<Option<Special<'a>>> {
+pub(crate) fn probe<'a>(
+    c: &mut Cursor<'a>,
+    dialect: Dialect,
+    depth: usize,
+) -> Result<Option<Special<'a>>> {
     let start = c.pos();
     let n = c.read_map_len()?;
     if n == 0 || n > MAX_SPECIAL_KEYS {
@@ -103,14 +107,17 @@ pub(crate) fn probe<'a>(c: &mut Cursor<'a>, dialect: Dialect, depth: usize) -> R
                 c.set_pos(at[5]);
                 let (s, _) = c.read_str_or_bin()?;
                 {
-                let (re, im) = parse_complex(s).ok_or_else(|| {
-                    c.error_at(at[5], ErrorKind::InvalidNdarray(format!(
-                        "complex data {:?} is not a Python complex literal",
-                        String::from_utf8_lossy(s)
-                    )))
-                })?;
-                Some(Special::Complex(re, im))
-            }
+                    let (re, im) = parse_complex(s).ok_or_else(|| {
+                        c.error_at(
+                            at[5],
+                            ErrorKind::InvalidNdarray(format!(
+                                "complex data {:?} is not a Python complex literal",
+                                String::from_utf8_lossy(s)
+                            )),
+                        )
+                    })?;
+                    Some(Special::Complex(re, im))
+                }
             }
             _ => None,
         }
@@ -130,13 +137,20 @@ pub(crate) fn probe<'a>(c: &mut Cursor<'a>, dialect: Dialect, depth: usize) -> R
 }
 
 fn ndarray<'a>(c: &mut Cursor<'a>, at: &[usize; 9], scalar: bool) -> Result<Special<'a>> {
-    let bad = |c: &Cursor<'a>, pos: usize, msg: String| c.error_at(pos, ErrorKind::InvalidNdarray(msg));
+    let bad =
+        |c: &Cursor<'a>, pos: usize, msg: String| c.error_at(pos, ErrorKind::InvalidNdarray(msg));
     // type: a str (or bin) dtype string, or a descr array for structured dtypes
     c.set_pos(at[2]);
     let type_pos = at[2];
     match c.peek_kind()? {
         Kind::Str | Kind::Bin | Kind::Array => {}
-        k => return Err(bad(c, type_pos, format!("'type' must be a dtype string or descr list, found {k:?}").to_lowercase())),
+        k => {
+            return Err(bad(
+                c,
+                type_pos,
+                format!("'type' must be a dtype string or descr list, found {k:?}").to_lowercase(),
+            ))
+        }
     }
     c.skip(MAX_NDIM)?;
     let type_raw = &c.buf()[type_pos..c.pos()];
@@ -145,7 +159,13 @@ fn ndarray<'a>(c: &mut Cursor<'a>, at: &[usize; 9], scalar: bool) -> Result<Spec
         match c.peek_kind()? {
             Kind::Str | Kind::Bin => Some(c.read_str_or_bin()?.0),
             Kind::Nil => None,
-            k => return Err(bad(c, at[3], format!("'kind' must be bytes, found {k:?}").to_lowercase())),
+            k => {
+                return Err(bad(
+                    c,
+                    at[3],
+                    format!("'kind' must be bytes, found {k:?}").to_lowercase(),
+                ))
+            }
         }
     } else {
         None
@@ -155,17 +175,28 @@ fn ndarray<'a>(c: &mut Cursor<'a>, at: &[usize; 9], scalar: bool) -> Result<Spec
         c.set_pos(at[4]);
         let n = match c.peek_kind()? {
             Kind::Array => c.read_array_len()?,
-            k => return Err(bad(c, at[4], format!("'shape' must be an array of ints, found {k:?}").to_lowercase())),
+            k => {
+                return Err(bad(
+                    c,
+                    at[4],
+                    format!("'shape' must be an array of ints, found {k:?}").to_lowercase(),
+                ))
+            }
         };
         if n > MAX_NDIM {
-            return Err(bad(c, at[4], format!("{n} dimensions (numpy allows {MAX_NDIM})")));
+            return Err(bad(
+                c,
+                at[4],
+                format!("{n} dimensions (numpy allows {MAX_NDIM})"),
+            ));
         }
         for _ in 0..n {
             let p = c.pos();
             match c.read_int() {
-                Ok(Int::I(d)) if d >= 0 => shape.push(usize::try_from(d).map_err(|_| {
-                    bad(c, p, format!("shape entry {d} is too large"))
-                })?),
+                Ok(Int::I(d)) if d >= 0 => shape.push(
+                    usize::try_from(d)
+                        .map_err(|_| bad(c, p, format!("shape entry {d} is too large")))?,
+                ),
                 Ok(Int::I(d)) => return Err(bad(c, p, format!("negative shape entry {d}"))),
                 Ok(Int::U(d)) => return Err(bad(c, p, format!("shape entry {d} is too large"))),
                 Err(_) => return Err(bad(c, p, "'shape' must be an array of ints".into())),
@@ -179,9 +210,24 @@ fn ndarray<'a>(c: &mut Cursor<'a>, at: &[usize; 9], scalar: bool) -> Result<Spec
     c.set_pos(at[5]);
     let (data, data_pos) = match c.peek_kind()? {
         Kind::Str | Kind::Bin => c.read_str_or_bin()?,
-        k => return Err(bad(c, at[5], format!("'data' must be bin, found {k:?}").to_lowercase())),
+        k => {
+            return Err(bad(
+                c,
+                at[5],
+                format!("'data' must be bin, found {k:?}").to_lowercase(),
+            ))
+        }
     };
-    Ok(Special::Array(NdArray { type_raw, type_pos, kind, scalar, shape, len, data, data_pos }))
+    Ok(Special::Array(NdArray {
+        type_raw,
+        type_pos,
+        kind,
+        scalar,
+        shape,
+        len,
+        data,
+        data_pos,
+    }))
 }
 
 impl<'a> NdArray<'a> {
@@ -196,8 +242,12 @@ impl<'a> NdArray<'a> {
             parse_descr(&mut c, 0)
         } else {
             let (s, _) = c.read_str_or_bin()?;
-            let s = std::str::from_utf8(s)
-                .map_err(|_| c.error_at(0, ErrorKind::UnsupportedDtype(String::from_utf8_lossy(s).into())))?;
+            let s = std::str::from_utf8(s).map_err(|_| {
+                c.error_at(
+                    0,
+                    ErrorKind::UnsupportedDtype(String::from_utf8_lossy(s).into()),
+                )
+            })?;
             NumpyDtype::parse(s).map_err(|e| e.at_offset(base))
         }
     }
@@ -227,16 +277,25 @@ fn parse_descr(c: &mut Cursor<'_>, depth: usize) -> Result<NumpyDtype> {
     if depth > 32 {
         return Err(c.error(ErrorKind::TooDeep(32)));
     }
-    let bad = |c: &Cursor<'_>, m: &str| c.error(ErrorKind::UnsupportedDtype(format!("structured descr: {m}")));
+    let bad = |c: &Cursor<'_>, m: &str| {
+        c.error(ErrorKind::UnsupportedDtype(format!(
+            "structured descr: {m}"
+        )))
+    };
     let n = c.read_array_len()?;
     let mut fields = Vec::with_capacity(n.min(1024));
     for _ in 0..n {
         let parts = c.read_array_len()?;
         if !(2..=3).contains(&parts) {
-            return Err(bad(c, "a field must be [name, type] or [name, type, shape]"));
+            return Err(bad(
+                c,
+                "a field must be [name, type] or [name, type, shape]",
+            ));
         }
         let (name, _) = c.read_str_or_bin()?;
-        let name = std::str::from_utf8(name).map_err(|_| bad(c, "field name is not UTF-8"))?.to_string();
+        let name = std::str::from_utf8(name)
+            .map_err(|_| bad(c, "field name is not UTF-8"))?
+            .to_string();
         let dtype = match c.peek_kind()? {
             Kind::Array => parse_descr(c, depth + 1)?,
             Kind::Str | Kind::Bin => {
@@ -276,7 +335,10 @@ fn parse_descr(c: &mut Cursor<'_>, depth: usize) -> Result<NumpyDtype> {
 /// Parse Python's `repr(complex)`: `(1+2j)`, `1j`, `(-0-1j)`, `(nan+infj)`, `(1e+16-2.5e-05j)`.
 pub(crate) fn parse_complex(s: &[u8]) -> Option<(f64, f64)> {
     let s = std::str::from_utf8(s).ok()?.trim();
-    let s = s.strip_prefix('(').and_then(|t| t.strip_suffix(')')).unwrap_or(s);
+    let s = s
+        .strip_prefix('(')
+        .and_then(|t| t.strip_suffix(')'))
+        .unwrap_or(s);
     let num = |t: &str| -> Option<f64> {
         let (sign, body) = match t.as_bytes().first()? {
             b'-' => (-1.0, &t[1..]),
@@ -288,14 +350,20 @@ pub(crate) fn parse_complex(s: &[u8]) -> Option<(f64, f64)> {
             "nan" => f64::NAN,
             _ => body.parse::<f64>().ok()?,
         };
-        Some(if v.is_nan() { v.copysign(sign) } else { sign * v })
+        Some(if v.is_nan() {
+            v.copysign(sign)
+        } else {
+            sign * v
+        })
     };
     match s.strip_suffix(['j', 'J']) {
         None => Some((num(s)?, 0.0)),
         Some(body) => {
             // split at the last sign that is not the first char and not after an exponent 'e'
             let b = body.as_bytes();
-            let split = (1..b.len()).rev().find(|&i| (b[i] == b'+' || b[i] == b'-') && !matches!(b[i - 1], b'e' | b'E'));
+            let split = (1..b.len())
+                .rev()
+                .find(|&i| (b[i] == b'+' || b[i] == b'-') && !matches!(b[i - 1], b'e' | b'E'));
             match split {
                 Some(i) => Some((num(&body[..i])?, num(&body[i..])?)),
                 None => Some((0.0, num(body)?)),

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use arrow_array::types::*;
 use arrow_array::builder::{BinaryBuilder, StringBuilder};
+use arrow_array::types::*;
 use arrow_array::*;
 use arrow_buffer::ArrowNativeType;
 use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer, ScalarBuffer};
@@ -32,7 +32,11 @@ pub(crate) fn advise_huge_pages(buf: &mut MutableBuffer) {
         if end > aligned {
             // SAFETY: the range lies inside the buffer's allocation; MADV_HUGEPAGE changes no contents.
             unsafe {
-                libc::madvise(aligned as *mut libc::c_void, end - aligned, libc::MADV_HUGEPAGE);
+                libc::madvise(
+                    aligned as *mut libc::c_void,
+                    end - aligned,
+                    libc::MADV_HUGEPAGE,
+                );
             }
         }
     }
@@ -71,11 +75,21 @@ pub(crate) fn swap_in_place(b: &mut [u8], w: usize) {
 
 /// The dtype with its byte order made native: what `extend_native` leaves in a buffer.
 pub(crate) fn native(dt: &NumpyDtype) -> NumpyDtype {
-    let o = if cfg!(target_endian = "little") { ByteOrder::Little } else { ByteOrder::Big };
+    let o = if cfg!(target_endian = "little") {
+        ByteOrder::Little
+    } else {
+        ByteOrder::Big
+    };
     match dt.clone() {
-        NumpyDtype::Int { size, signed, order } if order != ByteOrder::NotApplicable => {
-            NumpyDtype::Int { size, signed, order: o }
-        }
+        NumpyDtype::Int {
+            size,
+            signed,
+            order,
+        } if order != ByteOrder::NotApplicable => NumpyDtype::Int {
+            size,
+            signed,
+            order: o,
+        },
         NumpyDtype::Float { size, .. } => NumpyDtype::Float { size, order: o },
         NumpyDtype::Complex { size, .. } => NumpyDtype::Complex { size, order: o },
         NumpyDtype::Unicode { chars, .. } => NumpyDtype::Unicode { chars, order: o },
@@ -99,7 +113,10 @@ fn scalar_buffer<T: ArrowNativeType>(bytes: Buffer) -> ScalarBuffer<T> {
 }
 
 fn prim<T: ArrowPrimitiveType>(bytes: Buffer, nulls: Option<NullBuffer>) -> ArrayRef {
-    Arc::new(PrimitiveArray::<T>::new(scalar_buffer::<T::Native>(bytes), nulls))
+    Arc::new(PrimitiveArray::<T>::new(
+        scalar_buffer::<T::Native>(bytes),
+        nulls,
+    ))
 }
 
 fn owned_swapped(bytes: &Buffer, w: usize) -> Buffer {
@@ -122,7 +139,9 @@ pub(crate) fn to_arrow(
     let item = dt.itemsize();
     debug_assert_eq!(bytes.len(), n * item);
     let bytes = match dt.swap_width() {
-        w if w > 0 && !native_order && !matches!(dt, NumpyDtype::Unicode { .. }) => owned_swapped(&bytes, w),
+        w if w > 0 && !native_order && !matches!(dt, NumpyDtype::Unicode { .. }) => {
+            owned_swapped(&bytes, w)
+        }
         _ => bytes,
     };
     Ok(match dt {
@@ -145,7 +164,12 @@ pub(crate) fn to_arrow(
             } else {
                 (prim::<Float64Type>(bytes, None), DataType::Float64)
             };
-            Arc::new(FixedSizeListArray::new(Arc::new(Field::new("item", t, false)), 2, child, nulls))
+            Arc::new(FixedSizeListArray::new(
+                Arc::new(Field::new("item", t, false)),
+                2,
+                child,
+                nulls,
+            ))
         }
         NumpyDtype::Bool => {
             let b = BooleanBuffer::from_iter(bytes.iter().map(|&v| v != 0));
@@ -162,7 +186,11 @@ pub(crate) fn to_arrow(
                     .chunks_exact(4)
                     .map(|c| {
                         let v = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
-                        if swap { v.swap_bytes() } else { v }
+                        if swap {
+                            v.swap_bytes()
+                        } else {
+                            v
+                        }
                     })
                     .collect();
                 // numpy strips trailing NULs (embedded ones stay)
@@ -179,7 +207,11 @@ pub(crate) fn to_arrow(
                 b.append_value(&s);
             }
             let a = b.finish();
-            Arc::new(StringArray::new(a.offsets().clone(), a.values().clone(), nulls))
+            Arc::new(StringArray::new(
+                a.offsets().clone(),
+                a.values().clone(),
+                nulls,
+            ))
         }
         NumpyDtype::Bytes { .. } => {
             let mut b = BinaryBuilder::with_capacity(n, bytes.len());
@@ -189,10 +221,15 @@ pub(crate) fn to_arrow(
                 b.append_value(&el[..end]);
             }
             let a = b.finish();
-            Arc::new(BinaryArray::new(a.offsets().clone(), a.values().clone(), nulls))
+            Arc::new(BinaryArray::new(
+                a.offsets().clone(),
+                a.values().clone(),
+                nulls,
+            ))
         }
         NumpyDtype::Void { len } => {
-            let size = i32::try_from(*len).map_err(|_| ErrorKind::UnsupportedDtype(dt.to_dtype_str()))?;
+            let size =
+                i32::try_from(*len).map_err(|_| ErrorKind::UnsupportedDtype(dt.to_dtype_str()))?;
             Arc::new(FixedSizeBinaryArray::try_new(size, bytes, nulls)?)
         }
         NumpyDtype::Datetime { unit, .. } | NumpyDtype::Timedelta { unit, .. } => {
@@ -216,7 +253,8 @@ pub(crate) fn to_arrow(
                         let t = a.data_type().clone();
                         a = Arc::new(FixedSizeListArray::try_new(
                             Arc::new(Field::new("item", t, true)),
-                            i32::try_from(d).map_err(|_| ErrorKind::UnsupportedDtype(dt.to_dtype_str()))?,
+                            i32::try_from(d)
+                                .map_err(|_| ErrorKind::UnsupportedDtype(dt.to_dtype_str()))?,
                             a,
                             None,
                         )?);
@@ -229,7 +267,11 @@ pub(crate) fn to_arrow(
             if arrays.is_empty() {
                 Arc::new(StructArray::new_empty_fields(n, nulls))
             } else {
-                Arc::new(StructArray::try_new(Fields::from(out_fields), arrays, nulls)?)
+                Arc::new(StructArray::try_new(
+                    Fields::from(out_fields),
+                    arrays,
+                    nulls,
+                )?)
             }
         }
         NumpyDtype::Object => {
@@ -264,7 +306,13 @@ fn time_array(
         let days = ticks
             .iter()
             .map(|&v| {
-                if v == i64::MIN { Ok(0) } else { v.checked_mul(k).and_then(|d| i32::try_from(d).ok()).ok_or_else(overflow) }
+                if v == i64::MIN {
+                    Ok(0)
+                } else {
+                    v.checked_mul(k)
+                        .and_then(|d| i32::try_from(d).ok())
+                        .ok_or_else(overflow)
+                }
             })
             .collect::<Result<Vec<i32>>>()?;
         return Ok(Arc::new(Date32Array::new(days.into(), nulls)));
@@ -277,7 +325,13 @@ fn time_array(
     } else {
         ticks
             .iter()
-            .map(|&v| if v == i64::MIN { Ok(0) } else { v.checked_mul(k).ok_or_else(overflow) })
+            .map(|&v| {
+                if v == i64::MIN {
+                    Ok(0)
+                } else {
+                    v.checked_mul(k).ok_or_else(overflow)
+                }
+            })
             .collect::<Result<Vec<i64>>>()?
             .into()
     };

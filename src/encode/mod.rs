@@ -75,7 +75,10 @@ impl Default for WriterBuilder {
 impl WriterBuilder {
     /// Defaults: layout [`Layout::Records`], not aligned.
     pub fn new() -> Self {
-        WriterBuilder { layout: Layout::Records, aligned: false }
+        WriterBuilder {
+            layout: Layout::Records,
+            aligned: false,
+        }
     }
 
     /// The layout to write (default `Records`). [`Layout::Auto`] uses the schema metadata
@@ -250,9 +253,12 @@ impl<W: Write> Writer<W> {
             (Layout::Values, Container::Ndarray) => {
                 let field = self.schema.field(0).clone();
                 let arrays: Vec<ArrayRef> = pending.iter().map(|b| b.column(0).clone()).collect();
-                match values::ColumnNd::try_new(&field, &arrays).map_err(|e| e.prepend_path(field.name()))? {
+                match values::ColumnNd::try_new(&field, &arrays)
+                    .map_err(|e| e.prepend_path(field.name()))?
+                {
                     Some(mut nd) => {
-                        nd.encode(0, &mut self.out).map_err(|e| e.prepend_path(field.name()))?;
+                        nd.encode(0, &mut self.out)
+                            .map_err(|e| e.prepend_path(field.name()))?;
                     }
                     // Not one ndarray (nulls, ragged rows): fall back to a stream of values.
                     None => self.finish_values_stream(&pending)?,
@@ -284,15 +290,22 @@ impl<W: Write> Writer<W> {
         if total == 1 {
             let b = pending.iter().find(|b| b.num_rows() == 1).expect("one row");
             let field = self.schema.field(0).clone();
-            let mut enc = values::make_encoder(&field, b.column(0)).map_err(|e| e.prepend_path(field.name()))?;
-            let is_nd = enc.nd_probe(0).map_err(|e| e.at_record(0).prepend_path(field.name()))?.is_some();
+            let mut enc = values::make_encoder(&field, b.column(0))
+                .map_err(|e| e.prepend_path(field.name()))?;
+            let is_nd = enc
+                .nd_probe(0)
+                .map_err(|e| e.at_record(0).prepend_path(field.name()))?
+                .is_some();
             let mut tmp = Out::new(false);
-            enc.encode(0, &mut tmp).map_err(|e| e.at_record(0).prepend_path(field.name()))?;
+            enc.encode(0, &mut tmp)
+                .map_err(|e| e.at_record(0).prepend_path(field.name()))?;
             let is_array = matches!(tmp.buf.first(), Some(0x90..=0x9f | 0xdc | 0xdd));
             if is_nd || is_array {
                 self.out.buf.push(0x91);
                 let mut enc = values::make_encoder(&field, b.column(0))?;
-                return enc.encode(0, &mut self.out).map_err(|e| e.at_record(0).prepend_path(field.name()));
+                return enc
+                    .encode(0, &mut self.out)
+                    .map_err(|e| e.at_record(0).prepend_path(field.name()));
             }
         }
         let mut row0 = 0;
@@ -328,7 +341,11 @@ impl<W: Write> Writer<W> {
     }
 
     fn reserve(&mut self, hint: usize) {
-        let want = if self.flush_at == usize::MAX { hint } else { hint.min(self.flush_at + self.flush_at / 4) };
+        let want = if self.flush_at == usize::MAX {
+            hint
+        } else {
+            hint.min(self.flush_at + self.flush_at / 4)
+        };
         self.out.buf.reserve(want);
     }
 
@@ -340,7 +357,8 @@ impl<W: Write> Writer<W> {
         let mut hdr = Vec::with_capacity(5);
         wire::map_hdr(&mut hdr, ncols);
         let keys_len: usize = self.keys.iter().map(|k| k.len()).sum();
-        let hint = encs.iter().map(|e| e.size_hint()).sum::<usize>() + batch.num_rows() * (keys_len + hdr.len());
+        let hint = encs.iter().map(|e| e.size_hint()).sum::<usize>()
+            + batch.num_rows() * (keys_len + hdr.len());
         self.reserve(hint);
         let names = self.schema.fields().clone();
         for row in 0..batch.num_rows() {
@@ -350,7 +368,8 @@ impl<W: Write> Writer<W> {
                 self.seg.items.push(Item::MapHdr(ncols));
                 for (c, enc) in encs.iter_mut().enumerate() {
                     self.seg.items.push(Item::Key(c));
-                    encode_aligned(enc.as_mut(), row, &mut self.seg, &mut self.out, &names).map_err(|e| fail(c, e))?;
+                    encode_aligned(enc.as_mut(), row, &mut self.seg, &mut self.out, &names)
+                        .map_err(|e| fail(c, e))?;
                 }
                 self.seg.flush(&mut self.out, &names, None);
             } else {
@@ -368,7 +387,8 @@ impl<W: Write> Writer<W> {
     /// One value per row (the single column).
     fn encode_values(&mut self, batch: &RecordBatch, row0: u64) -> Result<()> {
         let field = self.schema.field(0).clone();
-        let mut enc = values::make_encoder(&field, batch.column(0)).map_err(|e| e.prepend_path(field.name()))?;
+        let mut enc = values::make_encoder(&field, batch.column(0))
+            .map_err(|e| e.prepend_path(field.name()))?;
         self.reserve(enc.size_hint());
         for row in 0..batch.num_rows() {
             // ndarrays align themselves inside their own map; there is no enclosing record.
@@ -397,7 +417,8 @@ impl<W: Write> Writer<W> {
             self.seg.items.push(Item::MapHdr(encs.len()));
             for (c, enc) in encs.iter_mut().enumerate() {
                 self.seg.items.push(Item::Key(c));
-                encode_aligned(enc.as_mut(), 0, &mut self.seg, &mut self.out, &names).map_err(|e| fail(c, e))?;
+                encode_aligned(enc.as_mut(), 0, &mut self.seg, &mut self.out, &names)
+                    .map_err(|e| fail(c, e))?;
             }
             self.seg.flush(&mut self.out, &names, None);
         } else {
@@ -487,14 +508,17 @@ impl Segment {
         values::suffix_reach(&self.forms, &mut self.suf);
         let mut pad = 0;
         if let Some(p) = next {
-            let start = out.pos() + fixed as u64 + self.forms.iter().map(|f| f[0] as u64).sum::<u64>();
+            let start =
+                out.pos() + fixed as u64 + self.forms.iter().map(|f| f[0] as u64).sum::<u64>();
             for r in 0..128usize {
                 if (self.suf[0] >> r) & 1 == 0 {
                     continue;
                 }
                 let data = start + r as u64 + p.min as u64;
                 let need = ((values::ALIGN - data % values::ALIGN) % values::ALIGN) as usize;
-                if (p.reach >> need) & 1 == 1 || (need + 64 < 128 && (p.reach >> (need + 64)) & 1 == 1) {
+                if (p.reach >> need) & 1 == 1
+                    || (need + 64 < 128 && (p.reach >> (need + 64)) & 1 == 1)
+                {
                     pad = r;
                     break;
                 }
@@ -541,7 +565,11 @@ fn encode_aligned(
         seg.flush(out, names, None);
         return enc.encode(row, out);
     }
-    let mut tmp = Out { buf: std::mem::take(&mut seg.scratch), base: 0, align: false };
+    let mut tmp = Out {
+        buf: std::mem::take(&mut seg.scratch),
+        base: 0,
+        align: false,
+    };
     let start = tmp.buf.len();
     let r = enc.encode(row, &mut tmp);
     let end = tmp.buf.len();
@@ -553,13 +581,23 @@ fn encode_aligned(
 
 /// Encode batches into one buffer (layout as [`WriterBuilder::with_layout`]; not aligned).
 pub fn write_batches(batches: &[RecordBatch], layout: Layout) -> Result<Vec<u8>> {
-    let Some(first) = batches.first() else { return Ok(Vec::new()) };
-    let mut w = WriterBuilder::new().with_layout(layout).build(std::io::sink(), first.schema())?;
+    let Some(first) = batches.first() else {
+        return Ok(Vec::new());
+    };
+    let mut w = WriterBuilder::new()
+        .with_layout(layout)
+        .build(std::io::sink(), first.schema())?;
     // Encode straight into the final buffer, reserved once (no chunk copies).
     w.flush_at = usize::MAX;
     let estimate: usize = batches
         .iter()
-        .map(|b| b.columns().iter().map(|c| c.get_buffer_memory_size()).sum::<usize>() + b.num_rows() * 16)
+        .map(|b| {
+            b.columns()
+                .iter()
+                .map(|c| c.get_buffer_memory_size())
+                .sum::<usize>()
+                + b.num_rows() * 16
+        })
         .sum();
     w.out.buf.reserve(estimate);
     for b in batches {
@@ -577,12 +615,14 @@ mod tests {
     use arrow_array::types::*;
     use arrow_array::*;
     use arrow_buffer::{NullBuffer, OffsetBuffer};
-    use arrow_schema::{DataType, Field, Fields, Schema, TimeUnit};
+    use arrow_schema::{DataType, Field, Fields, Schema};
 
     use super::*;
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap()).collect()
+        (0..s.len() / 2)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+            .collect()
     }
     fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{x:02x}")).collect()
@@ -599,10 +639,20 @@ mod tests {
         Arc::new(Field::new("item", t, true))
     }
     fn fsl(values: ArrayRef, n: i32) -> ArrayRef {
-        Arc::new(FixedSizeListArray::try_new(item(values.data_type().clone()), n, values, None).unwrap())
+        Arc::new(
+            FixedSizeListArray::try_new(item(values.data_type().clone()), n, values, None).unwrap(),
+        )
     }
     fn list(values: ArrayRef, offsets: Vec<i32>) -> ArrayRef {
-        Arc::new(ListArray::try_new(item(values.data_type().clone()), OffsetBuffer::new(offsets.into()), values, None).unwrap())
+        Arc::new(
+            ListArray::try_new(
+                item(values.data_type().clone()),
+                OffsetBuffer::new(offsets.into()),
+                values,
+                None,
+            )
+            .unwrap(),
+        )
     }
     fn batch(cols: Vec<(Field, ArrayRef)>) -> RecordBatch {
         let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = cols.into_iter().unzip();
@@ -612,7 +662,10 @@ mod tests {
         (Field::new(name, a.data_type().clone(), true), a)
     }
     fn col_md(name: &str, a: ArrayRef, kind: &str, dtype: &str) -> (Field, ArrayRef) {
-        (Field::new(name, a.data_type().clone(), true).with_metadata(md(kind, dtype)), a)
+        (
+            Field::new(name, a.data_type().clone(), true).with_metadata(md(kind, dtype)),
+            a,
+        )
     }
     fn records(b: &RecordBatch) -> String {
         hex(&write_batches(std::slice::from_ref(b), Layout::Records).unwrap())
@@ -636,7 +689,10 @@ mod tests {
             col("i", Arc::new(Int64Array::from(vec![1, -200]))),
             col("f", Arc::new(Float64Array::from(vec![1.5, -0.0]))),
             col("s", Arc::new(StringArray::from(vec!["ab", x40.as_str()]))),
-            col("b", Arc::new(BinaryArray::from(vec![&b"\x00\x01"[..], b""]))),
+            col(
+                "b",
+                Arc::new(BinaryArray::from(vec![&b"\x00\x01"[..], b""])),
+            ),
             col("t", Arc::new(BooleanArray::from(vec![true, false]))),
             col("n", Arc::new(NullArray::new(2))),
         ]);
@@ -649,8 +705,14 @@ mod tests {
         let v = batch(vec![
             col("i", Arc::new(Int64Array::from(vec![1, -200]))),
             col("f", Arc::new(Float64Array::from(vec![1.5, -0.0]))),
-            col("s", Arc::new(StringViewArray::from(vec!["ab", x40.as_str()]))),
-            col("b", Arc::new(BinaryViewArray::from(vec![&b"\x00\x01"[..], b""]))),
+            col(
+                "s",
+                Arc::new(StringViewArray::from(vec!["ab", x40.as_str()])),
+            ),
+            col(
+                "b",
+                Arc::new(BinaryViewArray::from(vec![&b"\x00\x01"[..], b""])),
+            ),
             col("t", Arc::new(BooleanArray::from(vec![true, false]))),
             col("n", Arc::new(NullArray::new(2))),
         ]);
@@ -662,22 +724,61 @@ mod tests {
         // b''.join(msgpack.packb(i) for i in [0,127,128,255,256,65535,65536,2**32-1,2**32,2**63-1,
         //   -1,-32,-33,-128,-129,-32768,-32769,-2**31,-2**31-1,-2**63])
         let want = "007fcc80ccffcd0100cdffffce00010000ceffffffffcf0000000100000000cf7fffffffffffffffffe0d0dfd080d1ff7fd18000d2ffff7fffd280000000d3ffffffff7fffffffd38000000000000000";
-        let v = vec![0i64, 127, 128, 255, 256, 65535, 65536, (1 << 32) - 1, 1 << 32, i64::MAX, -1, -32, -33, -128, -129, -32768, -32769, -(1 << 31), -(1 << 31) - 1, i64::MIN];
+        let v = vec![
+            0i64,
+            127,
+            128,
+            255,
+            256,
+            65535,
+            65536,
+            (1 << 32) - 1,
+            1 << 32,
+            i64::MAX,
+            -1,
+            -32,
+            -33,
+            -128,
+            -129,
+            -32768,
+            -32769,
+            -(1 << 31),
+            -(1 << 31) - 1,
+            i64::MIN,
+        ];
         let b = batch(vec![col("value", Arc::new(Int64Array::from(v)))]);
-        assert_eq!(hex(&write_batches(&[b.slice(0, 1), b.slice(1, 19)], Layout::Values).unwrap()), want);
+        assert_eq!(
+            hex(&write_batches(&[b.slice(0, 1), b.slice(1, 19)], Layout::Values).unwrap()),
+            want
+        );
         // msgpack.packb(2**64-1): one row that is not an array stays bare
-        let u = batch(vec![col("value", Arc::new(UInt64Array::from(vec![u64::MAX])))]);
-        assert_eq!(hex(&write_batches(&[u], Layout::Values).unwrap()), "cfffffffffffffffff");
+        let u = batch(vec![col(
+            "value",
+            Arc::new(UInt64Array::from(vec![u64::MAX])),
+        )]);
+        assert_eq!(
+            hex(&write_batches(&[u], Layout::Values).unwrap()),
+            "cfffffffffffffffff"
+        );
     }
 
     #[test]
     fn tensors() {
         // b''.join(msgpack_numpy.packb({'v': np.arange(3, dtype='<f4') + i}) for i in range(2))
-        let b = batch(vec![col("v", fsl(Arc::new(Float32Array::from(vec![0., 1., 2., 1., 2., 3.])), 3))]);
+        let b = batch(vec![col(
+            "v",
+            fsl(
+                Arc::new(Float32Array::from(vec![0., 1., 2., 1., 2., 3.])),
+                3,
+            ),
+        )]);
         assert_eq!(records(&b), "81a17685c4026e64c3c40474797065a33c6634c4046b696e64c400c40573686170659103c40464617461c40c000000000000803f0000004081a17685c4026e64c3c40474797065a33c6634c4046b696e64c400c40573686170659103c40464617461c40c0000803f0000004000004040");
 
         // msgpack_numpy.packb({'m': np.arange(6, dtype='>i2').reshape(2, 3)})
-        let m = fsl(fsl(Arc::new(Int16Array::from(vec![0, 1, 2, 3, 4, 5])), 3), 2);
+        let m = fsl(
+            fsl(Arc::new(Int16Array::from(vec![0, 1, 2, 3, 4, 5])), 3),
+            2,
+        );
         let b = batch(vec![col_md("m", m, "ndarray", ">i2")]);
         assert_eq!(records(&b), "81a16d85c4026e64c3c40474797065a33e6932c4046b696e64c400c4057368617065920203c40464617461c40c000000010002000300040005");
 
@@ -688,31 +789,54 @@ mod tests {
         assert_eq!(records(&b), "81a17285c4026e64c3c40474797065a33c6638c4046b696e64c400c4057368617065920203c40464617461c43000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000081a17285c4026e64c3c40474797065a33c6638c4046b696e64c400c4057368617065920103c40464617461c418000000000000f03f000000000000f03f000000000000f03f");
 
         // packb({'z': np.array(2.5, dtype='<f8')})  (0-d)
-        let b = batch(vec![col_md("z", Arc::new(Float64Array::from(vec![2.5])), "ndarray", "<f8")]);
+        let b = batch(vec![col_md(
+            "z",
+            Arc::new(Float64Array::from(vec![2.5])),
+            "ndarray",
+            "<f8",
+        )]);
         assert_eq!(records(&b), "81a17a85c4026e64c3c40474797065a33c6638c4046b696e64c400c405736861706590c40464617461c4080000000000000440");
 
         // packb({'b': np.array([True, False])})
-        let b = batch(vec![col("b", fsl(Arc::new(BooleanArray::from(vec![true, false])), 2))]);
+        let b = batch(vec![col(
+            "b",
+            fsl(Arc::new(BooleanArray::from(vec![true, false])), 2),
+        )]);
         assert_eq!(records(&b), "81a16285c4026e64c3c40474797065a37c6231c4046b696e64c400c40573686170659102c40464617461c4020100");
 
         // packb({'t': np.array([[1, 2], [3, 4]], dtype='<i8')})
-        let b = batch(vec![col("t", fsl(fsl(Arc::new(Int64Array::from(vec![1, 2, 3, 4])), 2), 2))]);
+        let b = batch(vec![col(
+            "t",
+            fsl(fsl(Arc::new(Int64Array::from(vec![1, 2, 3, 4])), 2), 2),
+        )]);
         assert_eq!(records(&b), "81a17485c4026e64c3c40474797065a33c6938c4046b696e64c400c4057368617065920202c40464617461c4200100000000000000020000000000000003000000000000000400000000000000");
 
         // packb({'c': np.array([1+2j, 3-4j], dtype='<c8')})
-        let c = fsl(fsl(Arc::new(Float32Array::from(vec![1., 2., 3., -4.])), 2), 2);
+        let c = fsl(
+            fsl(Arc::new(Float32Array::from(vec![1., 2., 3., -4.])), 2),
+            2,
+        );
         let b = batch(vec![col_md("c", c, "ndarray", "<c8")]);
         assert_eq!(records(&b), "81a16385c4026e64c3c40474797065a33c6338c4046b696e64c400c40573686170659102c40464617461c4100000803f0000004000004040000080c0");
 
         // packb({'u': np.array(['a', 'bcd'])})  (no metadata: '<U{max}')
-        let b = batch(vec![col("u", fsl(Arc::new(StringArray::from(vec!["a", "bcd"])), 2))]);
+        let b = batch(vec![col(
+            "u",
+            fsl(Arc::new(StringArray::from(vec!["a", "bcd"])), 2),
+        )]);
         assert_eq!(records(&b), "81a17585c4026e64c3c40474797065a33c5533c4046b696e64c400c40573686170659102c40464617461c418610000000000000000000000620000006300000064000000");
     }
 
     #[test]
     fn tensor_null_row_and_slice() {
         let inner = Float32Array::from(vec![0., 1., 2., 9., 9., 9., 1., 2., 3.]);
-        let a = FixedSizeListArray::try_new(item(DataType::Float32), 3, Arc::new(inner), Some(NullBuffer::from(vec![true, false, true]))).unwrap();
+        let a = FixedSizeListArray::try_new(
+            item(DataType::Float32),
+            3,
+            Arc::new(inner),
+            Some(NullBuffer::from(vec![true, false, true])),
+        )
+        .unwrap();
         let b = batch(vec![col("v", Arc::new(a))]);
         let out = records(&b);
         // Row 1 is null: {'v': None}
@@ -725,23 +849,43 @@ mod tests {
     #[test]
     fn scalars_and_complex() {
         // packb({'h': np.float16(1.5)})
-        let b = batch(vec![col("h", Arc::new(Float16Array::from(vec![half::f16::from_f32(1.5)])))]);
-        assert_eq!(records(&b), "81a16883c4026e64c2c40474797065a33c6632c40464617461c402003e");
+        let b = batch(vec![col(
+            "h",
+            Arc::new(Float16Array::from(vec![half::f16::from_f32(1.5)])),
+        )]);
+        assert_eq!(
+            records(&b),
+            "81a16883c4026e64c2c40474797065a33c6632c40464617461c402003e"
+        );
         // packb({'k': np.int32(5)})
         let b = batch(vec![col("k", Arc::new(Int32Array::from(vec![5])))]);
-        assert_eq!(records(&b), "81a16b83c4026e64c2c40474797065a33c6934c40464617461c40405000000");
+        assert_eq!(
+            records(&b),
+            "81a16b83c4026e64c2c40474797065a33c6934c40464617461c40405000000"
+        );
         // packb({'c': np.complex128(1+2j)})
         let c = fsl(Arc::new(Float64Array::from(vec![1., 2.])), 2);
         let b = batch(vec![col_md("c", c, "scalar", "<c16")]);
         assert_eq!(records(&b), "81a16383c4026e64c2c40474797065a43c633136c40464617461c410000000000000f03f0000000000000040");
         // packb({'c': np.bool_(True)})
-        let b = batch(vec![col_md("c", Arc::new(BooleanArray::from(vec![true])), "scalar", "|b1")]);
-        assert_eq!(records(&b), "81a16383c4026e64c2c40474797065a37c6231c40464617461c40101");
+        let b = batch(vec![col_md(
+            "c",
+            Arc::new(BooleanArray::from(vec![true])),
+            "scalar",
+            "|b1",
+        )]);
+        assert_eq!(
+            records(&b),
+            "81a16383c4026e64c2c40474797065a37c6231c40464617461c40101"
+        );
         // msgpack.packb({'a': 1.5}, use_single_float=True)  (a Float32 column is msgpack float32)
         let b = batch(vec![col("a", Arc::new(Float32Array::from(vec![1.5])))]);
         assert_eq!(records(&b), "81a161ca3fc00000");
         // packb({'c': 1+2j}), packb({'c': 1j}), packb({'c': complex(-0.0, -1)})
-        let c = fsl(Arc::new(Float64Array::from(vec![1., 2., 0., 1., -0.0, -1.])), 2);
+        let c = fsl(
+            Arc::new(Float64Array::from(vec![1., 2., 0., 1., -0.0, -1.])),
+            2,
+        );
         let b = batch(vec![col_md("c", c, "complex", "")]);
         let want = [("(1+2j)"), ("1j"), ("(-0-1j)")]
             .iter()
@@ -760,16 +904,36 @@ mod tests {
     #[test]
     fn strings_bytes_dates() {
         // packb({'u': np.array('héllo', dtype='<U5')}) + packb({'u': np.array('ab', dtype='<U5')})
-        let b = batch(vec![col_md("u", Arc::new(StringArray::from(vec!["héllo", "ab"])), "ndarray", "<U5")]);
+        let b = batch(vec![col_md(
+            "u",
+            Arc::new(StringArray::from(vec!["héllo", "ab"])),
+            "ndarray",
+            "<U5",
+        )]);
         assert_eq!(records(&b), "81a17585c4026e64c3c40474797065a33c5535c4046b696e64c400c405736861706590c40464617461c41468000000e90000006c0000006c0000006f00000081a17585c4026e64c3c40474797065a33c5535c4046b696e64c400c405736861706590c40464617461c4146100000062000000000000000000000000000000");
         // packb({'u': np.array(['ab', 'c'], dtype='>U3')})
-        let b = batch(vec![col_md("u", fsl(Arc::new(StringArray::from(vec!["ab", "c"])), 2), "ndarray", ">U3")]);
+        let b = batch(vec![col_md(
+            "u",
+            fsl(Arc::new(StringArray::from(vec!["ab", "c"])), 2),
+            "ndarray",
+            ">U3",
+        )]);
         assert_eq!(records(&b), "81a17585c4026e64c3c40474797065a33e5533c4046b696e64c400c40573686170659102c40464617461c418000000610000006200000000000000630000000000000000");
         // packb({'s': np.array(b'ab', dtype='|S3')})
-        let b = batch(vec![col_md("s", Arc::new(BinaryArray::from(vec![&b"ab"[..]])), "ndarray", "|S3")]);
+        let b = batch(vec![col_md(
+            "s",
+            Arc::new(BinaryArray::from(vec![&b"ab"[..]])),
+            "ndarray",
+            "|S3",
+        )]);
         assert_eq!(records(&b), "81a17385c4026e64c3c40474797065a37c5333c4046b696e64c400c405736861706590c40464617461c403616200");
         // Too long for the dtype: an error naming column and record.
-        let b = batch(vec![col_md("u", Arc::new(StringArray::from(vec!["ok", "toolong"])), "ndarray", "<U5")]);
+        let b = batch(vec![col_md(
+            "u",
+            Arc::new(StringArray::from(vec!["ok", "toolong"])),
+            "ndarray",
+            "<U5",
+        )]);
         let e = write_batches(&[b], Layout::Records).unwrap_err();
         assert_eq!(e.record(), Some(1));
         assert_eq!(e.path(), Some("u"));
@@ -789,7 +953,12 @@ mod tests {
         let b = batch(vec![col("t", Arc::new(t))]);
         assert_eq!(records(&b), format!("{}81a174c0", &want[..want.len() / 2]));
         // '<M8[D]' from Date32 and from Timestamp(s) (how the reader stores D units).
-        let d = batch(vec![col_md("d", Arc::new(Date32Array::from(vec![18262])), "ndarray", "<M8[D]")]);
+        let d = batch(vec![col_md(
+            "d",
+            Arc::new(Date32Array::from(vec![18262])),
+            "ndarray",
+            "<M8[D]",
+        )]);
         let s = batch(vec![col_md(
             "d",
             Arc::new(TimestampSecondArray::from(vec![18262 * 86400])),
@@ -799,14 +968,28 @@ mod tests {
         assert_eq!(records(&d), records(&s));
         // a = np.array(np.datetime64('2020-01-01'), dtype='<M8[D]'); the map by hand as above:
         assert_eq!(records(&d), "81a16485c4026e64c3c40474797065a63c4d385b445dc4046b696e64c400c405736861706590c40464617461c4085647000000000000");
-        let bad = batch(vec![col_md("d", Arc::new(TimestampSecondArray::from(vec![5])), "ndarray", "<M8[D]")]);
-        assert!(write_batches(&[bad], Layout::Records).unwrap_err().to_string().contains("whole number"));
+        let bad = batch(vec![col_md(
+            "d",
+            Arc::new(TimestampSecondArray::from(vec![5])),
+            "ndarray",
+            "<M8[D]",
+        )]);
+        assert!(write_batches(&[bad], Layout::Records)
+            .unwrap_err()
+            .to_string()
+            .contains("whole number"));
     }
 
     #[test]
     fn utc_timestamps_are_ext() {
         // b''.join(msgpack.packb(msgpack.Timestamp.from_unix_nano(ns)) for ns in [...])
-        let ns = vec![0, 1_500_000_000_000_000_000, 1_500_000_000_000_000_005, -1, -1_000_000_000];
+        let ns = vec![
+            0,
+            1_500_000_000_000_000_000,
+            1_500_000_000_000_000_005,
+            -1,
+            -1_000_000_000,
+        ];
         let a = TimestampNanosecondArray::from(ns).with_timezone("UTC");
         let b = batch(vec![col("value", Arc::new(a))]);
         assert_eq!(
@@ -819,52 +1002,87 @@ mod tests {
     fn structured_dtypes() {
         // dt = np.dtype({'names':['a','b'],'formats':['<i4','<f8'],'offsets':[0,8],'itemsize':16})
         // s = np.zeros((), dtype=dt); s['a'] = 7; s['b'] = 2.5; msgpack_numpy.packb({'s': s})
-        let fields = Fields::from(vec![Field::new("a", DataType::Int32, true), Field::new("b", DataType::Float64, true)]);
+        let fields = Fields::from(vec![
+            Field::new("a", DataType::Int32, true),
+            Field::new("b", DataType::Float64, true),
+        ]);
         let sa = StructArray::try_new(
             fields,
-            vec![Arc::new(Int32Array::from(vec![7])), Arc::new(Float64Array::from(vec![2.5]))],
+            vec![
+                Arc::new(Int32Array::from(vec![7])),
+                Arc::new(Float64Array::from(vec![2.5])),
+            ],
             None,
         )
         .unwrap();
-        let b = batch(vec![col_md("s", Arc::new(sa), "ndarray", r#"[["a","<i4"],["","|V4"],["b","<f8"]]"#)]);
+        let b = batch(vec![col_md(
+            "s",
+            Arc::new(sa),
+            "ndarray",
+            r#"[["a","<i4"],["","|V4"],["b","<f8"]]"#,
+        )]);
         assert_eq!(records(&b), "81a17385c4026e64c3c404747970659392a161a33c693492a0a37c563492a162a33c6638c4046b696e64c40156c405736861706590c40464617461c41007000000000000000000000000000440");
 
         // dt2 = np.dtype([('a','>i2'),('c','<f4',(2,))]); s2 = np.zeros((2,), dtype=dt2)
         // s2['a'] = [1, 2]; s2['c'] = [[1, 2], [3, 4]]; msgpack_numpy.packb({'s': s2})
         let fields = Fields::from(vec![
             Field::new("a", DataType::Int16, true),
-            Field::new("c", DataType::FixedSizeList(item(DataType::Float32), 2), true),
+            Field::new(
+                "c",
+                DataType::FixedSizeList(item(DataType::Float32), 2),
+                true,
+            ),
         ]);
         let sa = StructArray::try_new(
             fields,
-            vec![Arc::new(Int16Array::from(vec![1, 2])), fsl(Arc::new(Float32Array::from(vec![1., 2., 3., 4.])), 2)],
+            vec![
+                Arc::new(Int16Array::from(vec![1, 2])),
+                fsl(Arc::new(Float32Array::from(vec![1., 2., 3., 4.])), 2),
+            ],
             None,
         )
         .unwrap();
-        let b = batch(vec![col_md("s", fsl(Arc::new(sa), 2), "ndarray", r#"[["a",">i2"],["c","<f4",[2]]]"#)]);
+        let b = batch(vec![col_md(
+            "s",
+            fsl(Arc::new(sa), 2),
+            "ndarray",
+            r#"[["a",">i2"],["c","<f4",[2]]]"#,
+        )]);
         assert_eq!(records(&b), "81a17385c4026e64c3c404747970659292a161a33e693293a163a33c66349102c4046b696e64c40156c40573686170659102c40464617461c41400010000803f0000004000020000404000008040");
     }
 
     #[test]
     fn maps_and_lists() {
         // packb({'s': {'a': 1, 'b': 'x'}, 'l': [1, 2, 3]}) + packb({'s': None, 'l': []})
-        let fields = Fields::from(vec![Field::new("a", DataType::Int64, true), Field::new("b", DataType::Utf8, true)]);
+        let fields = Fields::from(vec![
+            Field::new("a", DataType::Int64, true),
+            Field::new("b", DataType::Utf8, true),
+        ]);
         let sa = StructArray::try_new(
             fields,
-            vec![Arc::new(Int64Array::from(vec![1, 0])), Arc::new(StringArray::from(vec!["x", ""]))],
+            vec![
+                Arc::new(Int64Array::from(vec![1, 0])),
+                Arc::new(StringArray::from(vec!["x", ""])),
+            ],
             Some(NullBuffer::from(vec![true, false])),
         )
         .unwrap();
         let l = list(Arc::new(Int64Array::from(vec![1, 2, 3])), vec![0, 3, 3]);
         let b = batch(vec![col("s", Arc::new(sa)), col("l", l)]);
-        assert_eq!(records(&b), "82a17382a16101a162a178a16c9301020382a173c0a16c90");
+        assert_eq!(
+            records(&b),
+            "82a17382a16101a162a178a16c9301020382a173c0a16c90"
+        );
         // Dictionary columns write the values they point to.
         let d: DictionaryArray<Int32Type> = vec!["x", "y", "x"].into_iter().collect();
         let b = batch(vec![col("d", Arc::new(d))]);
         assert_eq!(records(&b), "81a164a17881a164a17981a164a178");
         // Unsupported types name the column.
-        let dec = Decimal128Array::from(vec![1]).with_precision_and_scale(10, 2).unwrap();
-        let e = write_batches(&[batch(vec![col("money", Arc::new(dec))])], Layout::Records).unwrap_err();
+        let dec = Decimal128Array::from(vec![1])
+            .with_precision_and_scale(10, 2)
+            .unwrap();
+        let e = write_batches(&[batch(vec![col("money", Arc::new(dec))])], Layout::Records)
+            .unwrap_err();
         assert_eq!(e.path(), Some("money"));
         assert!(matches!(e.kind(), ErrorKind::Unsupported(_)), "{e}");
     }
@@ -875,35 +1093,74 @@ mod tests {
         let want = "81a17885c4026e64c3c40474797065a33c6634c4046b696e64c400c4057368617065920403c40464617461c430000000000000803f0000004000004040000080400000a0400000c0400000e04000000041000010410000204100003041";
         let vals: Vec<f32> = (0..12).map(|i| i as f32).collect();
         let b = batch(vec![col("x", fsl(Arc::new(Float32Array::from(vals)), 3))]);
-        assert_eq!(hex(&write_batches(&[b.clone()], Layout::Columns).unwrap()), want);
+        assert_eq!(
+            hex(&write_batches(std::slice::from_ref(&b), Layout::Columns).unwrap()),
+            want
+        );
         // Several batches still make one map.
-        assert_eq!(hex(&write_batches(&[b.slice(0, 1), b.slice(1, 3)], Layout::Columns).unwrap()), want);
+        assert_eq!(
+            hex(&write_batches(&[b.slice(0, 1), b.slice(1, 3)], Layout::Columns).unwrap()),
+            want
+        );
         // Layout::Auto follows the schema metadata.
         let auto = with_schema_md(b.clone(), "columns", "stream");
         assert_eq!(hex(&write_batches(&[auto], Layout::Auto).unwrap()), want);
 
         // msgpack_numpy.packb(np.arange(5, dtype='<i8'))  (values layout, one bare ndarray)
         let want = "85c4026e64c3c40474797065a33c6938c4046b696e64c400c40573686170659105c40464617461c42800000000000000000100000000000000020000000000000003000000000000000400000000000000";
-        let b = with_schema_md(batch(vec![col("value", Arc::new(Int64Array::from(vec![0, 1, 2, 3, 4])))]), "values", "ndarray");
-        assert_eq!(hex(&write_batches(&[b.slice(0, 2), b.slice(2, 3)], Layout::Values).unwrap()), want);
+        let b = with_schema_md(
+            batch(vec![col(
+                "value",
+                Arc::new(Int64Array::from(vec![0, 1, 2, 3, 4])),
+            )]),
+            "values",
+            "ndarray",
+        );
+        assert_eq!(
+            hex(&write_batches(&[b.slice(0, 2), b.slice(2, 3)], Layout::Values).unwrap()),
+            want
+        );
 
         // A values stream of one ndarray row would read back as its axis 0: written as [value].
-        let one = batch(vec![col("value", fsl(Arc::new(Float32Array::from(vec![0., 1., 2.])), 3))]);
+        let one = batch(vec![col(
+            "value",
+            fsl(Arc::new(Float32Array::from(vec![0., 1., 2.])), 3),
+        )]);
         let out = write_batches(&[one], Layout::Values).unwrap();
         assert_eq!(out[0], 0x91);
         assert_eq!(out[1], 0x85);
         // container "array": one top-level array of rows
-        let b = with_schema_md(batch(vec![col("value", Arc::new(Int64Array::from(vec![1, 2])))]), "values", "array");
+        let b = with_schema_md(
+            batch(vec![col("value", Arc::new(Int64Array::from(vec![1, 2])))]),
+            "values",
+            "array",
+        );
         assert_eq!(hex(&write_batches(&[b], Layout::Auto).unwrap()), "920102");
-        let r = with_schema_md(batch(vec![col("a", Arc::new(Int64Array::from(vec![1, 2])))]), "records", "array");
-        assert_eq!(hex(&write_batches(&[r.clone()], Layout::Auto).unwrap()), "9281a1610181a16102");
+        let r = with_schema_md(
+            batch(vec![col("a", Arc::new(Int64Array::from(vec![1, 2])))]),
+            "records",
+            "array",
+        );
+        assert_eq!(
+            hex(&write_batches(std::slice::from_ref(&r), Layout::Auto).unwrap()),
+            "9281a1610181a16102"
+        );
         // The container of another layout does not apply.
         assert_eq!(hex(&write_batches(&[r], Layout::Values).unwrap()), "0102");
         // A column with nulls in columns layout is a list.
-        let n = batch(vec![col("a", Arc::new(Float64Array::from(vec![Some(1.0), None])))]);
-        assert_eq!(hex(&write_batches(&[n], Layout::Columns).unwrap()), "81a16192cb3ff0000000000000c0");
+        let n = batch(vec![col(
+            "a",
+            Arc::new(Float64Array::from(vec![Some(1.0), None])),
+        )]);
+        assert_eq!(
+            hex(&write_batches(&[n], Layout::Columns).unwrap()),
+            "81a16192cb3ff0000000000000c0"
+        );
         // Values layout needs exactly one column.
-        let two = batch(vec![col("a", Arc::new(Int64Array::from(vec![1]))), col("b", Arc::new(Int64Array::from(vec![1])))]);
+        let two = batch(vec![
+            col("a", Arc::new(Int64Array::from(vec![1]))),
+            col("b", Arc::new(Int64Array::from(vec![1]))),
+        ]);
         assert!(write_batches(&[two], Layout::Values).is_err());
     }
 
@@ -956,7 +1213,11 @@ mod tests {
                     is_nd = true;
                 }
                 if key == b"data" && matches!(b[v0], 0xc4..=0xc6) {
-                    let h = match b[v0] { 0xc4 => 2, 0xc5 => 3, _ => 5 };
+                    let h = match b[v0] {
+                        0xc4 => 2,
+                        0xc5 => 3,
+                        _ => 5,
+                    };
                     data = Some((v0 + h, q - v0 - h));
                 }
             }
@@ -990,7 +1251,10 @@ mod tests {
     fn aligned_records_put_every_payload_on_64() {
         for dim in [3usize, 768] {
             let b = bench_like(200, dim);
-            let mut w = WriterBuilder::new().with_aligned(true).build(Vec::new(), b.schema()).unwrap();
+            let mut w = WriterBuilder::new()
+                .with_aligned(true)
+                .build(Vec::new(), b.schema())
+                .unwrap();
             w.write(&b.slice(0, 77)).unwrap();
             w.write(&b.slice(77, 123)).unwrap();
             let out = w.finish().unwrap();
@@ -1001,7 +1265,7 @@ mod tests {
                 assert_eq!(*len, dim * 4);
             }
             // Same values as the unaligned output: only encodings are wider.
-            let plain = write_batches(&[b.clone()], Layout::Records).unwrap();
+            let plain = write_batches(std::slice::from_ref(&b), Layout::Records).unwrap();
             let plain_found = nd_payloads(&plain);
             for ((a, l), (p, _)) in found.iter().zip(&plain_found) {
                 assert_eq!(out[*a..a + l], plain[*p..p + l]);
@@ -1015,11 +1279,29 @@ mod tests {
         // Ragged tensors, a 2-d tensor first in the record, bare ndarrays in a values stream,
         // and the columns map.
         let vals = Float64Array::from((0..60).map(|i| i as f64).collect::<Vec<_>>());
-        let r = list(list(Arc::new(vals), (0..=20).map(|i| i * 3).collect()), vec![0, 2, 3, 7, 8, 12, 20]);
-        let m = fsl(fsl(Arc::new(Int16Array::from((0..36).map(|i| i as i16).collect::<Vec<_>>())), 3), 2);
-        let b = batch(vec![col_md("m", m, "ndarray", ">i2"), col_md("r", r, "ndarray", "<f8")]);
+        let r = list(
+            list(Arc::new(vals), (0..=20).map(|i| i * 3).collect()),
+            vec![0, 2, 3, 7, 8, 12, 20],
+        );
+        let m = fsl(
+            fsl(
+                Arc::new(Int16Array::from(
+                    (0..36).map(|i| i as i16).collect::<Vec<_>>(),
+                )),
+                3,
+            ),
+            2,
+        );
+        let b = batch(vec![
+            col_md("m", m, "ndarray", ">i2"),
+            col_md("r", r, "ndarray", "<f8"),
+        ]);
         for layout in [Layout::Records, Layout::Columns] {
-            let mut w = WriterBuilder::new().with_layout(layout).with_aligned(true).build(Vec::new(), b.schema()).unwrap();
+            let mut w = WriterBuilder::new()
+                .with_layout(layout)
+                .with_aligned(true)
+                .build(Vec::new(), b.schema())
+                .unwrap();
             w.write(&b).unwrap();
             let out = w.finish().unwrap();
             let found = nd_payloads(&out);
@@ -1028,8 +1310,20 @@ mod tests {
                 assert_eq!(off % 8, 0, "{layout:?}: {off}");
             }
         }
-        let v = batch(vec![col("value", fsl(Arc::new(Float32Array::from((0..300).map(|i| i as f32).collect::<Vec<_>>())), 3))]);
-        let mut w = WriterBuilder::new().with_layout(Layout::Values).with_aligned(true).build(Vec::new(), v.schema()).unwrap();
+        let v = batch(vec![col(
+            "value",
+            fsl(
+                Arc::new(Float32Array::from(
+                    (0..300).map(|i| i as f32).collect::<Vec<_>>(),
+                )),
+                3,
+            ),
+        )]);
+        let mut w = WriterBuilder::new()
+            .with_layout(Layout::Values)
+            .with_aligned(true)
+            .build(Vec::new(), v.schema())
+            .unwrap();
         w.write(&v).unwrap();
         let out = w.finish().unwrap();
         let found = nd_payloads(&out);
@@ -1039,54 +1333,66 @@ mod tests {
     }
 }
 #[cfg(test)]
-mod tmp_perf {
-    use super::*;
+mod tmp_rt {
     #[test]
     #[ignore]
-    fn perf() {
-        use std::sync::Arc;
-        use std::time::Instant;
-        use arrow_array::*;
-        use arrow_schema::{Field, Schema, DataType};
-        let n = 100_000usize; let dim = 768usize;
-        let ids = Int64Array::from((0..n as i64).collect::<Vec<_>>());
-        let labels = StringArray::from((0..n).map(|i| format!("label-{i}")).collect::<Vec<_>>());
-        let scores = Float64Array::from((0..n).map(|i| i as f64 * 0.5).collect::<Vec<_>>());
-        let emb = Float32Array::from((0..n * dim).map(|i| (i % 1000) as f32).collect::<Vec<_>>());
-        let fl = FixedSizeListArray::try_new(Arc::new(Field::new("item", DataType::Float32, true)), dim as i32, Arc::new(emb), None).unwrap();
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("id", DataType::Int64, true), Field::new("label", DataType::Utf8, true),
-            Field::new("score", DataType::Float64, true), Field::new("emb", fl.data_type().clone(), true)]));
-        let b = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids), Arc::new(labels), Arc::new(scores), Arc::new(fl)]).unwrap();
-        let src = b.column(3).to_data().child_data()[0].buffers()[0].clone();
-        for _ in 0..3 {
-            let t = Instant::now();
-            let mut v: Vec<u8> = Vec::with_capacity(src.len() + 1000);
-            v.extend_from_slice(src.as_slice());
-            let memcpy = t.elapsed();
-            std::hint::black_box(&v);
-            let t = Instant::now();
-            let out = write_batches(&[b.clone()], Layout::Records).unwrap();
-            let enc = t.elapsed();
-            let t = Instant::now();
-            let mut w = WriterBuilder::new().build(Vec::with_capacity(out.len()), schema.clone()).unwrap();
-            w.write(&b).unwrap();
-            let o2 = w.finish().unwrap();
-            let enc2 = t.elapsed();
-            assert_eq!(o2, out);
-            let t = Instant::now();
-            let mut w = WriterBuilder::new().build(std::io::sink(), schema.clone()).unwrap();
-            w.write(&b).unwrap();
-            w.finish().unwrap();
-            let enc3 = t.elapsed();
-            let t = Instant::now();
-            let mut w = WriterBuilder::new().with_aligned(true).build(std::io::sink(), schema.clone()).unwrap();
-            w.write(&b).unwrap();
-            w.finish().unwrap();
-            let enc4 = t.elapsed();
-            let mb = out.len() as f64 / 1e6;
-            println!("out {mb:.1} MB; memcpy(fresh) {memcpy:?} ({:.2} GB/s); write_batches {enc:?} ({:.2} GB/s); Writer->Vec {enc2:?}; Writer->sink {enc3:?} ({:.2} GB/s); aligned->sink {enc4:?}",
-                src.len() as f64 / memcpy.as_secs_f64() / 1e9, mb / enc.as_secs_f64() / 1e3, mb / enc3.as_secs_f64() / 1e3);
+    fn roundtrip_python_files() {
+        let mut bad = 0;
+        for e in std::fs::read_dir("/tmp/enc/rt").unwrap() {
+            let p = e.unwrap().path();
+            let data = std::fs::read(&p).unwrap();
+            let r = match crate::ReaderBuilder::new().build_from_slice(&data) {
+                Ok(r) => r,
+                Err(e) => {
+                    println!("{p:?}: READ {e}");
+                    bad += 1;
+                    continue;
+                }
+            };
+            let layout = r.layout();
+            let schema = r.schema();
+            let batches = match r.collect_batches() {
+                Ok(b) => b,
+                Err(e) => {
+                    println!("{p:?}: READ {e}");
+                    bad += 1;
+                    continue;
+                }
+            };
+            let mut w = match super::WriterBuilder::new()
+                .with_layout(crate::Layout::Auto)
+                .build(Vec::new(), schema.clone())
+            {
+                Ok(w) => w,
+                Err(e) => {
+                    println!("{p:?}: BUILD {e} {schema:?}");
+                    bad += 1;
+                    continue;
+                }
+            };
+            let res = batches
+                .iter()
+                .try_for_each(|b| w.write(b))
+                .and_then(|_| w.finish());
+            match res {
+                Ok(out) if out == data => println!("{p:?}: OK ({layout:?})"),
+                Ok(out) => {
+                    bad += 1;
+                    println!(
+                        "{p:?}: DIFF ({layout:?})\n  in  {}\n  out {}\n  schema {schema:?}",
+                        hexs(&data),
+                        hexs(&out)
+                    )
+                }
+                Err(e) => {
+                    bad += 1;
+                    println!("{p:?}: WRITE {e} schema {schema:?}")
+                }
+            }
         }
+        println!("bad {bad}");
+    }
+    fn hexs(b: &[u8]) -> String {
+        b.iter().take(400).map(|x| format!("{x:02x}")).collect()
     }
 }

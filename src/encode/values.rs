@@ -35,7 +35,11 @@ pub(crate) struct Out {
 
 impl Out {
     pub(crate) fn new(align: bool) -> Self {
-        Out { buf: Vec::new(), base: 0, align }
+        Out {
+            buf: Vec::new(),
+            base: 0,
+            align,
+        }
     }
     /// Absolute output offset of the next byte.
     #[inline]
@@ -367,7 +371,10 @@ impl TypeEnc {
                 for f in fields {
                     descr_field(&f.name, &f.dtype, &f.shape, &mut items);
                 }
-                TypeEnc::Descr { n: fields.len(), items }
+                TypeEnc::Descr {
+                    n: fields.len(),
+                    items,
+                }
             }
             // `dtype.descr` of an unstructured void or object dtype is `[('', '|V8')]`.
             NumpyDtype::Void { .. } | NumpyDtype::Object => {
@@ -458,7 +465,10 @@ impl NdHead<'_> {
     /// 10.. the shape ints. Returns (slots, bytes that never change).
     fn forms(&self, f: &mut [&'static [u8]; NSLOT]) -> Result<(usize, usize)> {
         if self.shape.len() > MAX_DIMS {
-            return Err(unsupported(format!("ndarray with {} axes (numpy allows {MAX_DIMS})", self.shape.len())));
+            return Err(unsupported(format!(
+                "ndarray with {} axes (numpy allows {MAX_DIMS})",
+                self.shape.len()
+            )));
         }
         if self.data_len > u32::MAX as usize {
             return Err(unsupported(format!(
@@ -485,7 +495,12 @@ impl NdHead<'_> {
         Ok((10 + self.shape.len(), fixed))
     }
 
-    fn plan(&self, f: &[&'static [u8]; NSLOT], n: usize, order: &mut [usize; NSLOT]) -> ([&'static [u8]; NSLOT], [u128; NSLOT + 1]) {
+    fn plan(
+        &self,
+        f: &[&'static [u8]; NSLOT],
+        n: usize,
+        order: &mut [usize; NSLOT],
+    ) -> ([&'static [u8]; NSLOT], [u128; NSLOT + 1]) {
         let mut k = 0;
         for i in 10..n {
             order[k] = i;
@@ -744,7 +759,13 @@ fn is_string(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 fn is_binary(t: &DataType) -> bool {
-    matches!(t, DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_))
+    matches!(
+        t,
+        DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::FixedSizeBinary(_)
+    )
 }
 
 /// Nanoseconds per tick of a numpy unit that converts linearly to Arrow's.
@@ -819,29 +840,34 @@ fn accepts(dt: &NumpyDtype, t: &DataType) -> bool {
                 | (8, false, T::UInt64)
         ),
         NumpyDtype::Float { size, .. } => {
-            matches!((size, t), (2, T::Float16) | (4, T::Float32) | (8, T::Float64))
+            matches!(
+                (size, t),
+                (2, T::Float16) | (4, T::Float32) | (8, T::Float64)
+            )
         }
         NumpyDtype::Complex { size, .. } => match t {
-            T::FixedSizeList(f, 2) => matches!(
-                (size, f.data_type()),
-                (8, T::Float32) | (16, T::Float64)
-            ),
+            T::FixedSizeList(f, 2) => {
+                matches!((size, f.data_type()), (8, T::Float32) | (16, T::Float64))
+            }
             _ => false,
         },
         NumpyDtype::Unicode { .. } => is_string(t),
         NumpyDtype::Bytes { .. } | NumpyDtype::Void { .. } => is_binary(t),
         NumpyDtype::Datetime { unit, .. } => {
-            np_unit_ns(*unit).is_some()
-                && matches!(t, T::Timestamp(..) | T::Date32 | T::Date64)
+            np_unit_ns(*unit).is_some() && matches!(t, T::Timestamp(..) | T::Date32 | T::Date64)
         }
         NumpyDtype::Timedelta { unit, .. } => {
             np_unit_ns(*unit).is_some() && matches!(t, T::Duration(_))
         }
         NumpyDtype::Struct(fields) => match t {
             T::Struct(children) => fields.iter().filter(|f| !f.name.is_empty()).all(|f| {
-                children.iter().find(|c| c.name() == &f.name).is_some_and(|c| {
-                    peel_fixed_type(c.data_type(), &f.shape).is_some_and(|ct| accepts(&f.dtype, ct))
-                })
+                children
+                    .iter()
+                    .find(|c| c.name() == &f.name)
+                    .is_some_and(|c| {
+                        peel_fixed_type(c.data_type(), &f.shape)
+                            .is_some_and(|ct| accepts(&f.dtype, ct))
+                    })
             }),
             _ => false,
         },
@@ -862,11 +888,31 @@ enum TimeSrc {
 enum Elems {
     /// Fixed-width values: element `i` is `buf[i*width..][..width]`; `swap` is the width of the
     /// units to byte-reverse (0: copy as is).
-    Raw { buf: Buffer, width: usize, swap: usize },
+    Raw {
+        buf: Buffer,
+        width: usize,
+        swap: usize,
+    },
     Bool(BooleanArray),
-    Unicode { strs: Strs, chars: usize, big: bool, ty: String },
-    Bytes { bins: Bins, len: usize, ty: String },
-    Time { src: TimeSrc, nulls: Option<NullBuffer>, mul: i64, div: i64, big: bool, ty: String },
+    Unicode {
+        strs: Strs,
+        chars: usize,
+        big: bool,
+        ty: String,
+    },
+    Bytes {
+        bins: Bins,
+        len: usize,
+        ty: String,
+    },
+    Time {
+        src: TimeSrc,
+        nulls: Option<NullBuffer>,
+        mul: i64,
+        div: i64,
+        big: bool,
+        ty: String,
+    },
     /// Structured: per element, each field in descr order (`None` = padding, written as zeros).
     Struct(Vec<(Option<Elems>, usize, usize)>),
 }
@@ -886,9 +932,11 @@ impl Elems {
             NumpyDtype::Int { size, .. } | NumpyDtype::Float { size, .. } => {
                 raw(arr.as_ref(), *size as usize, dt.swap_width())
             }
-            NumpyDtype::Complex { size, .. } => {
-                raw(arr.as_fixed_size_list().values().as_ref(), *size as usize, dt.swap_width())
-            }
+            NumpyDtype::Complex { size, .. } => raw(
+                arr.as_fixed_size_list().values().as_ref(),
+                *size as usize,
+                dt.swap_width(),
+            ),
             NumpyDtype::Unicode { chars, order } => Elems::Unicode {
                 strs: Strs::new(arr.as_ref()).expect("checked by accepts"),
                 chars: *chars,
@@ -903,13 +951,32 @@ impl Elems {
             NumpyDtype::Datetime { unit, order } | NumpyDtype::Timedelta { unit, order } => {
                 let src_ns = temporal_ns(arr.data_type()).expect("checked by accepts");
                 let dst_ns = np_unit_ns(*unit).expect("checked by accepts");
-                let (mul, div) = if src_ns >= dst_ns { (src_ns / dst_ns, 1) } else { (1, dst_ns / src_ns) };
+                let (mul, div) = if src_ns >= dst_ns {
+                    (src_ns / dst_ns, 1)
+                } else {
+                    (1, dst_ns / src_ns)
+                };
                 let d = arr.to_data();
                 let src = match arr.data_type() {
-                    DataType::Date32 => TimeSrc::D32(ScalarBuffer::new(d.buffers()[0].clone(), d.offset(), d.len())),
-                    _ => TimeSrc::I64(ScalarBuffer::new(d.buffers()[0].clone(), d.offset(), d.len())),
+                    DataType::Date32 => TimeSrc::D32(ScalarBuffer::new(
+                        d.buffers()[0].clone(),
+                        d.offset(),
+                        d.len(),
+                    )),
+                    _ => TimeSrc::I64(ScalarBuffer::new(
+                        d.buffers()[0].clone(),
+                        d.offset(),
+                        d.len(),
+                    )),
                 };
-                Elems::Time { src, nulls: arr.logical_nulls(), mul, div, big: *order == ByteOrder::Big, ty }
+                Elems::Time {
+                    src,
+                    nulls: arr.logical_nulls(),
+                    mul,
+                    div,
+                    big: *order == ByteOrder::Big,
+                    ty,
+                }
             }
             NumpyDtype::Struct(fields) => {
                 let sa = arr.as_struct();
@@ -921,7 +988,10 @@ impl Elems {
                         out.push((None, bytes, count));
                         continue;
                     }
-                    let mut child = sa.column_by_name(&f.name).expect("checked by accepts").clone();
+                    let mut child = sa
+                        .column_by_name(&f.name)
+                        .expect("checked by accepts")
+                        .clone();
                     for _ in &f.shape {
                         child = child.as_fixed_size_list().values().clone();
                     }
@@ -959,7 +1029,12 @@ impl Elems {
                 }
             }
             Elems::Bool(arr) => out.extend((a..b).map(|i| arr.value(i) as u8)),
-            Elems::Unicode { strs, chars, big, ty } => {
+            Elems::Unicode {
+                strs,
+                chars,
+                big,
+                ty,
+            } => {
                 for i in a..b {
                     let s = if strs.is_null(i) { "" } else { strs.value(i) };
                     let n = s.chars().count();
@@ -970,14 +1045,22 @@ impl Elems {
                     }
                     for c in s.chars() {
                         let c = c as u32;
-                        out.extend_from_slice(&if *big { c.to_be_bytes() } else { c.to_le_bytes() });
+                        out.extend_from_slice(&if *big {
+                            c.to_be_bytes()
+                        } else {
+                            c.to_le_bytes()
+                        });
                     }
                     out.resize(out.len() + (chars - n) * 4, 0);
                 }
             }
             Elems::Bytes { bins, len, ty } => {
                 for i in a..b {
-                    let s = if bins.is_null(i) { &[][..] } else { bins.value(i) };
+                    let s = if bins.is_null(i) {
+                        &[][..]
+                    } else {
+                        bins.value(i)
+                    };
                     if s.len() > *len {
                         return Err(unsupported(format!(
                             "value of {} bytes does not fit numpy dtype {ty}",
@@ -988,7 +1071,14 @@ impl Elems {
                     out.resize(out.len() + (len - s.len()), 0);
                 }
             }
-            Elems::Time { src, nulls, mul, div, big, ty } => {
+            Elems::Time {
+                src,
+                nulls,
+                mul,
+                div,
+                big,
+                ty,
+            } => {
                 for i in a..b {
                     let v = if nulls.as_ref().is_some_and(|n| n.is_null(i)) {
                         i64::MIN // NaT
@@ -1005,10 +1095,16 @@ impl Elems {
                             None
                         };
                         r.ok_or_else(|| {
-                            unsupported(format!("value {v} is not a whole number of numpy {ty} ticks"))
+                            unsupported(format!(
+                                "value {v} is not a whole number of numpy {ty} ticks"
+                            ))
                         })?
                     };
-                    out.extend_from_slice(&if *big { v.to_be_bytes() } else { v.to_le_bytes() });
+                    out.extend_from_slice(&if *big {
+                        v.to_be_bytes()
+                    } else {
+                        v.to_le_bytes()
+                    });
                 }
             }
             Elems::Struct(fields) => {
@@ -1069,7 +1165,13 @@ fn peel(arr: &ArrayRef, dt: Option<&NumpyDtype>, lists: bool) -> Option<(Vec<Lev
                 levels.push(Level::O64(l.offsets().clone()));
                 l.values().clone()
             }
-            _ => return if dt.is_none() { Some((levels, cur)) } else { None },
+            _ => {
+                return if dt.is_none() {
+                    Some((levels, cur))
+                } else {
+                    None
+                }
+            }
         };
         cur = next;
     }
@@ -1084,9 +1186,16 @@ fn native_dtype(leaves: &[ArrayRef], structs: bool) -> Option<NumpyDtype> {
     let int = |size: u8, signed: bool| NumpyDtype::Int {
         size,
         signed,
-        order: if size == 1 { ByteOrder::NotApplicable } else { ByteOrder::Little },
+        order: if size == 1 {
+            ByteOrder::NotApplicable
+        } else {
+            ByteOrder::Little
+        },
     };
-    let float = |size: u8| NumpyDtype::Float { size, order: ByteOrder::Little };
+    let float = |size: u8| NumpyDtype::Float {
+        size,
+        order: ByteOrder::Little,
+    };
     Some(match first.data_type() {
         T::Boolean => NumpyDtype::Bool,
         T::Int8 => int(1, true),
@@ -1100,10 +1209,22 @@ fn native_dtype(leaves: &[ArrayRef], structs: bool) -> Option<NumpyDtype> {
         T::Float16 => float(2),
         T::Float32 => float(4),
         T::Float64 => float(8),
-        T::Timestamp(u, _) => NumpyDtype::Datetime { unit: np_unit(u), order: ByteOrder::Little },
-        T::Date32 => NumpyDtype::Datetime { unit: NpTimeUnit::Day, order: ByteOrder::Little },
-        T::Date64 => NumpyDtype::Datetime { unit: NpTimeUnit::Milli, order: ByteOrder::Little },
-        T::Duration(u) => NumpyDtype::Timedelta { unit: np_unit(u), order: ByteOrder::Little },
+        T::Timestamp(u, _) => NumpyDtype::Datetime {
+            unit: np_unit(u),
+            order: ByteOrder::Little,
+        },
+        T::Date32 => NumpyDtype::Datetime {
+            unit: NpTimeUnit::Day,
+            order: ByteOrder::Little,
+        },
+        T::Date64 => NumpyDtype::Datetime {
+            unit: NpTimeUnit::Milli,
+            order: ByteOrder::Little,
+        },
+        T::Duration(u) => NumpyDtype::Timedelta {
+            unit: np_unit(u),
+            order: ByteOrder::Little,
+        },
         t if is_string(t) => {
             let mut chars = 1;
             for l in leaves {
@@ -1114,7 +1235,10 @@ fn native_dtype(leaves: &[ArrayRef], structs: bool) -> Option<NumpyDtype> {
                     }
                 }
             }
-            NumpyDtype::Unicode { chars, order: ByteOrder::Little }
+            NumpyDtype::Unicode {
+                chars,
+                order: ByteOrder::Little,
+            }
         }
         t if is_binary(t) => {
             let mut len = 1;
@@ -1132,15 +1256,25 @@ fn native_dtype(leaves: &[ArrayRef], structs: bool) -> Option<NumpyDtype> {
             let mut fields = Vec::with_capacity(children.len());
             for (k, c) in children.iter().enumerate() {
                 let mut shape = Vec::new();
-                let mut cl: Vec<ArrayRef> = leaves.iter().map(|l| l.as_struct().column(k).clone()).collect();
+                let mut cl: Vec<ArrayRef> = leaves
+                    .iter()
+                    .map(|l| l.as_struct().column(k).clone())
+                    .collect();
                 let mut t = c.data_type().clone();
                 while let T::FixedSizeList(f, n) = t {
                     shape.push(n as usize);
-                    cl = cl.iter().map(|a| a.as_fixed_size_list().values().clone()).collect();
+                    cl = cl
+                        .iter()
+                        .map(|a| a.as_fixed_size_list().values().clone())
+                        .collect();
                     t = f.data_type().clone();
                 }
                 let dtype = native_dtype(&cl, true)?;
-                fields.push(StructField { name: c.name().clone(), dtype, shape });
+                fields.push(StructField {
+                    name: c.name().clone(),
+                    dtype,
+                    shape,
+                });
             }
             NumpyDtype::Struct(fields)
         }
@@ -1159,9 +1293,18 @@ struct Tensor {
 impl Tensor {
     fn new(arr: &ArrayRef, dt: &NumpyDtype, lists: bool) -> Result<Self> {
         let (levels, leaf) = peel(arr, Some(dt), lists).ok_or_else(|| {
-            unsupported(format!("Arrow {} is not a tensor of numpy dtype {}", arr.data_type(), dt.to_dtype_str()))
+            unsupported(format!(
+                "Arrow {} is not a tensor of numpy dtype {}",
+                arr.data_type(),
+                dt.to_dtype_str()
+            ))
         })?;
-        Ok(Tensor { levels, elems: Elems::new(&leaf, dt)?, nulls: arr.logical_nulls(), len: arr.len() })
+        Ok(Tensor {
+            levels,
+            elems: Elems::new(&leaf, dt)?,
+            nulls: arr.logical_nulls(),
+            len: arr.len(),
+        })
     }
     #[inline]
     fn is_null(&self, row: usize) -> bool {
@@ -1215,7 +1358,11 @@ struct NdType {
 
 impl NdType {
     fn of(dt: &NumpyDtype) -> Self {
-        NdType { ty: TypeEnc::of(dt), kind: kind_of(dt), itemsize: dt.itemsize() }
+        NdType {
+            ty: TypeEnc::of(dt),
+            kind: kind_of(dt),
+            itemsize: dt.itemsize(),
+        }
     }
 }
 
@@ -1228,7 +1375,11 @@ fn resolve_tensor(
     structs: bool,
 ) -> Result<(NumpyDtype, Vec<Tensor>)> {
     if let Some(dt) = dtype {
-        if let Ok(ts) = arrays.iter().map(|a| Tensor::new(a, dt, lists)).collect::<Result<Vec<_>>>() {
+        if let Ok(ts) = arrays
+            .iter()
+            .map(|a| Tensor::new(a, dt, lists))
+            .collect::<Result<Vec<_>>>()
+        {
             return Ok((dt.clone(), ts));
         }
     }
@@ -1236,13 +1387,24 @@ fn resolve_tensor(
     for a in arrays {
         match peel(a, None, lists) {
             Some((_, leaf)) => leaves.push(leaf),
-            None => return Err(unsupported(format!("Arrow {} is not a tensor", a.data_type()))),
+            None => {
+                return Err(unsupported(format!(
+                    "Arrow {} is not a tensor",
+                    a.data_type()
+                )))
+            }
         }
     }
-    let t = arrays.first().map(|a| a.data_type().to_string()).unwrap_or_default();
+    let t = arrays
+        .first()
+        .map(|a| a.data_type().to_string())
+        .unwrap_or_default();
     let dt = native_dtype(&leaves, structs)
         .ok_or_else(|| unsupported(format!("Arrow {t} has no numpy dtype")))?;
-    let ts = arrays.iter().map(|a| Tensor::new(a, &dt, lists)).collect::<Result<Vec<_>>>()?;
+    let ts = arrays
+        .iter()
+        .map(|a| Tensor::new(a, &dt, lists))
+        .collect::<Result<Vec<_>>>()?;
     Ok((dt, ts))
 }
 
@@ -1321,7 +1483,12 @@ prim_enc!(IntEnc, Int64Type, |b, v| wire::sint(b, v), 5);
 prim_enc!(UIntEnc, UInt64Type, |b, v| wire::uint(b, v), 5);
 prim_enc!(F64Enc, Float64Type, |b, v| wire::f64(b, v), 9);
 prim_enc!(F32Enc, Float32Type, |b, v| wire::f32(b, v), 5);
-prim_enc!(TsExtEnc, TimestampNanosecondType, |b, v| wire::timestamp_ns(b, v), 10);
+prim_enc!(
+    TsExtEnc,
+    TimestampNanosecondType,
+    |b, v| wire::timestamp_ns(b, v),
+    10
+);
 
 struct StrEnc(Strs);
 impl ColumnEncoder for StrEnc {
@@ -1367,8 +1534,12 @@ impl ScalarEnc {
     fn new(arr: &ArrayRef, dtype: Option<&NumpyDtype>) -> Result<Self> {
         let dt = match dtype.filter(|d| accepts(d, arr.data_type())) {
             Some(d) => d.clone(),
-            None => native_dtype(std::slice::from_ref(arr), false)
-                .ok_or_else(|| unsupported(format!("Arrow {} has no numpy scalar type", arr.data_type())))?,
+            None => native_dtype(std::slice::from_ref(arr), false).ok_or_else(|| {
+                unsupported(format!(
+                    "Arrow {} has no numpy scalar type",
+                    arr.data_type()
+                ))
+            })?,
         };
         let elems = Elems::new(arr, &dt)?;
         let mut p = Vec::with_capacity(32);
@@ -1378,7 +1549,12 @@ impl ScalarEnc {
         ty.write(&mut p, ty.forms_and_body().0[0]);
         p.extend_from_slice(b"\xc4\x04data");
         wire::bin_hdr_sized(&mut p, dt.itemsize(), wire::bin_forms(dt.itemsize())[0]);
-        Ok(ScalarEnc { prefix: p, elems, nulls: arr.logical_nulls(), len: arr.len() })
+        Ok(ScalarEnc {
+            prefix: p,
+            elems,
+            nulls: arr.logical_nulls(),
+            len: arr.len(),
+        })
     }
 }
 
@@ -1412,7 +1588,10 @@ impl TensorEnc {
         let mut t = ts.pop().expect("one array");
         // A null in a column that held 0-d datetime ndarrays was a NaT: write it back as one
         // (the element writer turns nulls into NaT). Without metadata a null stays nil.
-        let temporal = matches!(dt, NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. });
+        let temporal = matches!(
+            dt,
+            NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. }
+        );
         if temporal && t.levels.is_empty() && dtype.is_some() {
             t.nulls = None;
         }
@@ -1421,13 +1600,23 @@ impl TensorEnc {
             Some(shape) => {
                 let per_row: usize = shape.iter().product();
                 let mut o = Out::new(false);
-                NdHead { ty: &nd.ty, kind: nd.kind, shape: &shape, data_len: per_row * nd.itemsize }
-                    .write(&mut o)?;
+                NdHead {
+                    ty: &nd.ty,
+                    kind: nd.kind,
+                    shape: &shape,
+                    data_len: per_row * nd.itemsize,
+                }
+                .write(&mut o)?;
                 Some((shape, per_row, o.buf))
             }
             None => None,
         };
-        Ok(TensorEnc { nd, t, fixed, shape: Vec::new() })
+        Ok(TensorEnc {
+            nd,
+            t,
+            fixed,
+            shape: Vec::new(),
+        })
     }
 
     fn head_range(&mut self, row: usize) -> Result<(usize, usize)> {
@@ -1449,8 +1638,13 @@ impl ColumnEncoder for TensorEnc {
             return self.t.elems.write(row * k, (row + 1) * k, &mut out.buf);
         }
         let (a, b) = self.head_range(row)?;
-        NdHead { ty: &self.nd.ty, kind: self.nd.kind, shape: &self.shape, data_len: (b - a) * self.nd.itemsize }
-            .write(out)?;
+        NdHead {
+            ty: &self.nd.ty,
+            kind: self.nd.kind,
+            shape: &self.shape,
+            data_len: (b - a) * self.nd.itemsize,
+        }
+        .write(out)?;
         self.t.elems.write(a, b, &mut out.buf)
     }
     fn nd_probe(&mut self, row: usize) -> Result<Option<NdProbe>> {
@@ -1458,7 +1652,12 @@ impl ColumnEncoder for TensorEnc {
             return Ok(None);
         }
         let (a, b) = self.head_range(row)?;
-        let h = NdHead { ty: &self.nd.ty, kind: self.nd.kind, shape: &self.shape, data_len: (b - a) * self.nd.itemsize };
+        let h = NdHead {
+            ty: &self.nd.ty,
+            kind: self.nd.kind,
+            shape: &self.shape,
+            data_len: (b - a) * self.nd.itemsize,
+        };
         h.probe().map(Some)
     }
     fn may_nd(&self) -> bool {
@@ -1466,7 +1665,11 @@ impl ColumnEncoder for TensorEnc {
     }
     fn size_hint(&self) -> usize {
         let mut s = Vec::new();
-        let elems = self.t.range(0, self.t.len, &mut s).map(|(a, b)| b - a).unwrap_or(0);
+        let elems = self
+            .t
+            .range(0, self.t.len, &mut s)
+            .map(|(a, b)| b - a)
+            .unwrap_or(0);
         let head = self.fixed.as_ref().map_or(48, |f| f.2.len());
         self.t.len * head + elems * self.nd.itemsize
     }
@@ -1483,7 +1686,9 @@ struct ComplexEnc {
 impl ComplexEnc {
     fn new(arr: &ArrayRef) -> Option<Self> {
         match arr.data_type() {
-            DataType::FixedSizeList(f, 2) if matches!(f.data_type(), DataType::Float64 | DataType::Float32) => {
+            DataType::FixedSizeList(f, 2)
+                if matches!(f.data_type(), DataType::Float64 | DataType::Float32) =>
+            {
                 Some(ComplexEnc {
                     parts: arr.as_fixed_size_list().values().clone(),
                     nulls: arr.logical_nulls(),
@@ -1510,7 +1715,8 @@ impl ColumnEncoder for ComplexEnc {
         }
         let (re, im) = (self.part(2 * row), self.part(2 * row + 1));
         py_complex_repr(re, im, &mut self.s);
-        out.buf.extend_from_slice(b"\x82\xc4\x07complex\xc3\xc4\x04data");
+        out.buf
+            .extend_from_slice(b"\x82\xc4\x07complex\xc3\xc4\x04data");
         wire::str(&mut out.buf, &self.s);
         Ok(())
     }
@@ -1534,7 +1740,13 @@ impl ColumnEncoder for ObjectEnc {
             return Ok(());
         }
         let v = self.bins.value(row);
-        NdHead { ty: &self.ty, kind: b"O", shape: &[], data_len: v.len() }.write(out)?;
+        NdHead {
+            ty: &self.ty,
+            kind: b"O",
+            shape: &[],
+            data_len: v.len(),
+        }
+        .write(out)?;
         out.buf.extend_from_slice(v);
         Ok(())
     }
@@ -1543,7 +1755,14 @@ impl ColumnEncoder for ObjectEnc {
             return Ok(None);
         }
         let n = self.bins.value(row).len();
-        NdHead { ty: &self.ty, kind: b"O", shape: &[], data_len: n }.probe().map(Some)
+        NdHead {
+            ty: &self.ty,
+            kind: b"O",
+            shape: &[],
+            data_len: n,
+        }
+        .probe()
+        .map(Some)
     }
     fn may_nd(&self) -> bool {
         true
@@ -1585,7 +1804,11 @@ struct ListEnc {
 impl ListEnc {
     fn new(arr: &ArrayRef) -> Result<Self> {
         let (shape, field, values): (ListShape, &Field, &ArrayRef) = match arr.data_type() {
-            DataType::FixedSizeList(f, n) => (ListShape::Fixed(*n as usize), f, arr.as_fixed_size_list().values()),
+            DataType::FixedSizeList(f, n) => (
+                ListShape::Fixed(*n as usize),
+                f,
+                arr.as_fixed_size_list().values(),
+            ),
             DataType::List(f) => {
                 let l = arr.as_list::<i32>();
                 (ListShape::O32(l.offsets().clone()), f, l.values())
@@ -1596,16 +1819,29 @@ impl ListEnc {
             }
             DataType::ListView(f) => {
                 let l = arr.as_list_view::<i32>();
-                (ListShape::V32(l.offsets().clone(), l.sizes().clone()), f, l.values())
+                (
+                    ListShape::V32(l.offsets().clone(), l.sizes().clone()),
+                    f,
+                    l.values(),
+                )
             }
             DataType::LargeListView(f) => {
                 let l = arr.as_list_view::<i64>();
-                (ListShape::V64(l.offsets().clone(), l.sizes().clone()), f, l.values())
+                (
+                    ListShape::V64(l.offsets().clone(), l.sizes().clone()),
+                    f,
+                    l.values(),
+                )
             }
             t => return Err(unsupported(format!("Arrow {t} is not a list"))),
         };
         let child = make_encoder(field, values)?;
-        Ok(ListEnc { shape, nulls: arr.logical_nulls(), child, len: arr.len() })
+        Ok(ListEnc {
+            shape,
+            nulls: arr.logical_nulls(),
+            child,
+            len: arr.len(),
+        })
     }
 }
 
@@ -1653,7 +1889,14 @@ impl StructEnc {
             key_ends.push(keys.len());
             names.push(f.name().clone());
         }
-        Ok(StructEnc { names, keys, key_ends, children, nulls: arr.logical_nulls(), len: arr.len() })
+        Ok(StructEnc {
+            names,
+            keys,
+            key_ends,
+            children,
+            nulls: arr.logical_nulls(),
+            len: arr.len(),
+        })
     }
 }
 
@@ -1666,9 +1909,11 @@ impl ColumnEncoder for StructEnc {
         wire::map_hdr(&mut out.buf, self.children.len());
         let mut start = 0;
         for (i, c) in self.children.iter_mut().enumerate() {
-            out.buf.extend_from_slice(&self.keys[start..self.key_ends[i]]);
+            out.buf
+                .extend_from_slice(&self.keys[start..self.key_ends[i]]);
             start = self.key_ends[i];
-            c.encode(row, out).map_err(|e| e.prepend_path(&self.names[i]))?;
+            c.encode(row, out)
+                .map_err(|e| e.prepend_path(&self.names[i]))?;
         }
         Ok(())
     }
@@ -1676,7 +1921,8 @@ impl ColumnEncoder for StructEnc {
         self.children.iter().any(|c| c.may_nd())
     }
     fn size_hint(&self) -> usize {
-        self.children.iter().map(|c| c.size_hint()).sum::<usize>() + self.len * (self.keys.len() + 1)
+        self.children.iter().map(|c| c.size_hint()).sum::<usize>()
+            + self.len * (self.keys.len() + 1)
     }
 }
 
@@ -1715,7 +1961,9 @@ fn field_meta(field: &Field) -> (Option<&str>, Option<NumpyDtype>) {
     let md = field.metadata();
     let kind = md.get(meta::KIND).map(String::as_str);
     // A dtype this crate cannot parse is treated as absent: the Arrow type decides.
-    let dtype = md.get(meta::DTYPE).and_then(|s| NumpyDtype::from_metadata(s).ok());
+    let dtype = md
+        .get(meta::DTYPE)
+        .and_then(|s| NumpyDtype::from_metadata(s).ok());
     (kind, dtype)
 }
 
@@ -1746,7 +1994,10 @@ pub(crate) fn make_encoder(field: &Field, arr: &ArrayRef) -> Result<Box<dyn Colu
         }
         Some("object") => {
             if let Some(bins) = Bins::new(arr.as_ref()) {
-                return Ok(Box::new(ObjectEnc { bins, ty: TypeEnc::of(&NumpyDtype::Object) }));
+                return Ok(Box::new(ObjectEnc {
+                    bins,
+                    ty: TypeEnc::of(&NumpyDtype::Object),
+                }));
             }
         }
         _ => {}
@@ -1769,9 +2020,9 @@ fn plain_encoder(arr: &ArrayRef) -> Result<Box<dyn ColumnEncoder>> {
         }
         t if is_string(t) => Box::new(StrEnc(Strs::new(arr.as_ref()).expect("string"))),
         t if is_binary(t) => Box::new(BinEnc(Bins::new(arr.as_ref()).expect("binary"))),
-        T::Timestamp(TimeUnit::Nanosecond, Some(tz)) if is_utc(tz) => {
-            Box::new(TsExtEnc(arr.as_primitive::<TimestampNanosecondType>().clone()))
-        }
+        T::Timestamp(TimeUnit::Nanosecond, Some(tz)) if is_utc(tz) => Box::new(TsExtEnc(
+            arr.as_primitive::<TimestampNanosecondType>().clone(),
+        )),
         T::Timestamp(..) | T::Date32 | T::Date64 | T::Duration(_) => {
             Box::new(TensorEnc::new(arr, None, false, false)?)
         }
@@ -1779,7 +2030,9 @@ fn plain_encoder(arr: &ArrayRef) -> Result<Box<dyn ColumnEncoder>> {
             Ok(t) => Box::new(t),
             Err(_) => Box::new(ListEnc::new(arr)?),
         },
-        T::List(_) | T::LargeList(_) | T::ListView(_) | T::LargeListView(_) => Box::new(ListEnc::new(arr)?),
+        T::List(_) | T::LargeList(_) | T::ListView(_) | T::LargeListView(_) => {
+            Box::new(ListEnc::new(arr)?)
+        }
         T::Struct(_) => Box::new(StructEnc::new(arr)?),
         T::Map(..) => {
             let m = arr.as_map();
@@ -1792,7 +2045,11 @@ fn plain_encoder(arr: &ArrayRef) -> Result<Box<dyn ColumnEncoder>> {
                 len: arr.len(),
             })
         }
-        t => return Err(unsupported(format!("Arrow type {t} has no msgpack-numpy encoding"))),
+        t => {
+            return Err(unsupported(format!(
+                "Arrow type {t} has no msgpack-numpy encoding"
+            )))
+        }
     })
 }
 
@@ -1825,9 +2082,24 @@ impl ColumnNd {
                 leaf = f.data_type();
             }
             let ok = match leaf {
-                T::Boolean | T::Int8 | T::Int16 | T::Int32 | T::Int64 | T::UInt8 | T::UInt16 | T::UInt32
-                | T::UInt64 | T::Float16 | T::Float32 | T::Float64 | T::Date32 | T::Date64 | T::Duration(_) => true,
-                T::Timestamp(u, tz) => !(matches!(u, TimeUnit::Nanosecond) && tz.as_deref().is_some_and(is_utc)),
+                T::Boolean
+                | T::Int8
+                | T::Int16
+                | T::Int32
+                | T::Int64
+                | T::UInt8
+                | T::UInt16
+                | T::UInt32
+                | T::UInt64
+                | T::Float16
+                | T::Float32
+                | T::Float64
+                | T::Date32
+                | T::Date64
+                | T::Duration(_) => true,
+                T::Timestamp(u, tz) => {
+                    !(matches!(u, TimeUnit::Nanosecond) && tz.as_deref().is_some_and(is_utc))
+                }
                 // Strings and bytes only inside a FixedSizeList (a plain str column stays a list).
                 t2 if is_string(t2) || is_binary(t2) => leaf != t,
                 _ => false,
@@ -1836,20 +2108,28 @@ impl ColumnNd {
                 return Ok(None);
             }
         }
-        if arrays.iter().any(|a| matches!(a.data_type(), T::Dictionary(..))) {
+        if arrays
+            .iter()
+            .any(|a| matches!(a.data_type(), T::Dictionary(..)))
+        {
             return Ok(None);
         }
         let (dt, parts) = match resolve_tensor(arrays, dtype.as_ref(), explicit, explicit) {
             Ok(r) => r,
             Err(_) => return Ok(None),
         };
-        let temporal = matches!(dt, NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. });
+        let temporal = matches!(
+            dt,
+            NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. }
+        );
         let mut inner: Option<Vec<usize>> = None;
         let mut n = 0usize;
         let mut s = Vec::new();
         for p in &parts {
             // Null rows have no ndarray form, except a flat datetime column: nulls are NaT.
-            if p.nulls.as_ref().is_some_and(|nb| nb.null_count() > 0) && !(temporal && p.levels.is_empty()) {
+            if p.nulls.as_ref().is_some_and(|nb| nb.null_count() > 0)
+                && !(temporal && p.levels.is_empty())
+            {
                 return Ok(None);
             }
             n += p.len;
@@ -1861,7 +2141,9 @@ impl ColumnNd {
             }
             for r in 0..p.len {
                 s.clear();
-                if p.range(r, r + 1, &mut s).is_err() || inner.get_or_insert_with(|| s.clone()) != &s {
+                if p.range(r, r + 1, &mut s).is_err()
+                    || inner.get_or_insert_with(|| s.clone()) != &s
+                {
                     return Ok(None);
                 }
             }
@@ -1871,17 +2153,31 @@ impl ColumnNd {
             // No rows: fixed axes are known, ragged ones are 0.
             None => parts
                 .first()
-                .map(|p| p.levels.iter().map(|l| if let Level::Fixed(k) = l { *k } else { 0 }).collect())
+                .map(|p| {
+                    p.levels
+                        .iter()
+                        .map(|l| if let Level::Fixed(k) = l { *k } else { 0 })
+                        .collect()
+                })
                 .unwrap_or_default(),
         };
         let mut shape = vec![n];
         shape.extend(inner);
-        Ok(Some(ColumnNd { nd: NdType::of(&dt), parts, shape }))
+        Ok(Some(ColumnNd {
+            nd: NdType::of(&dt),
+            parts,
+            shape,
+        }))
     }
 
     fn head(&self) -> NdHead<'_> {
         let elems: usize = self.shape.iter().product();
-        NdHead { ty: &self.nd.ty, kind: self.nd.kind, shape: &self.shape, data_len: elems * self.nd.itemsize }
+        NdHead {
+            ty: &self.nd.ty,
+            kind: self.nd.kind,
+            shape: &self.shape,
+            data_len: elems * self.nd.itemsize,
+        }
     }
 }
 
@@ -1893,7 +2189,9 @@ impl ColumnEncoder for ColumnNd {
         for p in &self.parts {
             s.clear();
             let (a, b) = p.range(0, p.len, &mut s)?;
-            p.elems.write(a, b, &mut out.buf).map_err(|e| e.at_record(row0))?;
+            p.elems
+                .write(a, b, &mut out.buf)
+                .map_err(|e| e.at_record(row0))?;
             row0 += p.len as u64;
         }
         Ok(())
@@ -1916,7 +2214,10 @@ pub(crate) struct ColumnList {
 
 impl ColumnList {
     pub(crate) fn new(field: &Field, arrays: &[ArrayRef]) -> Result<Self> {
-        let parts = arrays.iter().map(|a| Ok((make_encoder(field, a)?, a.len()))).collect::<Result<_>>()?;
+        let parts = arrays
+            .iter()
+            .map(|a| Ok((make_encoder(field, a)?, a.len())))
+            .collect::<Result<_>>()?;
         Ok(ColumnList { parts })
     }
 }
@@ -1928,7 +2229,8 @@ impl ColumnEncoder for ColumnList {
         let mut row0 = 0u64;
         for (enc, len) in &mut self.parts {
             for r in 0..*len {
-                enc.encode(r, out).map_err(|e| e.at_record(row0 + r as u64))?;
+                enc.encode(r, out)
+                    .map_err(|e| e.at_record(row0 + r as u64))?;
             }
             row0 += *len as u64;
         }
@@ -1964,7 +2266,28 @@ mod tests {
         //   -1,-32,-33,-128,-129,-32768,-32769,-2**31,-2**31-1,-2**63])   (msgpack 1.1)
         let want = "007fcc80ccffcd0100cdffffce00010000ceffffffffcf0000000100000000cf7fffffffffffffffffe0d0dfd080d1ff7fd18000d2ffff7fffd280000000d3ffffffff7fffffffd38000000000000000";
         let mut b = Vec::new();
-        for v in [0i64, 127, 128, 255, 256, 65535, 65536, (1 << 32) - 1, 1 << 32, i64::MAX, -1, -32, -33, -128, -129, -32768, -32769, -(1 << 31), -(1 << 31) - 1, i64::MIN] {
+        for v in [
+            0i64,
+            127,
+            128,
+            255,
+            256,
+            65535,
+            65536,
+            (1 << 32) - 1,
+            1 << 32,
+            i64::MAX,
+            -1,
+            -32,
+            -33,
+            -128,
+            -129,
+            -32768,
+            -32769,
+            -(1 << 31),
+            -(1 << 31) - 1,
+            i64::MIN,
+        ] {
             wire::sint(&mut b, v);
         }
         assert_eq!(hex(&b), want);
@@ -1982,7 +2305,18 @@ mod tests {
         wire::uint(&mut b, u64::MAX); // msgpack.packb(2**64-1)
         assert_eq!(hex(&b), "cfffffffffffffffff");
         // every form reads back
-        for v in [0i64, 5, 200, 40000, 1 << 40, -5, -100, -1000, -100000, i64::MIN] {
+        for v in [
+            0i64,
+            5,
+            200,
+            40000,
+            1 << 40,
+            -5,
+            -100,
+            -1000,
+            -100000,
+            i64::MIN,
+        ] {
             for &size in wire::sint_forms(v) {
                 let mut b = Vec::new();
                 wire::sint_sized(&mut b, v, size);
@@ -2043,18 +2377,30 @@ mod tests {
             ("000000000000f03f00000000000004c0", "(1-2.5j)"),
             ("9a9999999999b93f9a9999999999c93f", "(0.1+0.2j)"),
             ("2d431cebe2361a3ff168e388b5f8e43e", "(0.0001+1e-05j)"),
-            ("350f63bab4697b43000000000000f03f", "(1.2345678901234568e+17+1j)"),
+            (
+                "350f63bab4697b43000000000000f03f",
+                "(1.2345678901234568e+17+1j)",
+            ),
             ("00eb2af2548b11430000000000000000", "(1234567890123456+0j)"),
             ("ff7fe03779c341430000000000000000", "(9999999999999998+0j)"),
-            ("00003426f56b0c4300a0d88557347643", "(1000000000000000+1e+17j)"),
+            (
+                "00003426f56b0c4300a0d88557347643",
+                "(1000000000000000+1e+17j)",
+            ),
             ("000000000000f0ff000000000000f0ff", "(-inf-infj)"),
             ("000000000000f87f000000000000f8ff", "(nan+nanj)"),
             ("000000000000f8ff000000000000f87f", "(nan+nanj)"),
-            ("0100000000000000ffffffffffffef7f", "(5e-324+1.7976931348623157e+308j)"),
+            (
+                "0100000000000000ffffffffffffef7f",
+                "(5e-324+1.7976931348623157e+308j)",
+            ),
             ("000000000000e03f0000000000005940", "(0.5+100j)"),
             ("2d431cebe236fa3e92d54d06cff08044", "(2.5e-05+1e+22j)"),
             ("48afbc9af2d77a3e6e861bf0f92109c0", "(1e-07-3.14159j)"),
-            ("555555555555d53f555555555555e53f", "(0.3333333333333333+0.6666666666666666j)"),
+            (
+                "555555555555d53f555555555555e53f",
+                "(0.3333333333333333+0.6666666666666666j)",
+            ),
             ("7dc39425ad49b2540000000000000000", "(1e+100+0j)"),
             ("30058ee42eff2bab0000000000000000", "(-1e-100+0j)"),
             ("00000000000000000080e03779c34143", "1e+16j"),
@@ -2063,7 +2409,9 @@ mod tests {
         ];
         let mut s = String::new();
         for (h, want) in table {
-            let b: Vec<u8> = (0..16).map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap()).collect();
+            let b: Vec<u8> = (0..16)
+                .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap())
+                .collect();
             let re = f64::from_le_bytes(b[..8].try_into().unwrap());
             let im = f64::from_le_bytes(b[8..].try_into().unwrap());
             py_complex_repr(re, im, &mut s);
@@ -2079,11 +2427,20 @@ mod tests {
         let ty = TypeEnc::Str("<f4".into());
         for len in [3usize, 768, 100_000] {
             let shape = [len];
-            let h = NdHead { ty: &ty, kind: b"", shape: &shape, data_len: len * 4 };
+            let h = NdHead {
+                ty: &ty,
+                kind: b"",
+                shape: &shape,
+                data_len: len * 4,
+            };
             let p = h.probe().unwrap();
             let mut hit64 = 0;
             for start in 0..64u64 {
-                let mut out = Out { buf: Vec::new(), base: start, align: true };
+                let mut out = Out {
+                    buf: Vec::new(),
+                    base: start,
+                    align: true,
+                };
                 h.write(&mut out).unwrap();
                 let data = start + out.buf.len() as u64;
                 assert_eq!(data % 8, 0, "len {len} start {start}");

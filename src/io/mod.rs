@@ -112,9 +112,11 @@ impl FromStr for Format {
             "parquet" | "pq" => Format::Parquet,
             "feather" | "arrow" | "ipc" => Format::Ipc,
             "npz" => Format::Npz,
-            _ => return Err(Error::new(ErrorKind::Unsupported(format!(
+            _ => {
+                return Err(Error::new(ErrorKind::Unsupported(format!(
                 "unknown format {s:?}; expected one of: parquet, feather, arrow, ipc, npz, msgpack"
-            )))),
+            ))))
+            }
         })
     }
 }

@@ -687,7 +687,7 @@ impl<W: Write + Seek> NpzWriter<W> {
                     Some(d) => tempfile::tempfile_in(d).map_err(|e| io_error(d, e))?,
                     None => tempfile::tempfile()?,
                 };
-                col.spool = Some(BufWriter::with_capacity(1 << 20, f));
+                col.spool = Some(BufWriter::with_capacity(64 << 10, f));
             }
             col.append(array, first_row)
                 .map_err(|e| e.prepend_path(&col.name))?;
@@ -832,11 +832,8 @@ impl NpzColumn {
             Leaf::FixedBinary => {
                 let b = a.as_fixed_size_binary();
                 let w = b.value_length().max(0) as usize;
-                let vals = b.value_data();
-                // value_data() is the whole buffer; the array's values start at its offset.
-                let data = a.to_data();
-                let start = data.offset() * w;
-                spool.write_all(&vals[start..start + b.len() * w])?;
+                // value_data() starts at the array's first value (slicing trims it).
+                spool.write_all(&b.value_data()[..b.len() * w])?;
             }
         }
         Ok(())
@@ -1406,6 +1403,7 @@ mod tests {
             Field::new("h", DataType::Float16, true),
             Field::new("t", DataType::Timestamp(TimeUnit::Microsecond, None), true),
             Field::new("d", DataType::Date32, true),
+            Field::new("v", DataType::FixedSizeBinary(2), true),
         ]));
         let cols: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from(vec![1, -2, 3, 4])),
@@ -1425,6 +1423,10 @@ mod tests {
                 1_700_000_000_000_000,
             ])),
             Arc::new(PrimitiveArray::<Date32Type>::from(vec![0, 1, 19000, -5])),
+            Arc::new(
+                FixedSizeBinaryArray::try_from_iter([b"ab", b"\0\0", b"cd", b"e\0"].into_iter())
+                    .unwrap(),
+            ),
         ];
         let batch = RecordBatch::try_new(schema, cols).unwrap();
         let bytes = write_npz(&[batch.slice(0, 1), batch.slice(1, 3)]);
@@ -1436,7 +1438,7 @@ mod tests {
             .collect();
         assert_eq!(
             dtypes,
-            ["<i8", "<f4", ">f4", "<U5", "<U5", "|S3", "|b1", "<f2", "<M8[us]", "<M8[D]"]
+            ["<i8", "<f4", ">f4", "<U5", "<U5", "|S3", "|b1", "<f2", "<M8[us]", "<M8[D]", "|V2"]
         );
         assert_eq!(
             schema.field(1).data_type(),

@@ -29,21 +29,42 @@ pub fn norm_type(t: &DataType) -> DataType {
         DataType::List(x) => DataType::List(f(x, "item")),
         DataType::LargeList(x) => DataType::LargeList(f(x, "item")),
         DataType::FixedSizeList(x, n) => DataType::FixedSizeList(f(x, "item"), *n),
-        DataType::Struct(fs) => DataType::Struct(Fields::from(fs.iter().map(|x| f(x, x.name()).as_ref().clone()).collect::<Vec<_>>())),
+        DataType::Struct(fs) => DataType::Struct(Fields::from(
+            fs.iter()
+                .map(|x| f(x, x.name()).as_ref().clone())
+                .collect::<Vec<_>>(),
+        )),
         other => other.clone(),
     }
 }
 
 pub fn norm_array(a: &ArrayRef) -> ArrayRef {
-    let d = a.to_data().into_builder().data_type(norm_type(a.data_type()));
+    let d = a
+        .to_data()
+        .into_builder()
+        .data_type(norm_type(a.data_type()));
     let d = match a.data_type() {
-        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..) | DataType::Struct(_) => {
+        DataType::List(_)
+        | DataType::LargeList(_)
+        | DataType::FixedSizeList(..)
+        | DataType::Struct(_) => {
             let kids: Vec<_> = match a.data_type() {
                 DataType::Struct(_) => {
-                    let s = a.as_any().downcast_ref::<arrow_array::StructArray>().unwrap();
-                    s.columns().iter().map(|c| norm_array(c).to_data()).collect()
+                    let s = a
+                        .as_any()
+                        .downcast_ref::<arrow_array::StructArray>()
+                        .unwrap();
+                    s.columns()
+                        .iter()
+                        .map(|c| norm_array(c).to_data())
+                        .collect()
                 }
-                _ => a.to_data().child_data().iter().map(|c| norm_array(&make_array(c.clone())).to_data()).collect(),
+                _ => a
+                    .to_data()
+                    .child_data()
+                    .iter()
+                    .map(|c| norm_array(&make_array(c.clone())).to_data())
+                    .collect(),
             };
             d.child_data(kids)
         }

@@ -9,10 +9,17 @@ use crate::common::*;
 
 fn expected(name: &str) -> Vec<RecordBatch> {
     let f = File::open(golden_dir().join("good").join(format!("{name}.arrow"))).unwrap();
-    arrow_ipc::reader::FileReader::try_new(f, None).unwrap().map(|b| b.unwrap()).collect()
+    arrow_ipc::reader::FileReader::try_new(f, None)
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect()
 }
 
-fn read(name: &str, layout: &str, batch_size: usize) -> msgpack_arrow::Result<(Vec<RecordBatch>, Layout)> {
+fn read(
+    name: &str,
+    layout: &str,
+    batch_size: usize,
+) -> msgpack_arrow::Result<(Vec<RecordBatch>, Layout)> {
     let r = ReaderBuilder::new()
         .with_layout(layout.parse().unwrap())
         .with_batch_size(batch_size)
@@ -30,18 +37,34 @@ fn compare(name: &str, got: &[RecordBatch], want: &[RecordBatch]) -> Result<(), 
     let (Some(g), Some(w)) = (concat(got), concat(want)) else {
         return Ok(());
     };
-    let gn: Vec<_> = g.schema().fields().iter().map(|f| f.name().clone()).collect();
-    let wn: Vec<_> = w.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let gn: Vec<_> = g
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    let wn: Vec<_> = w
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
     if gn != wn {
         return Err(format!("{name}: columns {gn:?}, expected {wn:?}"));
     }
     for (i, n) in gn.iter().enumerate() {
         let (a, b) = (norm_array(g.column(i)), norm_array(w.column(i)));
         if a.data_type() != b.data_type() {
-            return Err(format!("{name}.{n}: type {}, expected {}", a.data_type(), b.data_type()));
+            return Err(format!(
+                "{name}.{n}: type {}, expected {}",
+                a.data_type(),
+                b.data_type()
+            ));
         }
         if a.to_data() != b.to_data() {
-            return Err(format!("{name}.{n}: values differ\n got: {a:?}\nwant: {b:?}"));
+            return Err(format!(
+                "{name}.{n}: values differ\n got: {a:?}\nwant: {b:?}"
+            ));
         }
     }
     Ok(())
@@ -69,7 +92,12 @@ fn golden_files_read_as_python_decodes_them() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {n} golden cases failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {n} golden cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -106,18 +134,31 @@ fn bad_inputs_give_positioned_errors() {
                 if !s.starts_with(want) {
                     failures.push(format!("{name}: {s:?} does not start with {want:?}"));
                 }
-                if let (Some(off), msgpack_arrow::ErrorKind::Truncated { have, .. }) = (case["offset"].as_u64(), e.kind()) {
+                if let (Some(off), msgpack_arrow::ErrorKind::Truncated { have, .. }) =
+                    (case["offset"].as_u64(), e.kind())
+                {
                     // reported from the start of the cut value: it plus what is left is where the input ends
                     if e.offset().map(|o| o + have) != Some(off) {
-                        failures.push(format!("{name}: offset {:?} + {have} left != {off} ({s})", e.offset()));
+                        failures.push(format!(
+                            "{name}: offset {:?} + {have} left != {off} ({s})",
+                            e.offset()
+                        ));
                     }
                 } else if let Some(off) = case["offset"].as_u64() {
                     if e.offset() != Some(off) {
-                        failures.push(format!("{name}: offset {:?}, expected {off} ({s})", e.offset()));
+                        failures.push(format!(
+                            "{name}: offset {:?}, expected {off} ({s})",
+                            e.offset()
+                        ));
                     }
                 }
             }
         }
     }
-    assert!(failures.is_empty(), "{} bad cases wrong:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} bad cases wrong:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
