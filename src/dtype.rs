@@ -23,6 +23,9 @@ pub mod meta {
     /// Schema: how rows were contained: `stream` (concatenated objects), `array` (one top-level
     /// array), `ndarray` (one bare ndarray whose axis 0 are the rows).
     pub const CONTAINER: &str = "msgpack_arrow.container";
+    /// Field of a ragged tensor column: the per-axis lengths that are the same in every row, as JSON
+    /// (`[null, 3]`), so an empty row's shape `(0, 3)` can be written back.
+    pub const SHAPE: &str = "msgpack_numpy.shape";
     /// Field (on the storage of a tensor extension): the Arrow extension name.
     pub const EXTENSION_NAME: &str = "ARROW:extension:name";
     /// Field: the Arrow extension metadata (JSON).

@@ -260,7 +260,7 @@ pub(crate) struct Plan {
 
 /// Layout decision from the first object alone. `None` for an empty input.
 fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result<Option<Plan>> {
-    let mut c = Cursor::new(data, 0);
+    let c = Cursor::new(data, 0);
     if c.is_empty() {
         return Ok(None);
     }

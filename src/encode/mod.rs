@@ -16,8 +16,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! How each Arrow column is written is decided once per batch and column (see
-//! [`values::make_encoder`]): the field metadata written by the reader (`msgpack_numpy.dtype`,
+//! How each Arrow column is written is decided once per batch and column (`values::make_encoder`): the field metadata written by the reader (`msgpack_numpy.dtype`,
 //! `msgpack_numpy.kind`) restores the exact numpy form; without it the Arrow type decides (SPEC §3).
 //! The schema metadata `msgpack_arrow.layout` / `msgpack_arrow.container` restore how rows were
 //! contained (a stream of objects, one top-level array, one bare ndarray).
@@ -117,7 +116,8 @@ impl WriterBuilder {
             Some("ndarray") if layout == Layout::Values => Container::Ndarray,
             _ => Container::Stream,
         };
-        if layout == Layout::Values && schema.fields().len() != 1 {
+        // No columns (an empty input read as `values`) writes nothing.
+        if layout == Layout::Values && schema.fields().len() > 1 {
             return Err(Error::new(ErrorKind::Layout(format!(
                 "the values layout writes exactly one column; the schema has {}",
                 schema.fields().len()
@@ -174,6 +174,14 @@ impl<W: Write> Writer<W> {
     /// Encode one batch (its columns must match the schema given to the builder).
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         self.check(batch)?;
+        if self.layout == Layout::Values && self.schema.fields().is_empty() {
+            if batch.num_rows() > 0 {
+                return Err(Error::new(ErrorKind::Layout(
+                    "the values layout needs one column; the batch has none".to_string(),
+                )));
+            }
+            return Ok(());
+        }
         let n = batch.num_rows() as u64;
         match (self.layout, self.container) {
             (Layout::Values, Container::Stream) if !self.streaming => {
@@ -250,10 +258,11 @@ impl<W: Write> Writer<W> {
             }
             (Layout::Records, _) => {}
             (Layout::Columns, _) => self.encode_columns(&pending)?,
+            (Layout::Values, _) if self.schema.fields().is_empty() => {}
             (Layout::Values, Container::Ndarray) => {
                 let field = self.schema.field(0).clone();
                 let arrays: Vec<ArrayRef> = pending.iter().map(|b| b.column(0).clone()).collect();
-                match values::ColumnNd::try_new(&field, &arrays)
+                match values::ColumnNd::try_new(&field, &arrays, true)
                     .map_err(|e| e.prepend_path(field.name()))?
                 {
                     Some(mut nd) => {
@@ -402,6 +411,10 @@ impl<W: Write> Writer<W> {
     /// One map `{name: ndarray or list}` for the whole table.
     fn encode_columns(&mut self, batches: &[RecordBatch]) -> Result<()> {
         let names = self.schema.fields().clone();
+        // A table the reader made from a `columns` file marks its ndarray columns; the others
+        // were lists there. Other tables (Polars, ...) write plain numeric columns as ndarrays.
+        let from_columns_file =
+            self.schema.metadata().get(meta::LAYOUT).map(String::as_str) == Some("columns");
         let mut encs = Vec::with_capacity(names.len());
         for (c, f) in names.iter().enumerate() {
             let arrays: Vec<ArrayRef> = if batches.is_empty() {
@@ -409,7 +422,10 @@ impl<W: Write> Writer<W> {
             } else {
                 batches.iter().map(|b| b.column(c).clone()).collect()
             };
-            encs.push(values::column_encoder(f, &arrays).map_err(|e| e.prepend_path(f.name()))?);
+            encs.push(
+                values::column_encoder(f, &arrays, !from_columns_file)
+                    .map_err(|e| e.prepend_path(f.name()))?,
+            );
         }
         self.reserve(encs.iter().map(|e| e.size_hint()).sum::<usize>() + 16 * names.len());
         let fail = |c: usize, e: Error| e.prepend_path(names[c].name());
@@ -1102,8 +1118,13 @@ mod tests {
             hex(&write_batches(&[b.slice(0, 1), b.slice(1, 3)], Layout::Columns).unwrap()),
             want
         );
-        // Layout::Auto follows the schema metadata.
-        let auto = with_schema_md(b.clone(), "columns", "stream");
+        // Layout::Auto follows the schema metadata (as the reader sets it, with field metadata).
+        let x = b.column(0).clone();
+        let auto = with_schema_md(
+            batch(vec![col_md("x", x, "ndarray", "<f4")]),
+            "columns",
+            "stream",
+        );
         assert_eq!(hex(&write_batches(&[auto], Layout::Auto).unwrap()), want);
 
         // msgpack_numpy.packb(np.arange(5, dtype='<i8'))  (values layout, one bare ndarray)
@@ -1156,6 +1177,37 @@ mod tests {
             hex(&write_batches(&[n], Layout::Columns).unwrap()),
             "81a16192cb3ff0000000000000c0"
         );
+        // msgpack_numpy.packb({'a': [1, 2, 3], 'b': ['x', 'y', 'z'], 'c': np.arange(3.0)}) as the
+        // reader gives it back: only the ndarray column carries metadata, the lists stay lists.
+        let c = with_schema_md(
+            batch(vec![
+                col("a", Arc::new(Int64Array::from(vec![1, 2, 3]))),
+                col("b", Arc::new(StringArray::from(vec!["x", "y", "z"]))),
+                col_md(
+                    "c",
+                    Arc::new(Float64Array::from(vec![0., 1., 2.])),
+                    "ndarray",
+                    "<f8",
+                ),
+            ]),
+            "columns",
+            "stream",
+        );
+        assert_eq!(
+            hex(&write_batches(&[c], Layout::Auto).unwrap()),
+            "83a16193010203a16293a178a179a17aa16385c4026e64c3c40474797065a33c6638c4046b696e64c400c40573686170659103c40464617461c4180000000000000000000000000000f03f0000000000000040"
+        );
+        // An empty input reads as a values table without columns: it writes an empty file.
+        let empty = with_schema_md(
+            RecordBatch::new_empty(Arc::new(Schema::empty())),
+            "values",
+            "stream",
+        );
+        let w = WriterBuilder::new()
+            .with_layout(Layout::Auto)
+            .build(Vec::new(), empty.schema())
+            .unwrap();
+        assert!(w.finish().unwrap().is_empty());
         // Values layout needs exactly one column.
         let two = batch(vec![
             col("a", Arc::new(Int64Array::from(vec![1]))),
@@ -1330,69 +1382,5 @@ mod tests {
         assert_eq!(found.len(), 100);
         assert!(found.iter().all(|(o, _)| o % 8 == 0));
         assert!(found.iter().filter(|(o, _)| o % 64 == 0).count() >= 50);
-    }
-}
-#[cfg(test)]
-mod tmp_rt {
-    #[test]
-    #[ignore]
-    fn roundtrip_python_files() {
-        let mut bad = 0;
-        for e in std::fs::read_dir("/tmp/enc/rt").unwrap() {
-            let p = e.unwrap().path();
-            let data = std::fs::read(&p).unwrap();
-            let r = match crate::ReaderBuilder::new().build_from_slice(&data) {
-                Ok(r) => r,
-                Err(e) => {
-                    println!("{p:?}: READ {e}");
-                    bad += 1;
-                    continue;
-                }
-            };
-            let layout = r.layout();
-            let schema = r.schema();
-            let batches = match r.collect_batches() {
-                Ok(b) => b,
-                Err(e) => {
-                    println!("{p:?}: READ {e}");
-                    bad += 1;
-                    continue;
-                }
-            };
-            let mut w = match super::WriterBuilder::new()
-                .with_layout(crate::Layout::Auto)
-                .build(Vec::new(), schema.clone())
-            {
-                Ok(w) => w,
-                Err(e) => {
-                    println!("{p:?}: BUILD {e} {schema:?}");
-                    bad += 1;
-                    continue;
-                }
-            };
-            let res = batches
-                .iter()
-                .try_for_each(|b| w.write(b))
-                .and_then(|_| w.finish());
-            match res {
-                Ok(out) if out == data => println!("{p:?}: OK ({layout:?})"),
-                Ok(out) => {
-                    bad += 1;
-                    println!(
-                        "{p:?}: DIFF ({layout:?})\n  in  {}\n  out {}\n  schema {schema:?}",
-                        hexs(&data),
-                        hexs(&out)
-                    )
-                }
-                Err(e) => {
-                    bad += 1;
-                    println!("{p:?}: WRITE {e} schema {schema:?}")
-                }
-            }
-        }
-        println!("bad {bad}");
-    }
-    fn hexs(b: &[u8]) -> String {
-        b.iter().take(400).map(|x| format!("{x:02x}")).collect()
     }
 }

@@ -2065,15 +2065,21 @@ pub(crate) struct ColumnNd {
 }
 
 impl ColumnNd {
-    /// `None` when the column is not one ndarray: not a numeric/bool/temporal/tensor type (and no
-    /// `ndarray` metadata), null rows, or rows of different shapes.
-    pub(crate) fn try_new(field: &Field, arrays: &[ArrayRef]) -> Result<Option<Self>> {
+    /// `None` when the column is not one ndarray: null rows, rows of different shapes, or neither
+    /// `ndarray` metadata nor (when `plain_nd`) a numeric/bool/temporal/tensor type. `plain_nd` is
+    /// false for a table the reader made from a `columns` file: there a column without metadata
+    /// was a msgpack list, and stays one.
+    pub(crate) fn try_new(
+        field: &Field,
+        arrays: &[ArrayRef],
+        plain_nd: bool,
+    ) -> Result<Option<Self>> {
         use DataType as T;
         let (kind, dtype) = field_meta(field);
         let explicit = match kind {
             Some("ndarray") => true,
-            None => false,
-            Some(_) => return Ok(None),
+            None if plain_nd => false,
+            _ => return Ok(None),
         };
         let t = field.data_type();
         if !explicit {
@@ -2245,8 +2251,12 @@ impl ColumnEncoder for ColumnList {
 }
 
 /// The whole-column encoder for a `columns` map value: one ndarray when possible, else a list.
-pub(crate) fn column_encoder(field: &Field, arrays: &[ArrayRef]) -> Result<Box<dyn ColumnEncoder>> {
-    Ok(match ColumnNd::try_new(field, arrays)? {
+pub(crate) fn column_encoder(
+    field: &Field,
+    arrays: &[ArrayRef],
+    plain_nd: bool,
+) -> Result<Box<dyn ColumnEncoder>> {
+    Ok(match ColumnNd::try_new(field, arrays, plain_nd)? {
         Some(nd) => Box::new(nd),
         None => Box::new(ColumnList::new(field, arrays)?),
     })
