@@ -199,7 +199,10 @@ impl Ty {
                     elem
                 } else {
                     if shape.iter().any(|d| d.is_none()) && shape.iter().any(|d| d.is_some()) {
-                        md.insert(meta::SHAPE.to_string(), serde_json::json!(shape).to_string());
+                        md.insert(
+                            meta::SHAPE.to_string(),
+                            serde_json::json!(shape).to_string(),
+                        );
                     }
                     tensor_type(elem, shape, opts.tensor, &mut md)?
                 }

@@ -5,7 +5,7 @@
 use std::ffi::CStr;
 use std::sync::Arc;
 
-use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::{ArrowError, SchemaRef};
@@ -112,7 +112,7 @@ pub fn schema_capsule<'py>(py: Python<'py>, schema: &SchemaRef) -> PyResult<Boun
 
 /// Import the Arrow C stream of any object with `__arrow_c_stream__` (a Polars DataFrame, a
 /// pyarrow Table or RecordBatchReader, an [`ArrowStream`], ...), or of such a capsule itself.
-pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<ArrowArrayStreamReader> {
+pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
     let capsule = if let Ok(c) = obj.cast::<PyCapsule>() {
         c.clone()
     } else if obj.hasattr("__arrow_c_stream__")? {
@@ -128,7 +128,7 @@ pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<ArrowArrayStreamReader>
     // SAFETY: the capsule is named "arrow_array_stream", so by the PyCapsule protocol it holds an
     // ArrowArrayStream; `from_raw` moves it out and marks the original released, so the capsule's
     // destructor does not release it a second time.
-    unsafe { ArrowArrayStreamReader::from_raw(ptr.as_ptr().cast::<FFI_ArrowArrayStream>()) }
+    unsafe { RecordBatchStreamReader::from_raw(ptr.as_ptr().cast::<FFI_ArrowArrayStream>()) }
         .map_err(|e| PyValueError::new_err(format!("cannot import the Arrow stream: {e}")))
 }
 

@@ -296,7 +296,7 @@ fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result<Option<Pla
                 } else {
                     b.layout
                 },
-                container: Container::Empty,
+                container: Container::Array,
                 reason: "empty top-level array".into(),
                 schema: None,
                 first_row: 0,
@@ -446,7 +446,7 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             rows: Some(0),
         });
     };
-    if p.container == Container::Empty {
+    if p.container == Container::Empty || p.rows == Some(0) {
         return Ok(p);
     }
     let mut inf = Inferrer::new(b.infer_options());

@@ -16,7 +16,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! How each Arrow column is written is decided once per batch and column (`values::make_encoder`): the field metadata written by the reader (`msgpack_numpy.dtype`,
+//! How each Arrow column is written is decided once per batch and column (`values::make_encoder`):
+//! the field metadata written by the reader (`msgpack_numpy.dtype`,
 //! `msgpack_numpy.kind`) restores the exact numpy form; without it the Arrow type decides (SPEC §3).
 //! The schema metadata `msgpack_arrow.layout` / `msgpack_arrow.container` restore how rows were
 //! contained (a stream of objects, one top-level array, one bare ndarray).
@@ -841,6 +842,22 @@ mod tests {
             fsl(Arc::new(StringArray::from(vec!["a", "bcd"])), 2),
         )]);
         assert_eq!(records(&b), "81a17585c4026e64c3c40474797065a33c5533c4046b696e64c400c40573686170659102c40464617461c418610000000000000000000000620000006300000064000000");
+    }
+
+    #[test]
+    fn ragged_empty_row_keeps_uniform_axes() {
+        // msgpack_numpy.packb({'e': np.ones((2, 3), '<f4')}) + packb({'e': np.zeros((0, 3), '<f4')})
+        // read as List(List(Float32)) with msgpack_numpy.shape = [null, 3]
+        let e = list(
+            list(Arc::new(Float32Array::from(vec![1.0; 6])), vec![0, 3, 6]),
+            vec![0, 2, 2],
+        );
+        let mut m = md("ndarray", "<f4");
+        m.insert(meta::SHAPE.to_string(), "[null,3]".to_string());
+        let f = Field::new("e", e.data_type().clone(), true).with_metadata(m);
+        let b = batch(vec![(f, e)]);
+        let want = "81a16585c4026e64c3c40474797065a33c6634c4046b696e64c400c4057368617065920203c40464617461c4180000803f0000803f0000803f0000803f0000803f0000803f81a16585c4026e64c3c40474797065a33c6634c4046b696e64c400c4057368617065920003c40464617461c400";
+        assert_eq!(records(&b), want);
     }
 
     #[test]

@@ -1288,6 +1288,9 @@ struct Tensor {
     elems: Elems,
     nulls: Option<NullBuffer>,
     len: usize,
+    /// Per axis, the length every row has (`msgpack_numpy.shape` metadata of ragged columns): the
+    /// length of an axis that an empty row cannot show, e.g. the 3 of shape `(0, 3)`.
+    dims: Vec<Option<usize>>,
 }
 
 impl Tensor {
@@ -1304,7 +1307,21 @@ impl Tensor {
             elems: Elems::new(&leaf, dt)?,
             nulls: arr.logical_nulls(),
             len: arr.len(),
+            dims: Vec::new(),
         })
+    }
+    fn with_dims(mut self, dims: &[Option<usize>]) -> Self {
+        if dims.len() == self.levels.len() {
+            self.dims = dims.to_vec();
+        }
+        self
+    }
+    /// The length of axis `k` when no row shows it.
+    fn dim_or_zero(&self, k: usize) -> usize {
+        match self.levels.get(k) {
+            Some(Level::Fixed(n)) => *n,
+            _ => self.dims.get(k).copied().flatten().unwrap_or(0),
+        }
     }
     #[inline]
     fn is_null(&self, row: usize) -> bool {
@@ -1322,12 +1339,14 @@ impl Tensor {
     /// The shape of rows `a..b` taken together (each must have the same shape), pushed onto `shape`,
     /// and their flat element range.
     fn range(&self, mut a: usize, mut b: usize, shape: &mut Vec<usize>) -> Result<(usize, usize)> {
-        for l in &self.levels {
+        for (k, l) in self.levels.iter().enumerate() {
             let (len, na, nb) = match l {
                 Level::Fixed(n) => (*n, a * n, b * n),
                 Level::O32(o) => uniform(o.as_ref(), a, b)?,
                 Level::O64(o) => uniform(o.as_ref(), a, b)?,
             };
+            // No list at this level (an empty axis above): the metadata knows the length.
+            let len = if a == b { self.dim_or_zero(k) } else { len };
             shape.push(len);
             a = na;
             b = nb;
@@ -1583,9 +1602,15 @@ struct TensorEnc {
 }
 
 impl TensorEnc {
-    fn new(arr: &ArrayRef, dtype: Option<&NumpyDtype>, lists: bool, structs: bool) -> Result<Self> {
+    fn new(
+        arr: &ArrayRef,
+        dtype: Option<&NumpyDtype>,
+        lists: bool,
+        structs: bool,
+        dims: &[Option<usize>],
+    ) -> Result<Self> {
         let (dt, mut ts) = resolve_tensor(std::slice::from_ref(arr), dtype, lists, structs)?;
-        let mut t = ts.pop().expect("one array");
+        let mut t = ts.pop().expect("one array").with_dims(dims);
         // A null in a column that held 0-d datetime ndarrays was a NaT: write it back as one
         // (the element writer turns nulls into NaT). Without metadata a null stays nil.
         let temporal = matches!(
@@ -1957,6 +1982,15 @@ impl ColumnEncoder for MapEnc {
     }
 }
 
+/// `msgpack_numpy.shape`: per axis of a ragged tensor column, the length shared by every row.
+fn meta_dims(field: &Field) -> Vec<Option<usize>> {
+    field
+        .metadata()
+        .get(meta::SHAPE)
+        .and_then(|s| serde_json::from_str::<Vec<Option<usize>>>(s).ok())
+        .unwrap_or_default()
+}
+
 fn field_meta(field: &Field) -> (Option<&str>, Option<NumpyDtype>) {
     let md = field.metadata();
     let kind = md.get(meta::KIND).map(String::as_str);
@@ -1978,7 +2012,7 @@ pub(crate) fn make_encoder(field: &Field, arr: &ArrayRef) -> Result<Box<dyn Colu
     let (kind, dtype) = field_meta(field);
     match kind {
         Some("ndarray") => {
-            if let Ok(t) = TensorEnc::new(arr, dtype.as_ref(), true, true) {
+            if let Ok(t) = TensorEnc::new(arr, dtype.as_ref(), true, true, &meta_dims(field)) {
                 return Ok(Box::new(t));
             }
         }
@@ -2024,9 +2058,9 @@ fn plain_encoder(arr: &ArrayRef) -> Result<Box<dyn ColumnEncoder>> {
             arr.as_primitive::<TimestampNanosecondType>().clone(),
         )),
         T::Timestamp(..) | T::Date32 | T::Date64 | T::Duration(_) => {
-            Box::new(TensorEnc::new(arr, None, false, false)?)
+            Box::new(TensorEnc::new(arr, None, false, false, &[])?)
         }
-        T::FixedSizeList(..) => match TensorEnc::new(arr, None, false, false) {
+        T::FixedSizeList(..) => match TensorEnc::new(arr, None, false, false, &[]) {
             Ok(t) => Box::new(t),
             Err(_) => Box::new(ListEnc::new(arr)?),
         },
@@ -2121,7 +2155,16 @@ impl ColumnNd {
             return Ok(None);
         }
         let (dt, parts) = match resolve_tensor(arrays, dtype.as_ref(), explicit, explicit) {
-            Ok(r) => r,
+            Ok((dt, parts)) => {
+                let dims = meta_dims(field);
+                (
+                    dt,
+                    parts
+                        .into_iter()
+                        .map(|p| p.with_dims(&dims))
+                        .collect::<Vec<_>>(),
+                )
+            }
             Err(_) => return Ok(None),
         };
         let temporal = matches!(
@@ -2156,15 +2199,10 @@ impl ColumnNd {
         }
         let inner = match inner {
             Some(i) => i,
-            // No rows: fixed axes are known, ragged ones are 0.
+            // No rows: fixed axes are known, ragged ones from metadata or 0.
             None => parts
                 .first()
-                .map(|p| {
-                    p.levels
-                        .iter()
-                        .map(|l| if let Level::Fixed(k) = l { *k } else { 0 })
-                        .collect()
-                })
+                .map(|p| (0..p.levels.len()).map(|k| p.dim_or_zero(k)).collect())
                 .unwrap_or_default(),
         };
         let mut shape = vec![n];

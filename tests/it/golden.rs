@@ -162,3 +162,61 @@ fn bad_inputs_give_positioned_errors() {
         failures.join("\n")
     );
 }
+
+#[test]
+fn streaming_read_equals_in_memory_read() {
+    // a `Read` source decodes batch by batch from a bounded buffer
+    let m = manifest();
+    let mut failures = Vec::new();
+    for case in m["good"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let layout = case["layout"].as_str().unwrap();
+        let f = File::open(golden_dir().join("good").join(format!("{name}.msgpack"))).unwrap();
+        let r = ReaderBuilder::new()
+            .with_layout(layout.parse().unwrap())
+            .with_batch_size(4)
+            .with_infer_rows(None)
+            .build(std::io::BufReader::with_capacity(3, f))
+            .and_then(|r| r.collect::<msgpack_arrow::Result<Vec<_>>>());
+        match r {
+            Err(e) => failures.push(format!("{name}: {e}")),
+            Ok(got) => {
+                if let Err(e) = compare(name, &got, &expected(name)) {
+                    failures.push(e);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn projection_returns_only_the_asked_columns_in_order() {
+    let path = golden_dir().join("good/rec_embedding_100.msgpack");
+    let all = ReaderBuilder::new()
+        .build_from_path(&path)
+        .unwrap()
+        .collect_batches()
+        .unwrap();
+    let all = concat(&all).unwrap();
+    let r = ReaderBuilder::new()
+        .with_projection(Some(vec!["score".into(), "id".into()]))
+        .build_from_path(&path)
+        .unwrap();
+    let got = concat(&r.collect_batches().unwrap()).unwrap();
+    let names: Vec<_> = got
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(names, ["score", "id"]);
+    assert_eq!(got.column(0), all.column_by_name("score").unwrap());
+    assert_eq!(got.column(1), all.column_by_name("id").unwrap());
+    let e = ReaderBuilder::new()
+        .with_projection(Some(vec!["nope".into()]))
+        .build_from_path(&path)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("\"nope\" not found"), "{e}");
+}

@@ -4,4 +4,6 @@
 
 mod common;
 mod golden;
+mod hostile;
+mod python;
 mod roundtrip;

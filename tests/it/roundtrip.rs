@@ -12,14 +12,26 @@ fn good(name: &str) -> PathBuf {
     golden_dir().join("good").join(format!("{name}.msgpack"))
 }
 
-fn read_bytes(bytes: &[u8], layout: Layout) -> msgpack_arrow::Result<(Vec<RecordBatch>, arrow_schema::SchemaRef, Layout)> {
-    let r = ReaderBuilder::new().with_layout(layout).with_batch_size(7).build_from_slice(bytes)?;
+fn read_bytes(
+    bytes: &[u8],
+    layout: Layout,
+) -> msgpack_arrow::Result<(Vec<RecordBatch>, arrow_schema::SchemaRef, Layout)> {
+    let r = ReaderBuilder::new()
+        .with_layout(layout)
+        .with_batch_size(7)
+        .build_from_slice(bytes)?;
     let (s, l) = (r.schema(), r.layout());
     Ok((r.collect::<msgpack_arrow::Result<Vec<_>>>()?, s, l))
 }
 
-fn write(batches: &[RecordBatch], schema: arrow_schema::SchemaRef, layout: Layout) -> msgpack_arrow::Result<Vec<u8>> {
-    let mut w = WriterBuilder::new().with_layout(layout).build(Vec::new(), schema)?;
+fn write(
+    batches: &[RecordBatch],
+    schema: arrow_schema::SchemaRef,
+    layout: Layout,
+) -> msgpack_arrow::Result<Vec<u8>> {
+    let mut w = WriterBuilder::new()
+        .with_layout(layout)
+        .build(Vec::new(), schema)?;
     for b in batches {
         w.write(b)?;
     }
@@ -43,14 +55,27 @@ fn read_then_write_reproduces_python_bytes() {
         match r {
             Err(e) => failures.push(format!("{name}: {e}")),
             Ok(out) if out != input => {
-                let at = out.iter().zip(&input).position(|(a, b)| a != b).unwrap_or(out.len().min(input.len()));
-                failures.push(format!("{name}: differs at byte {at} (wrote {} bytes, input {})", out.len(), input.len()))
+                let at = out
+                    .iter()
+                    .zip(&input)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(out.len().min(input.len()));
+                failures.push(format!(
+                    "{name}: differs at byte {at} (wrote {} bytes, input {})",
+                    out.len(),
+                    input.len()
+                ))
             }
             Ok(_) => {}
         }
     }
     assert!(n >= 10, "only {n} byte-exact cases in the corpus");
-    assert!(failures.is_empty(), "{} of {n} byte-exact cases failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {n} byte-exact cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -62,15 +87,20 @@ fn write_then_read_returns_the_same_table_in_every_layout() {
         let name = case["name"].as_str().unwrap();
         let input = std::fs::read(good(name)).unwrap();
         let layout: Layout = case["layout"].as_str().unwrap().parse().unwrap();
-        let Ok((batches, schema, _)) = read_bytes(&input, layout) else { continue };
-        let Some(table) = concat(&batches) else { continue };
+        let Ok((batches, schema, _)) = read_bytes(&input, layout) else {
+            continue;
+        };
+        let Some(table) = concat(&batches) else {
+            continue;
+        };
         let mut outs = vec![Layout::Records, Layout::Columns];
         if schema.fields().len() == 1 {
             outs.push(Layout::Values);
         }
         for out in outs {
             n += 1;
-            let got = write(&batches, schema.clone(), out).and_then(|bytes| read_bytes(&bytes, out));
+            let got =
+                write(&batches, schema.clone(), out).and_then(|bytes| read_bytes(&bytes, out));
             match got {
                 Err(e) => failures.push(format!("{name} via {out}: {e}")),
                 Ok((b, _, _)) => {
@@ -78,19 +108,37 @@ fn write_then_read_returns_the_same_table_in_every_layout() {
                         failures.push(format!("{name} via {out}: no rows back"));
                         continue;
                     };
-                    if back.num_rows() != table.num_rows() || back.num_columns() != table.num_columns() {
-                        failures.push(format!("{name} via {out}: shape {}x{} != {}x{}", back.num_rows(), back.num_columns(), table.num_rows(), table.num_columns()));
+                    if back.num_rows() != table.num_rows()
+                        || back.num_columns() != table.num_columns()
+                    {
+                        failures.push(format!(
+                            "{name} via {out}: shape {}x{} != {}x{}",
+                            back.num_rows(),
+                            back.num_columns(),
+                            table.num_rows(),
+                            table.num_columns()
+                        ));
                         continue;
                     }
                     for i in 0..table.num_columns() {
                         let (a, b) = (norm_array(table.column(i)), norm_array(back.column(i)));
                         if a.data_type() != b.data_type() || a.to_data() != b.to_data() {
-                            failures.push(format!("{name} via {out}: column {} differs: {} vs {}", table.schema().field(i).name(), a.data_type(), b.data_type()));
+                            failures.push(format!(
+                                "{name} via {out}: column {} differs: {} vs {}",
+                                table.schema().field(i).name(),
+                                a.data_type(),
+                                b.data_type()
+                            ));
                         }
                     }
                 }
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {n} round trips failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {n} round trips failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
