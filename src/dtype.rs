@@ -26,6 +26,10 @@ pub mod meta {
     /// Field of a ragged tensor column: the per-axis lengths that are the same in every row, as JSON
     /// (`[null, 3]`), so an empty row's shape `(0, 3)` can be written back.
     pub const SHAPE: &str = "msgpack_numpy.shape";
+    /// Field of a top-level ragged tensor column: shapes that the nested Lists cannot express (an
+    /// axis of length 0 followed by non-zero ones, e.g. `(0, 5)`), as JSON `{"row": [dims]}` with
+    /// the row counted over the whole file.
+    pub const EMPTY_SHAPES: &str = "msgpack_numpy.empty_shapes";
     /// Field (on the storage of a tensor extension): the Arrow extension name.
     pub const EXTENSION_NAME: &str = "ARROW:extension:name";
     /// Field: the Arrow extension metadata (JSON).

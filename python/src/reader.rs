@@ -16,7 +16,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
-use crate::errors::{guarded, to_pyerr, Failure, Op};
+use crate::errors::{guarded, to_pyerr, Op};
 use crate::stream::{import_schema, schema_capsule, ArrowStream};
 
 /// Where the bytes come from.
@@ -108,30 +108,78 @@ fn plain_type(t: &DataType) -> DataType {
     }
 }
 
-/// The inferred schema with the fields named in `overrides` replaced by its types.
-fn apply_overrides(inferred: &Schema, overrides: &Schema) -> msgpack_arrow::Result<Schema> {
-    for o in overrides.fields() {
-        if inferred.field_with_name(o.name()).is_err() {
+/// The decoded schema with the fields named in `overrides` given its types; `None` where a
+/// column keeps its decoded type. `strict`: a name that is not a column is an error (without a
+/// projection; with one, an override of a column left out is ignored).
+fn apply_overrides(
+    decoded: &Schema,
+    overrides: &Schema,
+    strict: bool,
+) -> msgpack_arrow::Result<(Schema, Vec<Option<DataType>>)> {
+    if strict {
+        if let Some(o) = overrides
+            .fields()
+            .iter()
+            .find(|o| decoded.field_with_name(o.name()).is_err())
+        {
             return Err(msgpack_arrow::Error::new(msgpack_arrow::ErrorKind::Key(format!(
                 "schema_overrides names column {:?}, which is not in the input; the columns are: {}",
                 o.name(),
-                inferred.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+                decoded.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
             ))));
         }
     }
-    let fields: Vec<Field> = inferred
+    let mut casts = Vec::with_capacity(decoded.fields().len());
+    let fields: Vec<Field> = decoded
         .fields()
         .iter()
         .map(|f| match overrides.field_with_name(f.name()) {
-            // the numpy dtype metadata described the inferred type; it does not apply to the new one
-            Ok(o) => Field::new(f.name(), plain_type(o.data_type()), true),
-            Err(_) => f.as_ref().clone(),
+            Ok(o) if &plain_type(o.data_type()) != f.data_type() => {
+                let t = plain_type(o.data_type());
+                casts.push(Some(t.clone()));
+                // the numpy dtype metadata described the decoded type, not the new one
+                Field::new(f.name(), t, true)
+            }
+            _ => {
+                casts.push(None);
+                f.as_ref().clone()
+            }
         })
         .collect();
-    Ok(Schema::new_with_metadata(
-        fields,
-        inferred.metadata().clone(),
+    Ok((
+        Schema::new_with_metadata(fields, decoded.metadata().clone()),
+        casts,
     ))
+}
+
+/// Cast the overridden columns of a decoded batch (`safe: false`: a value that does not fit the
+/// new type is an error, not a silent null).
+fn cast_batch(
+    b: RecordBatch,
+    schema: &SchemaRef,
+    casts: &[Option<DataType>],
+) -> msgpack_arrow::Result<RecordBatch> {
+    if casts.iter().all(Option::is_none) {
+        return Ok(b);
+    }
+    let opts = arrow_cast::CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    let mut cols = Vec::with_capacity(b.num_columns());
+    for ((c, t), f) in b.columns().iter().zip(casts).zip(schema.fields()) {
+        cols.push(match t {
+            None => c.clone(),
+            Some(t) => arrow_cast::cast_with_options(c, t, &opts)
+                .map_err(|e| msgpack_arrow::Error::from(e).prepend_path(f.name()))?,
+        });
+    }
+    let rows = b.num_rows();
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        cols,
+        &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows)),
+    )?)
 }
 
 /// Reads msgpack-numpy as Arrow record batches.
@@ -142,13 +190,19 @@ fn apply_overrides(inferred: &Schema, overrides: &Schema) -> msgpack_arrow::Resu
 /// `source` is a path (`str`) or a bytes-like object (read-only buffers are decoded in place).
 /// `schema` (an object with `__arrow_c_schema__` or `__arrow_c_stream__`) is used instead of
 /// inferring one. `schema_overrides` (likewise; e.g. an empty Polars DataFrame) gives the types
-/// of the columns it names; the others are inferred. Iterating yields one `ArrowStream`
+/// of the columns it names: they are decoded as inferred and cast (arrow-cast, values that do not
+/// fit are errors) batch by batch. Iterating yields one `ArrowStream`
 /// per batch; `read_all()` gives them all as one.
 #[pyclass(module = "msgpack_arrow._internal", name = "Reader")]
 pub struct PyReader {
     /// Taken out while a batch is decoded with the GIL released (see `next_batch`).
     inner: Mutex<Option<Reader>>,
+    /// the schema the core decodes to
+    decoded: SchemaRef,
+    /// the output schema: `decoded` with `schema_overrides` applied
     schema: SchemaRef,
+    /// per output column, the type it is cast to (`schema_overrides`), if any
+    casts: Vec<Option<DataType>>,
     layout: Layout,
     reason: String,
     /// rows still to give when `n_rows` was set
@@ -195,24 +249,27 @@ impl PyReader {
             None => builder,
         };
         let overrides = schema_overrides.map(import_schema).transpose()?;
-        let reader = py
+        let strict = columns.is_none();
+        let (reader, schema, casts) = py
             .detach(|| {
                 guarded(|| {
-                    let builder = match overrides {
-                        Some(o) if !o.fields().is_empty() => {
-                            // infer first (a probe reader: planning only, no rows decoded for the
-                            // record/value layouts), then read with the full, overridden schema
-                            let inferred = source.build(builder.clone())?.schema();
-                            builder.with_schema(Arc::new(apply_overrides(&inferred, &o)?))
+                    let reader = source.build(builder.with_projection(columns))?;
+                    let decoded = reader.schema();
+                    let (schema, casts) = match overrides {
+                        Some(o) => {
+                            let (s, c) = apply_overrides(&decoded, &o, strict)?;
+                            (Arc::new(s), c)
                         }
-                        _ => builder,
+                        None => (decoded, Vec::new()),
                     };
-                    Ok(source.build(builder.with_projection(columns))?)
+                    Ok((reader, schema, casts))
                 })
             })
             .map_err(|f| to_pyerr(py, Op::Decode, f))?;
         Ok(PyReader {
-            schema: reader.schema(),
+            decoded: reader.schema(),
+            schema,
+            casts,
             layout: reader.layout(),
             reason: reader.layout_reason().to_string(),
             inner: Mutex::new(Some(reader)),
@@ -256,6 +313,12 @@ impl PyReader {
         ArrowStream::new(self.schema.clone(), Vec::new())
     }
 
+    /// An empty `ArrowStream` with the schema decoded before `schema_overrides` are applied: pass
+    /// it as `schema=` to read more files exactly as this one.
+    fn decoded_schema(&self) -> ArrowStream {
+        ArrowStream::new(self.decoded.clone(), Vec::new())
+    }
+
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }
@@ -291,7 +354,13 @@ impl PyReader {
             .map_err(|_| PyRuntimeError::new_err("reader poisoned"))?
             .take()
             .ok_or_else(|| PyRuntimeError::new_err("this Reader is in use by another thread"))?;
-        let r = py.detach(|| guarded(|| reader.next().transpose().map_err(Failure::from)));
+        let (schema, casts) = (&self.schema, &self.casts);
+        let r = py.detach(|| {
+            guarded(|| match reader.next().transpose()? {
+                Some(b) => Ok(Some(cast_batch(b, schema, casts)?)),
+                None => Ok(None),
+            })
+        });
         *self
             .inner
             .lock()

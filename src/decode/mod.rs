@@ -480,6 +480,8 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             };
             p.first_row = c.pos();
             let mut rows = 0usize;
+            let mut empties: HashMap<String, serde_json::Map<String, serde_json::Value>> =
+                HashMap::new();
             while left > 0 && !c.is_empty() {
                 let at = c.offset();
                 if rows < limit {
@@ -496,6 +498,7 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                         inf.value(&mut c, 0)
                     }
                     .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
+                    note_empty_shapes(&t, rows, &mut empties);
                     ty = ty
                         .merge(t)
                         .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
@@ -512,7 +515,8 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             }
             p.rows = Some(rows);
             if b.schema.is_none() {
-                p.schema = Some(Arc::new(ty_to_schema(ty, &inf)?));
+                let schema = ty_to_schema(ty, &inf)?;
+                p.schema = Some(Arc::new(attach_empty_shapes(schema, empties)));
             }
         }
         (Layout::Columns, _) => {
@@ -539,6 +543,60 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
         p.schema = Some(s.clone());
     }
     Ok(p)
+}
+
+/// The most shapes recorded per column (beyond it, such rows write back as `(0, 0, ...)`).
+const MAX_EMPTY_SHAPES: usize = 4096;
+
+/// Remember row shapes that nested Lists lose (a 0 axis followed by non-zero ones: `(0, 5)`).
+fn note_empty_shapes(
+    t: &Ty,
+    row: usize,
+    out: &mut HashMap<String, serde_json::Map<String, serde_json::Value>>,
+) {
+    let mut note = |name: &str, t: &Ty| {
+        if let Ty::Nd { shape, .. } = t {
+            let lost = shape
+                .iter()
+                .skip_while(|d| **d != Some(0))
+                .any(|d| d.is_some_and(|d| d > 0));
+            if lost {
+                let m = out.entry(name.to_string()).or_default();
+                if m.len() < MAX_EMPTY_SHAPES {
+                    m.insert(row.to_string(), serde_json::json!(shape));
+                }
+            }
+        }
+    };
+    match t {
+        Ty::Struct(fields) => fields.iter().for_each(|(k, v)| note(k, v)),
+        other => note("value", other),
+    }
+}
+
+fn attach_empty_shapes(
+    schema: Schema,
+    mut empties: HashMap<String, serde_json::Map<String, serde_json::Value>>,
+) -> Schema {
+    if empties.is_empty() {
+        return schema;
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match empties.remove(f.name()) {
+            Some(m) if matches!(f.data_type(), arrow_schema::DataType::List(_)) => {
+                let mut md = f.metadata().clone();
+                md.insert(
+                    meta::EMPTY_SHAPES.to_string(),
+                    serde_json::Value::Object(m).to_string(),
+                );
+                f.as_ref().clone().with_metadata(md)
+            }
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    Schema::new_with_metadata(fields, schema.metadata().clone())
 }
 
 /// Infer one `columns` map: the type of each column's rows.

@@ -259,6 +259,10 @@ impl<W: Write> Writer<W> {
             }
             (Layout::Records, _) => {}
             (Layout::Columns, _) => self.encode_columns(&pending)?,
+            // a file that was one empty top-level array (`[]`) is written back as one
+            (Layout::Values, Container::Array) if self.schema.fields().is_empty() => {
+                wire::array_hdr(&mut self.out.buf, 0)
+            }
             (Layout::Values, _) if self.schema.fields().is_empty() => {}
             (Layout::Values, Container::Ndarray) => {
                 let field = self.schema.field(0).clone();
@@ -326,12 +330,14 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    fn encoders(&self, batch: &RecordBatch) -> Result<Vec<Box<dyn ColumnEncoder>>> {
+    fn encoders(&self, batch: &RecordBatch, row0: u64) -> Result<Vec<Box<dyn ColumnEncoder>>> {
         self.schema
             .fields()
             .iter()
             .zip(batch.columns())
-            .map(|(f, c)| values::make_encoder(f, c).map_err(|e| e.prepend_path(f.name())))
+            .map(|(f, c)| {
+                values::make_top_encoder(f, c, row0).map_err(|e| e.prepend_path(f.name()))
+            })
             .collect()
     }
 
@@ -362,7 +368,7 @@ impl<W: Write> Writer<W> {
     /// One map per row, keys in schema order.
     fn encode_records(&mut self, batch: &RecordBatch, row0: u64) -> Result<()> {
         self.ensure_keys();
-        let mut encs = self.encoders(batch)?;
+        let mut encs = self.encoders(batch, row0)?;
         let ncols = encs.len();
         let mut hdr = Vec::with_capacity(5);
         wire::map_hdr(&mut hdr, ncols);
@@ -397,7 +403,7 @@ impl<W: Write> Writer<W> {
     /// One value per row (the single column).
     fn encode_values(&mut self, batch: &RecordBatch, row0: u64) -> Result<()> {
         let field = self.schema.field(0).clone();
-        let mut enc = values::make_encoder(&field, batch.column(0))
+        let mut enc = values::make_top_encoder(&field, batch.column(0), row0)
             .map_err(|e| e.prepend_path(field.name()))?;
         self.reserve(enc.size_hint());
         for row in 0..batch.num_rows() {

@@ -1596,6 +1596,8 @@ impl ColumnEncoder for ScalarEnc {
 struct TensorEnc {
     nd: NdType,
     t: Tensor,
+    /// rows (of this batch) whose shape the lists cannot tell: from `msgpack_numpy.empty_shapes`
+    overrides: std::collections::HashMap<usize, Vec<usize>>,
     /// Fixed shape: the shape, elements per row, and the whole head (non-aligned mode).
     fixed: Option<(Vec<usize>, usize, Vec<u8>)>,
     shape: Vec<usize>,
@@ -1639,6 +1641,7 @@ impl TensorEnc {
         Ok(TensorEnc {
             nd,
             t,
+            overrides: Default::default(),
             fixed,
             shape: Vec::new(),
         })
@@ -1646,7 +1649,14 @@ impl TensorEnc {
 
     fn head_range(&mut self, row: usize) -> Result<(usize, usize)> {
         self.shape.clear();
-        self.t.range(row, row + 1, &mut self.shape)
+        let r = self.t.range(row, row + 1, &mut self.shape)?;
+        if let Some(s) = self.overrides.get(&row) {
+            if r.0 == r.1 {
+                self.shape.clear();
+                self.shape.extend_from_slice(s);
+            }
+        }
+        Ok(r)
     }
 }
 
@@ -1999,6 +2009,32 @@ fn field_meta(field: &Field) -> (Option<&str>, Option<NumpyDtype>) {
         .get(meta::DTYPE)
         .and_then(|s| NumpyDtype::from_metadata(s).ok());
     (kind, dtype)
+}
+
+/// The encoder for a top-level column of a batch whose first row is row `row0` of the file: like
+/// [`make_encoder`], plus the empty-row shapes recorded in `msgpack_numpy.empty_shapes`.
+pub(crate) fn make_top_encoder(
+    field: &Field,
+    arr: &ArrayRef,
+    row0: u64,
+) -> Result<Box<dyn ColumnEncoder>> {
+    let (kind, dtype) = field_meta(field);
+    if let (Some("ndarray"), Some(shapes)) = (kind, field.metadata().get(meta::EMPTY_SHAPES)) {
+        let shapes: std::collections::HashMap<String, Vec<usize>> =
+            serde_json::from_str(shapes).unwrap_or_default();
+        if let Ok(mut t) = TensorEnc::new(arr, dtype.as_ref(), true, true, &meta_dims(field)) {
+            let end = row0 + arr.len() as u64;
+            for (k, v) in shapes {
+                if let Ok(r) = k.parse::<u64>() {
+                    if (row0..end).contains(&r) {
+                        t.overrides.insert((r - row0) as usize, v);
+                    }
+                }
+            }
+            return Ok(Box::new(t));
+        }
+    }
+    make_encoder(field, arr)
 }
 
 /// The encoder for one column (or struct child / list item) of one batch, chosen once from the

@@ -1,0 +1,435 @@
+"""Read and write msgpack-numpy (NumPy arrays inside MessagePack) as Polars DataFrames and Arrow.
+
+The decoding and encoding run in Rust (the ``msgpack-arrow`` crate) with the GIL released; data
+reaches Polars and pyarrow through the Arrow C stream interface, without a copy.
+
+>>> import io, polars as pl, msgpack_arrow as ma
+>>> df = pl.DataFrame({"id": [1, 2], "emb": [[0.5, 1.0], [1.5, 2.0]]},
+...                   schema={"id": pl.Int64, "emb": pl.Array(pl.Float32, 2)})
+>>> buf = io.BytesIO()
+>>> ma.write_msgpack(df, buf)
+>>> ma.read_msgpack(buf.getvalue()).equals(df)
+True
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import os
+import re
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, Literal, Union
+
+import polars as pl
+
+from ._internal import ArrowStream, Reader, __version__
+from ._internal import write as _write
+from .exceptions import DecodeError, EncodeError, MsgpackArrowError
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
+
+__all__ = [
+    "read_msgpack",
+    "read_arrow",
+    "scan_msgpack",
+    "write_msgpack",
+    "ArrowStream",
+    "Reader",
+    "MsgpackArrowError",
+    "DecodeError",
+    "EncodeError",
+    "__version__",
+]
+
+#: The Polars versions this release is tested with (pyproject pins the same range).
+TESTED_POLARS = ((2, 1), (2, 2))
+
+
+def _check_polars_version(version: str = pl.__version__) -> bool:
+    """Warn when Polars is outside the tested range; True when inside.
+
+    Data crosses through the Arrow C stream interface, which does not depend on the Polars
+    version, so another version only gets a warning (expression plugins, when they come, will
+    have to refuse instead).
+    """
+    m = re.match(r"(\d+)\.(\d+)", version)
+    lo, hi = TESTED_POLARS
+    if m and lo <= (int(m[1]), int(m[2])) < hi:
+        return True
+    warnings.warn(
+        f"msgpack_arrow {__version__} is tested with polars >={lo[0]}.{lo[1]},<{hi[0]}.{hi[1]}; "
+        f"polars {version} is installed. Reading and writing use the Arrow C stream interface and "
+        "should still work; please report any problem.",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return False
+
+
+_check_polars_version()
+
+Layout = Literal["auto", "records", "columns", "values"]
+PathLike = Union[str, "os.PathLike[str]"]
+Source = Union[PathLike, bytes, bytearray, memoryview, IO[bytes]]
+SchemaOverrides = Union[Mapping[str, "PolarsDataType"], Any]
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def _is_path(x: Any) -> bool:
+    return isinstance(x, (str, os.PathLike))
+
+
+def _path(x: PathLike) -> str:
+    return os.path.expanduser(os.fsdecode(os.fspath(x)))
+
+
+def _one_source(source: Source) -> str | bytes | bytearray | memoryview:
+    """A path (str) or bytes-like object the Rust reader takes."""
+    if _is_path(source):
+        return _path(source)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return source
+    read = getattr(source, "read", None)
+    if callable(read):
+        data = read()
+        if isinstance(data, str):
+            raise TypeError("source is a text file object; open it in binary mode ('rb')")
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"source.read() returned {type(data).__name__}, expected bytes")
+        return data
+    raise TypeError(
+        f"source must be a path, bytes-like object or binary file object, got {type(source).__name__}"
+    )
+
+
+def _columns(columns: str | Sequence[str] | None) -> list[str] | None:
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        return [columns]
+    out = list(columns)
+    for c in out:
+        if not isinstance(c, str):
+            raise TypeError(f"columns must be column names (str), got {type(c).__name__}")
+    return out
+
+
+def _overrides(schema_overrides: SchemaOverrides | None) -> Any:
+    """An object with the override types in its Arrow schema (an empty Polars DataFrame)."""
+    if schema_overrides is None:
+        return None
+    if isinstance(schema_overrides, Mapping):
+        if not schema_overrides:
+            return None
+        return pl.DataFrame(schema=dict(schema_overrides))
+    if hasattr(schema_overrides, "__arrow_c_schema__") or hasattr(schema_overrides, "__arrow_c_stream__"):
+        return schema_overrides  # a pyarrow Schema, an empty DataFrame, ...
+    raise TypeError("schema_overrides must be a dict of column name -> polars dtype")
+
+
+def _reader(source, *, columns=None, schema=None, n_rows=None, **kw) -> Reader:
+    return Reader(source, columns=_columns(columns), schema=schema, n_rows=n_rows, **kw)
+
+
+def read_arrow(
+    source: Source,
+    *,
+    layout: Layout = "auto",
+    columns: str | Sequence[str] | None = None,
+    n_rows: int | None = None,
+    schema_overrides: SchemaOverrides | None = None,
+    tensor: Literal["array", "extension"] = "array",
+    object_arrays: Literal["error", "raw"] = "error",
+    dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
+    batch_size: int = 65536,
+    infer_rows: int | None = None,
+) -> ArrowStream:
+    """Read msgpack-numpy into Arrow record batches.
+
+    Takes the same arguments as :func:`read_msgpack`. The result has ``__arrow_c_stream__``, so
+    ``pyarrow.table(obj)``, ``pl.DataFrame(obj)`` and any Arrow PyCapsule consumer take it without
+    a copy (as often as needed). Unlike a Polars DataFrame it keeps the Arrow field metadata
+    that records the exact numpy dtypes, so ``write_msgpack(read_arrow(f), ..., layout="auto")``
+    writes the file back byte for byte. ``tensor="extension"`` gives canonical
+    ``arrow.fixed_shape_tensor`` / ``arrow.variable_shape_tensor`` columns for pyarrow.
+
+    >>> import pyarrow as pa, msgpack_numpy as mn, numpy as np
+    >>> t = pa.table(read_arrow(mn.packb({"x": np.arange(6, dtype="<i2").reshape(2, 3)})))
+    >>> t.schema.field("x").type
+    FixedSizeListType(fixed_size_list<item: int16>[3])
+    """
+    r = _reader(
+        _one_source(source),
+        layout=layout,
+        columns=columns,
+        schema_overrides=_overrides(schema_overrides),
+        tensor=tensor,
+        object_arrays=object_arrays,
+        dialect=dialect,
+        batch_size=batch_size,
+        infer_rows=infer_rows,
+        n_rows=_n_rows(n_rows),
+    )
+    return r.read_all()
+
+
+def _n_rows(n: int | None) -> int | None:
+    if n is not None and n < 0:
+        raise ValueError("n_rows must be >= 0")
+    return n
+
+
+def read_msgpack(
+    source: Source,
+    *,
+    layout: Layout = "auto",
+    columns: str | Sequence[str] | None = None,
+    n_rows: int | None = None,
+    schema_overrides: SchemaOverrides | None = None,
+    tensor: Literal["array", "extension"] = "array",
+    object_arrays: Literal["error", "raw"] = "error",
+    dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
+    batch_size: int = 65536,
+    infer_rows: int | None = None,
+) -> pl.DataFrame:
+    """Read a msgpack-numpy file (or bytes) into a Polars DataFrame.
+
+    Parameters
+    ----------
+    source
+        A path (``str`` or ``os.PathLike``; plain files are memory-mapped, ``.zst``, ``.gz`` and
+        ``.lz4`` are decompressed on the fly), a bytes-like object (``bytes`` and read-only
+        buffers are decoded in place, a ``bytearray`` is copied once), or a binary file object
+        (read to the end first).
+    layout
+        How the file becomes rows: ``"records"`` (a stream of maps, one row each),
+        ``"columns"`` (one map of name -> ndarray/list), ``"values"`` (one column ``value``), or
+        ``"auto"`` (decided from the first object).
+    columns
+        Only these columns, in this order; the others are skipped without being decoded.
+    n_rows
+        Stop after this many rows.
+    schema_overrides
+        ``{column: polars dtype}``: give these columns these types instead of the inferred ones
+        (e.g. ``pl.Float32``, ``pl.Array(pl.Float64, 768)``, ``pl.List(pl.Int64)``). The
+        columns are decoded as inferred and cast in Rust (arrow-cast), batch by batch, before
+        they reach Polars; a value that does not fit the new type is an error, never a silent
+        null. Overridden columns lose the numpy dtype recorded in their Arrow field metadata.
+    tensor
+        ``"array"`` (default): ndarrays become ``pl.Array`` (fixed shape) or ``pl.List``
+        (ragged). ``"extension"``: Arrow's canonical tensor extension types (meant for
+        :func:`read_arrow` and pyarrow; Polars shows them as an Extension dtype).
+    object_arrays
+        ``"error"`` (default): an object (``'O'``) array, whose data is a pickle, is refused with
+        a :class:`DecodeError` and never unpickled. ``"raw"``: its pickle bytes as Binary.
+    dialect
+        Which ndarray encoding to recognise: ``"auto"``, ``"msgpack-numpy"`` or ``"openpi"``.
+    batch_size
+        Rows per internal Arrow batch (the DataFrame has one chunk per batch).
+    infer_rows
+        Infer the schema from this many rows (default: all).
+
+    Raises
+    ------
+    DecodeError
+        Malformed, truncated or hostile input (a ``ValueError``); ``e.offset``, ``e.record`` and
+        ``e.column`` say where.
+
+    Examples
+    --------
+    >>> import msgpack_numpy as mn, numpy as np
+    >>> data = b"".join(mn.packb({"id": i, "emb": np.full(3, i, dtype="<f4")}) for i in range(2))
+    >>> read_msgpack(data)
+    shape: (2, 2)
+    ┌─────┬───────────────────┐
+    │ id  ┆ emb               │
+    │ --- ┆ ---               │
+    │ i64 ┆ array[f32, 3]     │
+    ╞═════╪═══════════════════╡
+    │ 0   ┆ [0.0, 0.0, 0.0]   │
+    │ 1   ┆ [1.0, 1.0, 1.0]   │
+    └─────┴───────────────────┘
+    """
+    stream = read_arrow(
+        source,
+        layout=layout,
+        columns=columns,
+        n_rows=n_rows,
+        schema_overrides=schema_overrides,
+        tensor=tensor,
+        object_arrays=object_arrays,
+        dialect=dialect,
+        batch_size=batch_size,
+        infer_rows=infer_rows,
+    )
+    return pl.DataFrame(stream)
+
+
+def _expand(source: Any) -> list[str | bytes | bytearray | memoryview]:
+    """Paths, globs (sorted matches), directories (their files, sorted), lists of these; or one
+    in-memory source."""
+    if isinstance(source, (list, tuple)):
+        out: list = []
+        for s in source:
+            out.extend(_expand(s))
+        return out
+    if not _is_path(source):
+        return [_one_source(source)]
+    p = _path(source)
+    if _GLOB_CHARS.search(p) and not os.path.exists(p):
+        found = sorted(_glob.glob(p, recursive=True))
+        if not found:
+            raise FileNotFoundError(f"no file matches {p!r}")
+        return [f for f in found if os.path.isfile(f)]
+    if os.path.isdir(p):
+        return sorted(
+            os.path.join(p, f)
+            for f in os.listdir(p)
+            if not f.startswith(".") and os.path.isfile(os.path.join(p, f))
+        )
+    return [p]
+
+
+def scan_msgpack(
+    source: Source | Sequence[PathLike],
+    *,
+    layout: Layout = "auto",
+    columns: str | Sequence[str] | None = None,
+    n_rows: int | None = None,
+    schema_overrides: SchemaOverrides | None = None,
+    tensor: Literal["array", "extension"] = "array",
+    object_arrays: Literal["error", "raw"] = "error",
+    dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
+    batch_size: int = 65536,
+    infer_rows: int | None = None,
+) -> pl.LazyFrame:
+    """Lazily read msgpack-numpy files as a Polars LazyFrame (a Polars IO source).
+
+    ``source`` is what :func:`read_msgpack` takes, or a glob (``"data/*.msgpack"``, matches in
+    sorted order), a directory (its files, sorted), or a list of paths: their rows are
+    concatenated in that order. The schema is inferred from the first file (with
+    ``schema_overrides`` applied) and every later file is decoded with it.
+
+    Projection (only the columns the query needs are decoded), the predicate and ``head``/
+    ``n_rows`` are applied by the source itself, batch by batch: Polars does not re-apply them.
+    The other arguments are those of :func:`read_msgpack`.
+
+    >>> import msgpack_numpy as mn
+    >>> data = b"".join(mn.packb({"id": i, "label": str(i)}) for i in range(5))
+    >>> scan_msgpack(data).filter(pl.col("id") > 2).select("label").collect()["label"].to_list()
+    ['3', '4']
+    """
+    sources = _expand(source)
+    if not sources:
+        raise FileNotFoundError(f"no input files in {source!r}")
+    opts = dict(
+        layout=layout, tensor=tensor, object_arrays=object_arrays, dialect=dialect, infer_rows=infer_rows
+    )
+    overrides = _overrides(schema_overrides)
+    first = _reader(sources[0], schema_overrides=overrides, batch_size=1, **opts)
+    # the full (unprojected) schema the first file decodes to: every file is read with it
+    full_schema = first.decoded_schema()
+    all_columns = first.columns
+    base = _columns(columns) if columns is not None else all_columns
+    missing = [c for c in base if c not in all_columns]
+    if missing:
+        raise pl.exceptions.ColumnNotFoundError(f"columns {missing} not found; the columns are {all_columns}")
+    pl_schema = pl.DataFrame(first.empty()).select(base).schema
+    del first
+    limit = _n_rows(n_rows)
+
+    def io_source(
+        with_columns: list[str] | None,
+        predicate: pl.Expr | None,
+        n_rows: int | None,
+        _batch_size: int | None,
+    ) -> Iterator[pl.DataFrame]:
+        want = list(with_columns) if with_columns is not None else list(base)
+        read = list(want)
+        if predicate is not None:
+            read += [c for c in predicate.meta.root_names() if c not in read]
+        if not read:
+            # a query needing no column (pl.len()): decode the first column for the row count
+            read = all_columns[:1]
+        left = limit if n_rows is None else (n_rows if limit is None else min(n_rows, limit))
+        for src in sources:
+            if left == 0:
+                return
+            r = _reader(
+                src,
+                columns=read,
+                schema=full_schema,
+                schema_overrides=overrides,
+                n_rows=left if predicate is None else None,
+                batch_size=batch_size,
+                **opts,
+            )
+            for chunk in r:
+                df = pl.DataFrame(chunk)
+                if predicate is not None:
+                    df = df.filter(predicate)
+                if read != want:
+                    df = df.select(want)
+                if left is not None:
+                    if df.height > left:
+                        df = df.head(left)
+                    left -= df.height
+                yield df
+                if left == 0:
+                    return
+
+    return pl.io.plugins.register_io_source(io_source, schema=pl_schema)
+
+
+def write_msgpack(
+    df: pl.DataFrame | pl.LazyFrame | ArrowStream | Any,
+    target: PathLike | IO[bytes] | None,
+    *,
+    layout: Layout = "records",
+    aligned: bool = False,
+) -> bytes | None:
+    """Write a DataFrame (or any Arrow data) as msgpack-numpy, readable by ``msgpack_numpy``.
+
+    Parameters
+    ----------
+    df
+        A Polars DataFrame (a LazyFrame is collected), or anything with ``__arrow_c_stream__``
+        (a pyarrow Table, :func:`read_arrow`'s result, ...).
+    target
+        A path: written to a temporary file beside it and renamed over it when complete, so a
+        failed write leaves the previous file untouched. A binary file object: the bytes are
+        written to it. ``None``: the bytes are returned.
+    layout
+        ``"records"`` (one map per row, the default), ``"columns"`` (one map of name ->
+        ndarray/list), ``"values"`` (one column), or ``"auto"``: the layout recorded in the
+        Arrow schema by :func:`read_arrow` (else ``"records"``).
+    aligned
+        Place every ndarray payload at an offset that is a multiple of 64, using only wider
+        (still valid) msgpack encodings, so readers can view it in place. Default ``False``:
+        byte-identical to what Python ``msgpack_numpy`` writes.
+
+    Notes
+    -----
+    Numpy dtypes: a Polars dtype that names a numpy dtype (native-order numerics, bool, str,
+    bytes, and Array/List/Struct of those) is written as that dtype, so
+    ``msgpack_numpy.unpackb`` gives it back. What only Arrow field metadata records (big-endian
+    data, ``<U5`` widths, complex numbers, ...) is lost in a Polars DataFrame: use
+    :func:`read_arrow` to keep it.
+    """
+    if isinstance(df, pl.LazyFrame):
+        df = df.collect()
+    elif isinstance(df, pl.Series):
+        df = df.to_frame()
+    if target is None:
+        return _write(df, None, layout=layout, aligned=aligned)
+    if _is_path(target):
+        _write(df, _path(target), layout=layout, aligned=aligned)
+        return None
+    write = getattr(target, "write", None)
+    if not callable(write):
+        raise TypeError(f"target must be a path or a binary file object, got {type(target).__name__}")
+    write(_write(df, None, layout=layout, aligned=aligned))
+    return None
