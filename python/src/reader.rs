@@ -108,15 +108,42 @@ fn plain_type(t: &DataType) -> DataType {
     }
 }
 
-/// The decoded schema with the fields named in `overrides` given its types; `None` where a
-/// column keeps its decoded type. `strict`: a name that is not a column is an error (without a
-/// projection; with one, an override of a column left out is ignored).
-fn apply_overrides(
+/// The type Polars can import: a `FixedSizeList` of width 0 at any level becomes a `List`
+/// (Polars 2.1 panics importing `Array` width 0, pola-rs/polars#24409; see INTEROP.md).
+fn polars_type(t: &DataType) -> DataType {
+    let item = |f: &Arc<Field>| {
+        Arc::new(Field::new(
+            f.name(),
+            polars_type(f.data_type()),
+            f.is_nullable(),
+        ))
+    };
+    match t {
+        DataType::FixedSizeList(f, 0) => DataType::List(item(f)),
+        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(item(f), *n),
+        DataType::List(f) => DataType::List(item(f)),
+        DataType::LargeList(f) => DataType::LargeList(item(f)),
+        DataType::Struct(fs) => DataType::Struct(Fields::from(
+            fs.iter()
+                .map(|f| Field::new(f.name(), polars_type(f.data_type()), f.is_nullable()))
+                .collect::<Vec<_>>(),
+        )),
+        other => other.clone(),
+    }
+}
+
+/// The output schema: the decoded one with the fields named in `overrides` given their types
+/// and, `for_polars`, the types Polars cannot import mapped (see [`polars_type`]); with the
+/// type each column is cast to (`None`: kept as decoded). `strict`: an override naming no
+/// column is an error (without a projection; with one, an override of a column left out is
+/// ignored).
+fn output_schema(
     decoded: &Schema,
-    overrides: &Schema,
+    overrides: Option<&Schema>,
     strict: bool,
+    for_polars: bool,
 ) -> msgpack_arrow::Result<(Schema, Vec<Option<DataType>>)> {
-    if strict {
+    if let (Some(overrides), true) = (overrides, strict) {
         if let Some(o) = overrides
             .fields()
             .iter()
@@ -130,22 +157,29 @@ fn apply_overrides(
         }
     }
     let mut casts = Vec::with_capacity(decoded.fields().len());
-    let fields: Vec<Field> = decoded
-        .fields()
-        .iter()
-        .map(|f| match overrides.field_with_name(f.name()) {
-            Ok(o) if &plain_type(o.data_type()) != f.data_type() => {
-                let t = plain_type(o.data_type());
-                casts.push(Some(t.clone()));
-                // the numpy dtype metadata described the decoded type, not the new one
-                Field::new(f.name(), t, true)
-            }
-            _ => {
-                casts.push(None);
-                f.as_ref().clone()
-            }
-        })
-        .collect();
+    let mut fields = Vec::with_capacity(decoded.fields().len());
+    for f in decoded.fields() {
+        let over = overrides
+            .and_then(|o| o.field_with_name(f.name()).ok())
+            .map(|o| plain_type(o.data_type()));
+        let mut t = over.clone().unwrap_or_else(|| f.data_type().clone());
+        if for_polars {
+            t = polars_type(&t);
+        }
+        if &t == f.data_type() {
+            casts.push(None);
+            fields.push(f.as_ref().clone());
+        } else {
+            casts.push(Some(t.clone()));
+            // an override replaces the numpy dtype the metadata described; a Polars mapping keeps it
+            let md = if over.is_some() {
+                Default::default()
+            } else {
+                f.metadata().clone()
+            };
+            fields.push(Field::new(f.name(), t, true).with_metadata(md));
+        }
+    }
     Ok((
         Schema::new_with_metadata(fields, decoded.metadata().clone()),
         casts,
@@ -185,13 +219,15 @@ fn cast_batch(
 /// Reads msgpack-numpy as Arrow record batches.
 ///
 /// `Reader(source, *, layout="auto", columns=None, schema=None, schema_overrides=None, tensor="array",
-/// object_arrays="error", dialect="auto", batch_size=65536, infer_rows=None, n_rows=None)`
+/// object_arrays="error", dialect="auto", batch_size=65536, infer_rows=None, n_rows=None,
+/// for_polars=False)`
 ///
 /// `source` is a path (`str`) or a bytes-like object (read-only buffers are decoded in place).
 /// `schema` (an object with `__arrow_c_schema__` or `__arrow_c_stream__`) is used instead of
 /// inferring one. `schema_overrides` (likewise; e.g. an empty Polars DataFrame) gives the types
 /// of the columns it names: they are decoded as inferred and cast (arrow-cast, values that do not
-/// fit are errors) batch by batch. Iterating yields one `ArrowStream`
+/// fit are errors) batch by batch. `for_polars` maps the types Polars cannot import (`Array`
+/// of width 0 → `List`). Iterating yields one `ArrowStream`
 /// per batch; `read_all()` gives them all as one.
 #[pyclass(module = "msgpack_arrow._internal", name = "Reader")]
 pub struct PyReader {
@@ -213,7 +249,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, infer_rows = None, n_rows = None))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, infer_rows = None, n_rows = None, for_polars = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -228,6 +264,7 @@ impl PyReader {
         batch_size: usize,
         infer_rows: Option<usize>,
         n_rows: Option<usize>,
+        for_polars: bool,
     ) -> PyResult<Self> {
         if batch_size == 0 {
             return Err(PyValueError::new_err("batch_size must be at least 1"));
@@ -255,12 +292,12 @@ impl PyReader {
                 guarded(|| {
                     let reader = source.build(builder.with_projection(columns))?;
                     let decoded = reader.schema();
-                    let (schema, casts) = match overrides {
-                        Some(o) => {
-                            let (s, c) = apply_overrides(&decoded, &o, strict)?;
-                            (Arc::new(s), c)
-                        }
-                        None => (decoded, Vec::new()),
+                    let (schema, casts) =
+                        output_schema(&decoded, overrides.as_deref(), strict, for_polars)?;
+                    let schema = if casts.iter().all(Option::is_none) {
+                        decoded
+                    } else {
+                        Arc::new(schema)
                     };
                     Ok((reader, schema, casts))
                 })

@@ -2,6 +2,7 @@
 //! with the real Python msgpack_numpy (the Makefile runs it); its expected tables were written by
 //! pyarrow from what `msgpack_numpy.unpackb` returned.
 
+mod aligned;
 mod common;
 mod golden;
 mod hostile;

@@ -30,19 +30,23 @@ fn python_msgpack_numpy_reads_what_we_write() {
             .unwrap();
         let (schema, layout) = (r.schema(), r.layout());
         let batches = r.collect_batches().unwrap();
-        let mut w = WriterBuilder::new()
-            .with_layout(layout)
-            .build(Vec::new(), schema)
-            .unwrap();
-        for b in &batches {
-            w.write(b).unwrap();
+        // plain, and aligned (wider encodings Python must still accept)
+        for aligned in [false, true] {
+            let mut w = WriterBuilder::new()
+                .with_layout(layout)
+                .with_aligned(aligned)
+                .build(Vec::new(), schema.clone())
+                .unwrap();
+            for b in &batches {
+                w.write(b).unwrap();
+            }
+            let ours = dir.path().join(format!("{name}.{aligned}.msgpack"));
+            std::fs::write(&ours, w.finish().unwrap()).unwrap();
+            args.push(orig.clone());
+            args.push(ours);
         }
-        let ours = dir.path().join(format!("{name}.msgpack"));
-        std::fs::write(&ours, w.finish().unwrap()).unwrap();
-        args.push(orig);
-        args.push(ours);
     }
-    assert!(args.len() > 60);
+    assert!(args.len() > 100, "{}", args.len());
     let out = Command::new(python())
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
