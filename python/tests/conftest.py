@@ -1,0 +1,50 @@
+"""Shared fixtures: the golden corpus (tests/data/generate.py at the repository root).
+
+`make test-python` passes it in $MSGPACK_ARROW_GOLDEN; without that variable it is generated
+once per session into a temporary directory (it takes about a second).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _golden_dir(tmp_root: Path) -> Path:
+    env = os.environ.get("MSGPACK_ARROW_GOLDEN")
+    if env:
+        d = Path(env)
+        assert (d / "manifest.json").exists(), f"MSGPACK_ARROW_GOLDEN={env} has no manifest.json: run `make golden`"
+        return d
+    d = tmp_root / "golden"
+    subprocess.run([sys.executable, str(REPO / "tests" / "data" / "generate.py"), str(d)], check=True, capture_output=True)
+    return d
+
+
+_GOLDEN: Path | None = None
+
+
+def golden_dir(tmp_path_factory=None) -> Path:
+    global _GOLDEN
+    if _GOLDEN is None:
+        import tempfile
+
+        root = Path(tmp_path_factory.mktemp("corpus")) if tmp_path_factory else Path(tempfile.mkdtemp())
+        _GOLDEN = _golden_dir(root)
+    return _GOLDEN
+
+
+def manifest() -> dict:
+    return json.loads((golden_dir() / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def golden(tmp_path_factory) -> Path:
+    return golden_dir(tmp_path_factory)
