@@ -134,10 +134,20 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(decode_all(&col, Layout::Columns)))
     });
     // encode the decoded table back (the same bytes out as in)
-    let table: Vec<_> = ReaderBuilder::new().build_from_buffer(rec.clone()).unwrap().map(|b| b.unwrap()).collect();
+    let table: Vec<_> = ReaderBuilder::new()
+        .build_from_buffer(rec.clone())
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect();
     for layout in [Layout::Records, Layout::Columns] {
         g.bench_function(format!("encode_{layout}"), |b| {
-            b.iter(|| black_box(msgpack_arrow::encode::write_batches(&table, layout).unwrap().len()))
+            b.iter(|| {
+                black_box(
+                    msgpack_arrow::encode::write_batches(&table, layout)
+                        .unwrap()
+                        .len(),
+                )
+            })
         });
     }
     g.finish();

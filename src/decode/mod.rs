@@ -61,6 +61,9 @@ pub struct ReaderBuilder {
     object_arrays: ObjectArrays,
     dialect: Dialect,
     max_depth: usize,
+    max_decoded_bytes: Option<u64>,
+    /// the input is a file mapping: pages already decoded may be dropped from memory
+    release_input: bool,
 }
 
 impl Default for ReaderBuilder {
@@ -82,6 +85,8 @@ impl ReaderBuilder {
             object_arrays: ObjectArrays::Error,
             dialect: Dialect::Auto,
             max_depth: DEFAULT_MAX_DEPTH,
+            max_decoded_bytes: None,
+            release_input: false,
         }
     }
     /// Use this schema instead of inferring one (default: inferred). Keys not in it are skipped.
@@ -130,6 +135,12 @@ impl ReaderBuilder {
         self.max_depth = d.max(2);
         self
     }
+    /// Stop with [`ErrorKind::LimitExceeded`] once the decoded Arrow data passes this many bytes
+    /// (default `None`: no limit). Checked per batch, so the overshoot is at most one batch.
+    pub fn with_max_decoded_bytes(mut self, n: Option<u64>) -> Self {
+        self.max_decoded_bytes = n;
+        self
+    }
     /// The layout set.
     pub fn layout(&self) -> Layout {
         self.layout
@@ -164,7 +175,11 @@ impl ReaderBuilder {
     pub fn build_from_path(self, path: impl AsRef<Path>) -> Result<Reader> {
         let path = path.as_ref();
         match crate::io::compress::open_input(path)? {
-            crate::io::compress::Input::Mmap(m) => self.build_from_buffer(mmap_buffer(m)),
+            crate::io::compress::Input::Mmap(m) => {
+                let mut b = self;
+                b.release_input = true;
+                b.build_from_buffer(mmap_buffer(m))
+            }
             crate::io::compress::Input::Stream(r) => self.build(r),
         }
     }
@@ -701,6 +716,9 @@ enum Inner {
 /// Decodes consecutive rows (records or values) of a buffer.
 struct RowsReader {
     buf: Buffer,
+    /// drop decoded pages of a file mapping, so a big file's RSS stays near one batch
+    release: bool,
+    limit: Limit,
     pos: usize,
     left: usize,
     row: u64,
@@ -831,6 +849,8 @@ impl Reader {
                     reason: p.reason,
                     inner: Inner::Rows(RowsReader {
                         buf,
+                        release: b.release_input,
+                        limit: Limit::new(b.max_decoded_bytes),
                         pos: p.first_row,
                         left: p.rows.unwrap_or(0),
                         row: 0,
@@ -843,6 +863,10 @@ impl Reader {
             (Layout::Columns, _) | (Layout::Values, Container::NdArray) => {
                 let schema = Arc::new(projected);
                 let batches = decode_columns(&b, &buf, &full, &schema, p.container, &ctx)?;
+                let mut limit = Limit::new(b.max_decoded_bytes);
+                for x in &batches {
+                    limit.add(x, buf.len() as u64)?;
+                }
                 Ok(Reader {
                     schema,
                     layout: p.layout,
@@ -883,6 +907,7 @@ impl Reader {
                 batch_size: b.batch_size,
                 row: 0,
                 max_depth: b.max_depth,
+                limit: Limit::new(b.max_decoded_bytes),
             })),
         })
     }
@@ -942,12 +967,60 @@ impl RowsReader {
                 .map_err(|e| e.at_offset(at).at_record(self.row))?;
             self.row += 1;
         }
+        let start = self.pos;
         self.pos = c.pos();
         self.left -= n;
+        if self.release {
+            release_pages(&self.buf, start, self.pos);
+        }
         let cols = self.dec.finish()?;
         let names = dec_names(&self.dec, &self.schema);
-        batch(&self.schema, reorder(cols, &names, &self.schema), n).map(Some)
+        let b = batch(&self.schema, reorder(cols, &names, &self.schema), n)?;
+        self.limit.add(&b, self.pos as u64)?;
+        Ok(Some(b))
     }
+}
+
+/// The cap on decoded bytes.
+struct Limit {
+    max: Option<u64>,
+    used: u64,
+}
+
+impl Limit {
+    fn new(max: Option<u64>) -> Self {
+        Limit { max, used: 0 }
+    }
+    fn add(&mut self, b: &RecordBatch, offset: u64) -> Result<()> {
+        if let Some(max) = self.max {
+            self.used += b.get_array_memory_size() as u64;
+            if self.used > max {
+                return Err(Error::new(ErrorKind::LimitExceeded(max)).at_offset(offset));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Tell the kernel the mapped pages of `[from, to)` are done with. They are file-backed and
+/// read-only, so a later touch reads them back from the page cache: this only lowers RSS.
+fn release_pages(buf: &Buffer, from: usize, to: usize) {
+    #[cfg(unix)]
+    {
+        let page = 4096usize;
+        let base = buf.as_ptr() as usize;
+        let a = (base + from).div_ceil(page) * page;
+        let b = ((base + to) / page) * page;
+        if b > a {
+            // SAFETY: the range lies inside the mapping `buf` holds; MADV_DONTNEED on a read-only
+            // file mapping discards nothing that cannot be read again.
+            unsafe {
+                libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_DONTNEED);
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (buf, from, to);
 }
 
 fn dec_names(dec: &RowDecoder, schema: &SchemaRef) -> Vec<String> {
@@ -1251,6 +1324,7 @@ struct StreamRows {
     batch_size: usize,
     row: u64,
     max_depth: usize,
+    limit: Limit,
 }
 
 impl StreamRows {
@@ -1282,7 +1356,9 @@ impl StreamRows {
         }
         let cols = self.dec.finish()?;
         let names = dec_names(&self.dec, &self.schema);
-        batch(&self.schema, reorder(cols, &names, &self.schema), n).map(Some)
+        let b = batch(&self.schema, reorder(cols, &names, &self.schema), n)?;
+        self.limit.add(&b, self.s.base)?;
+        Ok(Some(b))
     }
 }
 

@@ -124,3 +124,28 @@ fn huge_declared_lengths_allocate_nothing() {
         assert!(matches!(e.kind(), ErrorKind::Truncated { .. }), "{e}");
     }
 }
+
+#[test]
+fn decoded_bytes_cap_stops_the_read() {
+    let path = golden_dir().join("good/rec_embedding_100.msgpack");
+    let all: usize = ReaderBuilder::new()
+        .build_from_path(&path)
+        .unwrap()
+        .map(|b| b.unwrap().get_array_memory_size())
+        .sum();
+    let r = ReaderBuilder::new()
+        .with_batch_size(10)
+        .with_max_decoded_bytes(Some(all as u64 / 3))
+        .build_from_path(&path)
+        .unwrap();
+    let results: Vec<_> = r.collect();
+    let e = results.last().unwrap().as_ref().unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::LimitExceeded(_)), "{e}");
+    assert!(results.len() < 10, "stopped early: {}", results.len());
+    // under the cap: no error
+    let ok = ReaderBuilder::new()
+        .with_max_decoded_bytes(Some(all as u64 * 2))
+        .build_from_path(&path)
+        .unwrap();
+    assert!(ok.collect::<msgpack_arrow::Result<Vec<_>>>().is_ok());
+}

@@ -1,0 +1,129 @@
+"""scan_msgpack: a Polars IO source that applies projection, predicate and n_rows itself."""
+
+from __future__ import annotations
+
+import msgpack_numpy as mn
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import msgpack_arrow as ma
+
+N = 1000
+
+
+def records(lo: int, hi: int) -> bytes:
+    rng = np.random.default_rng(lo)
+    return b"".join(
+        mn.packb(
+            {
+                "id": i,
+                "label": f"l{i % 7}",
+                "score": float(rng.standard_normal()),
+                "emb": rng.standard_normal(4).astype("<f4"),
+            }
+        )
+        for i in range(lo, hi)
+    )
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    d = tmp_path_factory.mktemp("shards")
+    bounds = [(0, 300), (300, 650), (650, N)]
+    # names chosen so sorted order is the row order
+    paths = []
+    for k, (lo, hi) in enumerate(bounds):
+        p = d / f"part-{k:02d}.msgpack"
+        p.write_bytes(records(lo, hi))
+        paths.append(p)
+    return d, paths
+
+
+@pytest.fixture(scope="module")
+def one_file(tmp_path_factory):
+    p = tmp_path_factory.mktemp("one") / "data.msgpack"
+    p.write_bytes(records(0, N))
+    return p
+
+
+QUERIES = {
+    "all": lambda lf: lf,
+    "select": lambda lf: lf.select("emb", "id"),
+    "filter": lambda lf: lf.filter(pl.col("score") > 0.5),
+    "filter_other_column": lambda lf: lf.filter(pl.col("score") > 0).select("label"),
+    "head": lambda lf: lf.head(17),
+    "filter_head": lambda lf: lf.filter(pl.col("label") == "l3").head(5),
+    "slice": lambda lf: lf.slice(250, 100),
+    "len": lambda lf: lf.select(pl.len()),
+    "agg": lambda lf: lf.group_by("label").agg(pl.col("score").sum()).sort("label"),
+    "expr": lambda lf: lf.select((pl.col("emb").arr.sum() * 2).alias("s"), "id").filter(pl.col("id") % 3 == 0),
+    "tail": lambda lf: lf.tail(3),
+}
+
+
+@pytest.mark.parametrize("engine", ["in-memory", "streaming"])
+@pytest.mark.parametrize("query", list(QUERIES), ids=list(QUERIES))
+def test_scan_equals_read(one_file, query, engine):
+    q = QUERIES[query]
+    want = q(ma.read_msgpack(one_file).lazy()).collect()
+    got = q(ma.scan_msgpack(one_file, batch_size=64)).collect(engine=engine)
+    assert_frame_equal(got, want, check_exact=True)
+
+
+@pytest.mark.parametrize("engine", ["in-memory", "streaming"])
+def test_glob_list_and_directory(shards, engine):
+    d, paths = shards
+    want = ma.read_msgpack(records(0, N))
+    for source in [str(d / "part-*.msgpack"), [str(p) for p in paths], paths, d]:
+        got = ma.scan_msgpack(source, batch_size=100).collect(engine=engine)
+        assert_frame_equal(got, want, check_exact=True)
+    got = ma.scan_msgpack(str(d / "*.msgpack")).filter(pl.col("id").is_between(290, 660)).select("id").collect(engine=engine)
+    assert got["id"].to_list() == list(range(290, 661))
+    # head spans files and stops early
+    got = ma.scan_msgpack(paths, batch_size=50).head(320).collect(engine=engine)
+    assert got["id"].to_list() == list(range(320))
+
+
+def test_scan_arguments(one_file):
+    lf = ma.scan_msgpack(one_file, columns=["id", "emb"], n_rows=10, schema_overrides={"id": pl.Int32})
+    assert lf.collect_schema() == pl.Schema({"id": pl.Int32, "emb": pl.Array(pl.Float32, 4)})
+    df = lf.collect()
+    assert df.height == 10 and df["id"].to_list() == list(range(10))
+    assert lf.filter(pl.col("id") > 5).collect()["id"].to_list() == [6, 7, 8, 9]
+
+
+def test_schema_is_known_up_front(one_file):
+    lf = ma.scan_msgpack(one_file)
+    assert lf.collect_schema() == ma.read_msgpack(one_file).schema
+
+
+def test_scan_from_bytes_and_file_object(one_file):
+    want = ma.read_msgpack(one_file)
+    data = one_file.read_bytes()
+    assert_frame_equal(ma.scan_msgpack(data).collect(), want)
+    with open(one_file, "rb") as f:
+        lf = ma.scan_msgpack(f)
+    # the file object was read when the scan was made: the LazyFrame can be collected twice
+    assert_frame_equal(lf.collect(), want)
+    assert_frame_equal(lf.collect(), want)
+
+
+def test_scan_missing_inputs(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        ma.scan_msgpack(str(tmp_path / "nothing-*.msgpack"))
+    with pytest.raises(FileNotFoundError):
+        ma.scan_msgpack(tmp_path)  # an empty directory
+    with pytest.raises(pl.exceptions.ColumnNotFoundError):
+        ma.scan_msgpack(records(0, 3), columns=["nope"])
+
+
+def test_decode_error_during_collect_is_a_decode_error():
+    # the schema comes from the first 3 rows; row 10 conflicts with it
+    data = records(0, 10) + mn.packb({"id": "ten", "label": "x", "score": 1.0, "emb": np.zeros(4, "<f4")})
+    lf = ma.scan_msgpack(data, infer_rows=3, batch_size=4)
+    for engine in ["in-memory", "streaming"]:
+        with pytest.raises(ma.DecodeError) as info:
+            lf.collect(engine=engine)
+        assert info.value.record == 10 and info.value.column == "id"
