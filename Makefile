@@ -36,7 +36,14 @@ demo: venv $(CLI)
 test-rust: golden
 	MSGPACK_ARROW_GOLDEN=$(GOLDEN) MSGPACK_ARROW_PYTHON=$(abspath $(PY)) cargo test --workspace --exclude msgpack-arrow-python
 
-test: test-rust
+# The Python package: pip builds the extension with maturin (release profile, in the exported
+# CARGO_TARGET_DIR, so a rebuild with no change is a no-op) and installs it with its test extras.
+test-python: golden
+	$(PY) -m pip install -q --no-build-isolation --force-reinstall --no-deps ./python
+	$(PY) -m pip install -q --no-build-isolation './python[test]'
+	MSGPACK_ARROW_GOLDEN=$(GOLDEN) $(PY) -m pytest python/tests -q
+
+test: test-rust test-python
 
 bench: venv
 	cargo bench --bench decode

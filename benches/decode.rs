@@ -96,7 +96,13 @@ fn columns_file(n: usize) -> Vec<u8> {
 }
 
 fn decode_all(buf: &Buffer, layout: Layout) -> usize {
+    decode_threads(buf, layout, None)
+}
+
+fn decode_threads(buf: &Buffer, layout: Layout, threads: Option<usize>) -> usize {
     let r = ReaderBuilder::new()
+        .with_threads(threads)
+        .with_batch_size(16_384)
         .with_layout(layout)
         .build_from_buffer(buf.clone())
         .unwrap();
@@ -116,6 +122,9 @@ fn bench(c: &mut Criterion) {
             v.extend_from_slice(rec.as_slice());
             black_box(v)
         })
+    });
+    g.bench_function("decode_records_1_thread", |b| {
+        b.iter(|| black_box(decode_threads(&rec, Layout::Records, Some(1))))
     });
     g.bench_function("decode_records", |b| {
         b.iter(|| black_box(decode_all(&rec, Layout::Records)))

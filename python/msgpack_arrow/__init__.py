@@ -100,9 +100,13 @@ def _one_source(source: Source) -> str | bytes | bytearray | memoryview:
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"source.read() returned {type(data).__name__}, expected bytes")
         return data
-    raise TypeError(
-        f"source must be a path, bytes-like object or binary file object, got {type(source).__name__}"
-    )
+    try:
+        memoryview(source)  # any other object with the buffer protocol (a numpy uint8 array, ...)
+    except TypeError:
+        raise TypeError(
+            f"source must be a path, bytes-like object or binary file object, got {type(source).__name__}"
+        ) from None
+    return source
 
 
 def _columns(columns: str | Sequence[str] | None) -> list[str] | None:
@@ -258,14 +262,14 @@ def read_msgpack(
     >>> data = b"".join(mn.packb({"id": i, "emb": np.full(3, i, dtype="<f4")}) for i in range(2))
     >>> read_msgpack(data)
     shape: (2, 2)
-    ┌─────┬───────────────────┐
-    │ id  ┆ emb               │
-    │ --- ┆ ---               │
-    │ i64 ┆ array[f32, 3]     │
-    ╞═════╪═══════════════════╡
-    │ 0   ┆ [0.0, 0.0, 0.0]   │
-    │ 1   ┆ [1.0, 1.0, 1.0]   │
-    └─────┴───────────────────┘
+    ┌─────┬─────────────────┐
+    │ id  ┆ emb             │
+    │ --- ┆ ---             │
+    │ i64 ┆ array[f32, 3]   │
+    ╞═════╪═════════════════╡
+    │ 0   ┆ [0.0, 0.0, 0.0] │
+    │ 1   ┆ [1.0, 1.0, 1.0] │
+    └─────┴─────────────────┘
     """
     return _to_polars(_read_stream(source, for_polars=True, **_kw(locals())))
 
@@ -356,32 +360,40 @@ def scan_msgpack(
         if not read:
             # a query needing no column (pl.len()): decode the first column for the row count
             read = all_columns[:1]
-        left = limit if n_rows is None else (n_rows if limit is None else min(n_rows, limit))
+        # two budgets: rows of input (scan_msgpack's n_rows, before the predicate) and rows of
+        # output (Polars' n_rows, pushed down from head/slice, after the predicate)
+        in_left = limit
+        out_left = n_rows
         for src in sources:
-            if left == 0:
+            if in_left == 0 or out_left == 0:
                 return
+            budget = in_left if predicate is not None or out_left is None else (
+                out_left if in_left is None else min(in_left, out_left)
+            )
             r = _reader(
                 src,
                 columns=read,
                 schema=full_schema,
                 schema_overrides=overrides,
                 for_polars=True,
-                n_rows=left if predicate is None else None,
+                n_rows=budget,
                 batch_size=batch_size,
                 **opts,
             )
             for chunk in r:
                 df = _to_polars(chunk)
+                if in_left is not None:
+                    in_left -= df.height
                 if predicate is not None:
                     df = df.filter(predicate)
                 if read != want:
                     df = df.select(want)
-                if left is not None:
-                    if df.height > left:
-                        df = df.head(left)
-                    left -= df.height
+                if out_left is not None:
+                    if df.height > out_left:
+                        df = df.head(out_left)
+                    out_left -= df.height
                 yield df
-                if left == 0:
+                if in_left == 0 or out_left == 0:
                     return
 
     return pl.io.plugins.register_io_source(io_source, schema=pl_schema)

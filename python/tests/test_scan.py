@@ -14,14 +14,14 @@ N = 1000
 
 
 def records(lo: int, hi: int) -> bytes:
-    rng = np.random.default_rng(lo)
+    """Rows lo..hi of one deterministic table (any split into shards concatenates to it)."""
     return b"".join(
         mn.packb(
             {
                 "id": i,
                 "label": f"l{i % 7}",
-                "score": float(rng.standard_normal()),
-                "emb": rng.standard_normal(4).astype("<f4"),
+                "score": float(np.sin(i) * 2),
+                "emb": (np.cos(np.arange(4) + i) * 3).astype("<f4"),
             }
         )
         for i in range(lo, hi)
@@ -69,7 +69,8 @@ def test_scan_equals_read(one_file, query, engine):
     q = QUERIES[query]
     want = q(ma.read_msgpack(one_file).lazy()).collect()
     got = q(ma.scan_msgpack(one_file, batch_size=64)).collect(engine=engine)
-    assert_frame_equal(got, want, check_exact=True)
+    # sums over batches may add in another order
+    assert_frame_equal(got, want, check_exact=query != "agg")
 
 
 @pytest.mark.parametrize("engine", ["in-memory", "streaming"])
@@ -91,7 +92,9 @@ def test_scan_arguments(one_file):
     assert lf.collect_schema() == pl.Schema({"id": pl.Int32, "emb": pl.Array(pl.Float32, 4)})
     df = lf.collect()
     assert df.height == 10 and df["id"].to_list() == list(range(10))
+    # n_rows of the scan limits the input, before any filter (as polars' scan_* n_rows)
     assert lf.filter(pl.col("id") > 5).collect()["id"].to_list() == [6, 7, 8, 9]
+    assert lf.filter(pl.col("id") > 5).head(2).collect()["id"].to_list() == [6, 7]
 
 
 def test_schema_is_known_up_front(one_file):

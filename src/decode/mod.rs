@@ -62,6 +62,7 @@ pub struct ReaderBuilder {
     dialect: Dialect,
     max_depth: usize,
     max_decoded_bytes: Option<u64>,
+    threads: Option<usize>,
     /// the input is a file mapping: pages already decoded may be dropped from memory
     release_input: bool,
 }
@@ -86,6 +87,7 @@ impl ReaderBuilder {
             dialect: Dialect::Auto,
             max_depth: DEFAULT_MAX_DEPTH,
             max_decoded_bytes: None,
+            threads: None,
             release_input: false,
         }
     }
@@ -139,6 +141,12 @@ impl ReaderBuilder {
     /// (default `None`: no limit). Checked per batch, so the overshoot is at most one batch.
     pub fn with_max_decoded_bytes(mut self, n: Option<u64>) -> Self {
         self.max_decoded_bytes = n;
+        self
+    }
+    /// Threads that decode batches of one in-memory or mapped file at once (default `None`: all
+    /// cores when the file has more than one batch). Batches still come out in file order.
+    pub fn with_threads(mut self, n: Option<usize>) -> Self {
+        self.threads = n.map(|n| n.max(1));
         self
     }
     /// The layout set.
@@ -271,6 +279,8 @@ pub(crate) struct Plan {
     /// position of the first row and number of rows (records/values over a stream or array)
     pub first_row: usize,
     pub rows: Option<usize>,
+    /// position of every `batch_size`-th row: where each batch starts (records/values)
+    pub batch_starts: Vec<usize>,
 }
 
 /// Layout decision from the first object alone. `None` for an empty input.
@@ -287,6 +297,7 @@ fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result<Option<Pla
             schema: None,
             first_row,
             rows: None,
+            batch_starts: Vec::new(),
         })
     };
     let kind = c.peek_kind()?;
@@ -316,6 +327,7 @@ fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result<Option<Pla
                 schema: None,
                 first_row: 0,
                 rows: Some(0),
+                batch_starts: Vec::new(),
             }));
         }
         let first_row = d.pos();
@@ -459,6 +471,7 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             schema: None,
             first_row: 0,
             rows: Some(0),
+            batch_starts: Vec::new(),
         });
     };
     if p.container == Container::Empty || p.rows == Some(0) {
@@ -499,6 +512,9 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                 HashMap::new();
             while left > 0 && !c.is_empty() {
                 let at = c.offset();
+                if rows % b.batch_size == 0 {
+                    p.batch_starts.push(c.pos());
+                }
                 if rows < limit {
                     let t = if p.layout == Layout::Records {
                         if c.peek_kind()? != Kind::Map {
@@ -725,6 +741,20 @@ struct RowsReader {
     batch_size: usize,
     dec: RowDecoder,
     schema: SchemaRef,
+    /// parallel decoding: where each batch starts, and what it takes to make more decoders
+    par: Option<Parallel>,
+}
+
+struct Parallel {
+    threads: usize,
+    starts: Vec<usize>,
+    /// index of the next batch to decode
+    next: usize,
+    ready: std::collections::VecDeque<RecordBatch>,
+    layout: Layout,
+    full: Schema,
+    projection: Option<Vec<String>>,
+    ctx: Ctx,
 }
 
 enum RowDecoder {
@@ -857,6 +887,22 @@ impl Reader {
                         batch_size: b.batch_size,
                         dec,
                         schema: Arc::new(projected),
+                        par: {
+                            let threads = b.threads.unwrap_or_else(|| {
+                                std::thread::available_parallelism().map_or(1, |n| n.get())
+                            });
+                            let whole = p.batch_starts.len() * b.batch_size >= p.rows.unwrap_or(0);
+                            (threads > 1 && p.batch_starts.len() > 1 && whole).then(|| Parallel {
+                                threads,
+                                starts: p.batch_starts.clone(),
+                                next: 0,
+                                ready: Default::default(),
+                                layout: p.layout,
+                                full: full.clone(),
+                                projection: b.projection.clone(),
+                                ctx: ctx.clone(),
+                            })
+                        },
                     }),
                 })
             }
@@ -951,7 +997,68 @@ fn reorder(cols: Vec<ArrayRef>, dec_fields: &[String], schema: &SchemaRef) -> Ve
 }
 
 impl RowsReader {
+    /// Decode the next few batches at once, one per thread (rows were split at batch starts
+    /// found while inferring, so each thread knows where its rows begin).
+    fn next_parallel(&mut self) -> Result<Option<RecordBatch>> {
+        let par = self.par.as_mut().expect("parallel");
+        if let Some(b) = par.ready.pop_front() {
+            return Ok(Some(b));
+        }
+        let total = self.row as usize + self.left;
+        let first = par.next;
+        let last = (first + par.threads).min(par.starts.len());
+        if first >= last {
+            return Ok(None);
+        }
+        let (bs, data) = (self.batch_size, self.buf.as_slice());
+        let results: Vec<Result<RecordBatch>> = {
+            let par = &*par;
+            let schema = &self.schema;
+            let jobs: Vec<usize> = (first..last).collect();
+            use rayon::prelude::*;
+            jobs.par_iter()
+                .map(|&k| {
+                    let (mut dec, _) = RowDecoder::new(
+                        par.layout,
+                        &par.full,
+                        par.projection.as_deref(),
+                        &par.ctx,
+                    )?;
+                    let row0 = k * bs;
+                    let n = bs.min(total - row0);
+                    dec.reserve(n);
+                    let mut c = Cursor::new(data, 0);
+                    c.set_pos(par.starts[k]);
+                    for r in 0..n {
+                        let at = c.offset();
+                        dec.decode(&mut c)
+                            .map_err(|e| e.at_offset(at).at_record((row0 + r) as u64))?;
+                    }
+                    let cols = dec.finish()?;
+                    let names = dec_names(&dec, schema);
+                    batch(schema, reorder(cols, &names, schema), n)
+                })
+                .collect()
+        };
+        let end = par.starts.get(last).copied().unwrap_or(data.len());
+        if self.release {
+            release_pages(&self.buf, par.starts[first], end);
+        }
+        par.next = last;
+        for r in results {
+            let b = r?;
+            self.row += b.num_rows() as u64;
+            self.left -= b.num_rows();
+            self.limit.add(&b, end as u64)?;
+            par.ready.push_back(b);
+        }
+        Ok(par.ready.pop_front())
+    }
+
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.par.is_some() {
+            return self.next_parallel();
+        }
         if self.left == 0 {
             return Ok(None);
         }

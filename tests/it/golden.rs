@@ -220,3 +220,31 @@ fn projection_returns_only_the_asked_columns_in_order() {
         .unwrap();
     assert!(e.to_string().contains("\"nope\" not found"), "{e}");
 }
+
+#[test]
+fn parallel_decode_equals_sequential() {
+    let m = manifest();
+    let mut n = 0;
+    for case in m["good"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let layout: msgpack_arrow::Layout = case["layout"].as_str().unwrap().parse().unwrap();
+        let path = golden_dir().join("good").join(format!("{name}.msgpack"));
+        let read = |threads| {
+            ReaderBuilder::new()
+                .with_layout(layout)
+                .with_batch_size(3)
+                .with_threads(Some(threads))
+                .build_from_path(&path)
+                .and_then(|r| r.collect_batches())
+        };
+        let (Ok(seq), Ok(par)) = (read(1), read(4)) else {
+            continue;
+        };
+        assert_eq!(seq.len(), par.len(), "{name}: batch count");
+        for (a, b) in seq.iter().zip(&par) {
+            assert_eq!(a, b, "{name}");
+        }
+        n += 1;
+    }
+    assert!(n > 40, "{n}");
+}

@@ -1,0 +1,256 @@
+//! What the fuzz targets check. Plain functions that panic on a violation, so the fuzz targets
+//! (`fuzz/fuzz_targets/`) and the integration tests (`tests/it/fuzz_regressions.rs`, which include
+//! this file by path) run exactly the same checks on an input.
+//!
+//! The reader's options vary with the input's length, so the fuzzer reaches every combination
+//! without a header eating into the msgpack bytes (the golden seeds stay valid files).
+
+use std::io::Read;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Fields, SchemaRef};
+use msgpack_arrow::{
+    Dialect, Layout, ObjectArrays, Reader, ReaderBuilder, Result, TensorMode, WriterBuilder,
+};
+
+/// Every layout, `auto` first.
+pub const LAYOUTS: [Layout; 4] = [
+    Layout::Auto,
+    Layout::Records,
+    Layout::Columns,
+    Layout::Values,
+];
+
+/// Small batches and a low depth limit: many batch boundaries and depth errors per input.
+fn builder(layout: Layout, v: usize, dialects: &[Dialect]) -> ReaderBuilder {
+    ReaderBuilder::new()
+        .with_layout(layout)
+        .with_batch_size(1 + v % 4)
+        .with_max_depth(8 + v % 8)
+        .with_object_arrays(if v % 2 == 1 {
+            ObjectArrays::Raw
+        } else {
+            ObjectArrays::Error
+        })
+        .with_tensor(if v % 3 == 0 {
+            TensorMode::Extension
+        } else {
+            TensorMode::Array
+        })
+        .with_dialect(dialects[v / 5 % dialects.len()])
+}
+
+/// A `Read` that hands out at most 7 bytes per call, so the streaming reader refills at every
+/// possible boundary.
+pub struct Trickle {
+    data: Vec<u8>,
+    pos: usize,
+}
+
+impl Trickle {
+    /// Over a copy of `data` (`build(Read)` wants a `'static` source).
+    pub fn new(data: &[u8]) -> Self {
+        Trickle {
+            data: data.to_vec(),
+            pos: 0,
+        }
+    }
+}
+
+impl Read for Trickle {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(7).min(self.data.len() - self.pos);
+        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// Read everything, checking each batch is valid Arrow data of the reader's schema. Returns the
+/// batches, or the first error (whose text must render).
+fn drain(r: Result<Reader>) -> Option<(SchemaRef, Layout, Vec<RecordBatch>)> {
+    let r = match r {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = e.to_string();
+            return None;
+        }
+    };
+    let (schema, layout) = (r.schema(), r.layout());
+    let _ = r.layout_reason().len();
+    let mut out = Vec::new();
+    for b in r {
+        match b {
+            Ok(b) => {
+                assert_eq!(
+                    b.schema().fields().len(),
+                    schema.fields().len(),
+                    "batch columns differ from the reader's schema"
+                );
+                for (f, col) in schema.fields().iter().zip(b.columns()) {
+                    assert_eq!(f.data_type(), col.data_type(), "column {}", f.name());
+                    if let Err(e) = col.to_data().validate_full() {
+                        panic!("column {} is invalid Arrow data: {e}", f.name());
+                    }
+                }
+                out.push(b);
+            }
+            Err(e) => {
+                let _ = e.to_string();
+                return None;
+            }
+        }
+    }
+    Some((schema, layout, out))
+}
+
+/// The reader on arbitrary bytes: never a panic, only valid batches, in every layout, from a slice
+/// and from a `Read` that trickles. Where both succeed they agree.
+pub fn decode(data: &[u8]) {
+    let v = data.len();
+    let dialects = [Dialect::Auto, Dialect::MsgpackNumpy, Dialect::Openpi];
+    for layout in LAYOUTS {
+        let b = builder(layout, v, &dialects);
+        let from_slice = drain(b.clone().build_from_slice(data));
+        let from_read = drain(b.build(Trickle::new(data)));
+        if let (Some((s1, l1, b1)), Some((s2, l2, b2))) = (&from_slice, &from_read) {
+            assert_eq!(l1, l2, "layout differs between slice and Read");
+            assert_tables_equal(s1, b1, s2, b2, "slice vs Read");
+        }
+    }
+}
+
+/// Whatever reads without error is written back in the layout the reader used, and must read back
+/// as the same table: column names, types (field names and nullability aside) and values, floats
+/// compared bit for bit.
+pub fn roundtrip(data: &[u8]) {
+    let v = data.len();
+    // openpi maps are written back as msgpack-numpy maps, which an openpi-only reader would not
+    // recognise: round trips use the dialects that read back what the writer writes.
+    let dialects = [Dialect::Auto, Dialect::MsgpackNumpy];
+    for layout in LAYOUTS {
+        let Some((schema, used, batches)) = drain(builder(layout, v, &dialects).build_from_slice(data))
+        else {
+            continue;
+        };
+        let bytes = match write(&batches, schema.clone(), used) {
+            Ok(b) => b,
+            Err(e) => panic!("{layout}: read as {used}, but writing it back failed: {e}"),
+        };
+        let back = match drain(builder(used, v, &dialects).build_from_slice(&bytes)) {
+            Some((s, _, b)) => (s, b),
+            None => {
+                let e = builder(used, v, &dialects)
+                    .build_from_slice(&bytes)
+                    .and_then(|r| r.collect::<Result<Vec<_>>>())
+                    .err();
+                panic!("{layout}: read as {used}, written back, re-read failed: {e:?}")
+            }
+        };
+        assert_tables_equal(
+            &schema,
+            &batches,
+            &back.0,
+            &back.1,
+            &format!("{layout} (read as {used})"),
+        );
+    }
+}
+
+/// Write batches with the library's writer.
+pub fn write(batches: &[RecordBatch], schema: SchemaRef, layout: Layout) -> Result<Vec<u8>> {
+    let mut w = WriterBuilder::new()
+        .with_layout(layout)
+        .build(Vec::new(), schema)?;
+    for b in batches {
+        w.write(b)?;
+    }
+    w.finish()
+}
+
+/// The type with every field nullable, named `item` inside lists, and without metadata.
+pub fn norm_type(t: &DataType) -> DataType {
+    let f = |f: &Field, name: &str| Arc::new(Field::new(name, norm_type(f.data_type()), true));
+    match t {
+        DataType::List(x) => DataType::List(f(x, "item")),
+        DataType::LargeList(x) => DataType::LargeList(f(x, "item")),
+        DataType::FixedSizeList(x, n) => DataType::FixedSizeList(f(x, "item"), *n),
+        DataType::Struct(fs) => DataType::Struct(Fields::from(
+            fs.iter()
+                .map(|x| f(x, x.name()).as_ref().clone())
+                .collect::<Vec<_>>(),
+        )),
+        other => other.clone(),
+    }
+}
+
+fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> RecordBatch {
+    arrow_select::concat::concat_batches(schema, batches).expect("batches concatenate")
+}
+
+/// Same rows, columns, types (modulo [`norm_type`]) and values (`ArrayData` equality: valid slots
+/// only, primitive values compared as bytes, so NaN payloads and -0.0 count).
+pub fn assert_tables_equal(
+    s1: &SchemaRef,
+    b1: &[RecordBatch],
+    s2: &SchemaRef,
+    b2: &[RecordBatch],
+    what: &str,
+) {
+    let (t1, t2) = (concat(s1, b1), concat(s2, b2));
+    assert_eq!(t1.num_rows(), t2.num_rows(), "{what}: row counts differ");
+    if t1.num_rows() == 0 {
+        // an empty table writes as nothing (or an empty container): its columns need not survive
+        return;
+    }
+    let names = |s: &SchemaRef| {
+        s.fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(s1), names(s2), "{what}: column names differ");
+    for i in 0..t1.num_columns() {
+        let (a, b): (&ArrayRef, &ArrayRef) = (t1.column(i), t2.column(i));
+        let name = s1.field(i).name();
+        assert_eq!(
+            norm_type(a.data_type()),
+            norm_type(b.data_type()),
+            "{what}: column {name} type differs"
+        );
+        let (na, nb) = (norm_array(a), norm_array(b));
+        assert!(
+            na.to_data() == nb.to_data(),
+            "{what}: column {name} values differ:\n{a:?}\nvs\n{b:?}"
+        );
+    }
+}
+
+/// [`norm_type`] applied to an array and all its children.
+pub fn norm_array(a: &ArrayRef) -> ArrayRef {
+    let data = a.to_data();
+    let kids: Vec<_> = match a.data_type() {
+        DataType::Struct(_) => a
+            .as_any()
+            .downcast_ref::<arrow_array::StructArray>()
+            .expect("struct")
+            .columns()
+            .iter()
+            .map(|c| norm_array(c).to_data())
+            .collect(),
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..) => data
+            .child_data()
+            .iter()
+            .map(|c| norm_array(&arrow_array::make_array(c.clone())).to_data())
+            .collect(),
+        _ => data.child_data().to_vec(),
+    };
+    let d = data
+        .into_builder()
+        .data_type(norm_type(a.data_type()))
+        .child_data(kids)
+        .build()
+        .expect("normalised array is valid");
+    arrow_array::make_array(d)
+}

@@ -1,0 +1,62 @@
+"""Type stubs of the Rust extension module (python/src/*.rs)."""
+
+from collections.abc import Iterator
+from typing import Any, Literal
+
+__version__: str
+
+class ArrowStream:
+    """Record batches exported through the Arrow PyCapsule interface (reusable)."""
+
+    @property
+    def num_rows(self) -> int: ...
+    @property
+    def num_batches(self) -> int: ...
+    @property
+    def columns(self) -> list[str]: ...
+    @property
+    def layout(self) -> str | None: ...
+    def __len__(self) -> int: ...
+    def __arrow_c_schema__(self) -> object: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+class Reader:
+    """The core reader: iterating yields one ArrowStream per batch (the GIL is released while
+    each batch is decoded)."""
+
+    def __init__(
+        self,
+        source: str | bytes | bytearray | memoryview | Any,
+        *,
+        layout: Literal["auto", "records", "columns", "values"] = "auto",
+        columns: list[str] | None = None,
+        schema: Any | None = None,
+        schema_overrides: Any | None = None,
+        tensor: Literal["array", "extension"] = "array",
+        object_arrays: Literal["error", "raw"] = "error",
+        dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
+        batch_size: int = 65536,
+        infer_rows: int | None = None,
+        n_rows: int | None = None,
+        for_polars: bool = False,
+    ) -> None: ...
+    @property
+    def layout(self) -> str: ...
+    @property
+    def layout_reason(self) -> str: ...
+    @property
+    def columns(self) -> list[str]: ...
+    def __arrow_c_schema__(self) -> object: ...
+    def empty(self) -> ArrowStream: ...
+    def decoded_schema(self) -> ArrowStream: ...
+    def __iter__(self) -> Iterator[ArrowStream]: ...
+    def __next__(self) -> ArrowStream: ...
+    def read_all(self) -> ArrowStream: ...
+
+def write(
+    data: Any,
+    path: str | None = None,
+    *,
+    layout: Literal["auto", "records", "columns", "values"] = "records",
+    aligned: bool = False,
+) -> bytes | None: ...

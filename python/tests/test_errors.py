@@ -1,0 +1,128 @@
+"""SPEC 6 from Python: hostile input is refused (object arrays are never unpickled), errors are
+DecodeError (a ValueError) with positions, and no panic reaches Python."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+import time
+
+import msgpack_numpy as mn
+import numpy as np
+import polars as pl
+import pytest
+
+import msgpack_arrow as ma
+from msgpack_arrow.exceptions import DecodeError, EncodeError, MsgpackArrowError
+
+
+class Hostile:
+    """Unpickling this creates a file: proof that a pickle was executed."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def hostile_file(path) -> bytes:
+    return b"".join(
+        mn.packb({"id": i, "obj": np.array([Hostile(str(path)), 1], dtype=object)}) for i in range(3)
+    )
+
+
+def test_hostile_pickle_is_never_unpickled(tmp_path):
+    marker = tmp_path / "pwned"
+    data = hostile_file(marker)
+    # the payload is real: msgpack_numpy itself would create the file
+    mn.unpackb(data[: len(mn.packb({"id": 0, "obj": np.array([Hostile(str(marker)), 1], dtype=object)}))])
+    assert marker.exists()
+    marker.unlink()
+
+    src = tmp_path / "hostile.msgpack"
+    src.write_bytes(data)
+    for source in [data, src]:
+        with pytest.raises(DecodeError, match="object array") as info:
+            ma.read_msgpack(source)
+        assert info.value.offset is not None and info.value.record == 0
+        with pytest.raises(DecodeError, match="never unpickled"):
+            ma.scan_msgpack(source).collect()
+    # opt-in: the pickle's bytes as Binary, still not executed
+    df = ma.read_msgpack(data, object_arrays="raw")
+    assert df.schema["obj"] == pl.Binary
+    assert df["obj"][0].startswith(b"\x80")  # a pickle protocol header
+    assert not marker.exists()
+
+
+def test_exception_classes():
+    assert issubclass(DecodeError, MsgpackArrowError) and issubclass(DecodeError, ValueError)
+    assert issubclass(EncodeError, MsgpackArrowError) and issubclass(EncodeError, ValueError)
+    assert ma.DecodeError is DecodeError and ma.MsgpackArrowError is MsgpackArrowError
+    e = DecodeError("truncated input at byte 3", 3, 0, "a.b")
+    e2 = pickle.loads(pickle.dumps(e))
+    assert (str(e2), e2.offset, e2.record, e2.column) == (str(e), 3, 0, "a.b")
+
+
+def test_error_attributes():
+    data = mn.packb({"a": 1}) + mn.packb({"a": {"b": np.zeros(2, "<f4")}}) + mn.packb({"a": 2})[:-1]
+    with pytest.raises(ValueError) as info:
+        ma.read_msgpack(data)
+    e = info.value
+    assert isinstance(e, DecodeError)
+    assert str(e).startswith("type conflict"), str(e)
+    assert e.record == 1 and e.offset == len(mn.packb({"a": 1})) and e.column == "a"
+    # truncated: the offset is where the cut value starts
+    with pytest.raises(DecodeError) as info:
+        ma.read_msgpack(mn.packb({"a": 1}) + mn.packb({"a": "xyz"})[:-1])
+    assert info.value.record == 1 and info.value.offset is not None and "truncated" in str(info.value)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 17])
+def test_truncated_everywhere_is_a_decode_error(n):
+    data = mn.packb({"id": 1, "v": np.arange(4, dtype="<f8"), "s": "hello"}) * 2
+    for cut in range(1, len(data), n):
+        try:
+            ma.read_msgpack(data[:-cut])
+        except DecodeError as e:
+            assert e.offset is not None
+        # a cut on an object boundary is a valid shorter file
+
+
+def test_random_garbage_never_panics():
+    rng = np.random.default_rng(1)
+    base = mn.packb({"id": 1, "v": np.arange(6, dtype=">i2").reshape(2, 3), "s": ["a", None], "m": {"k": 1.5}}) * 3
+    for _ in range(400):
+        b = bytearray(base)
+        for i in rng.integers(0, len(b), size=rng.integers(1, 6)):
+            b[i] = rng.integers(0, 256)
+        try:
+            ma.read_msgpack(bytes(b))
+        except (DecodeError, MsgpackArrowError):
+            pass  # anything else (PanicException is a BaseException) fails the test
+
+
+def test_gil_is_released_while_decoding():
+    # a big decode in one thread; another thread keeps running Python meanwhile
+    data = b"".join(mn.packb({"v": np.ones(4096, dtype="<f4")}) for _ in range(5000))
+    ticks = []
+    done = threading.Event()
+
+    def ticker():
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.0005)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    try:
+        time.sleep(0.01)
+        start = time.perf_counter()
+        ma.read_msgpack(data, batch_size=1 << 20)  # one batch: one long call into Rust
+        end = time.perf_counter()
+    finally:
+        done.set()
+        t.join()
+    during = [x for x in ticks if start < x < end]
+    # with the GIL held for the whole call, the ticker would not run at all in between
+    assert end - start < 0.02 or len(during) >= 3, (end - start, len(during))

@@ -1,0 +1,189 @@
+"""Sources and targets: paths, bytes-likes, file objects, compression, atomic writes; options."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import pathlib
+
+import msgpack_numpy as mn
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+from polars.testing import assert_frame_equal
+
+import msgpack_arrow as ma
+
+DATA = b"".join(mn.packb({"id": i, "v": np.full(3, i, dtype="<f8"), "s": str(i)}) for i in range(50))
+
+
+@pytest.fixture()
+def want():
+    return pl.DataFrame(
+        {"id": range(50), "v": [[float(i)] * 3 for i in range(50)], "s": [str(i) for i in range(50)]},
+        schema={"id": pl.Int64, "v": pl.Array(pl.Float64, 3), "s": pl.String},
+    )
+
+
+def test_sources(tmp_path, want):
+    p = tmp_path / "d.msgpack"
+    p.write_bytes(DATA)
+    sources = [
+        str(p),
+        p,
+        DATA,
+        bytearray(DATA),
+        memoryview(DATA),
+        memoryview(DATA)[0:],
+        io.BytesIO(DATA),
+        np.frombuffer(DATA, dtype=np.uint8),
+    ]
+    for s in sources:
+        assert_frame_equal(ma.read_msgpack(s), want)
+    with open(p, "rb") as f:
+        assert_frame_equal(ma.read_msgpack(f), want)
+    with open(p, "rb", buffering=0) as f:
+        assert_frame_equal(ma.read_msgpack(f), want)
+
+
+def test_non_byte_buffers_are_copied(want):
+    # a memoryview of another item format, and a non-contiguous one
+    as_u4 = np.frombuffer(DATA + b"\0" * (-len(DATA) % 4), dtype="<u4")
+    got = ma.read_msgpack(memoryview(as_u4).cast("B")[: len(DATA)])
+    assert_frame_equal(got, want)
+
+
+def test_bytearray_is_copied(want):
+    buf = bytearray(DATA)
+    df = ma.read_msgpack(buf, layout="records")
+    buf[:] = b"\0" * len(buf)  # the DataFrame must not see this
+    assert_frame_equal(df, want)
+
+
+def test_bytes_source_outlives_the_caller(want):
+    def make():
+        return ma.read_arrow(bytes(DATA))  # the only reference to the bytes is inside the stream
+
+    stream = make()
+    import gc
+
+    gc.collect()
+    assert_frame_equal(pl.DataFrame(stream), want)
+
+
+def test_compressed_path(tmp_path, want):
+    p = tmp_path / "d.msgpack.gz"
+    p.write_bytes(gzip.compress(DATA))
+    assert_frame_equal(ma.read_msgpack(p), want)
+    assert_frame_equal(ma.scan_msgpack(p).collect(), want)
+
+
+def test_bad_sources(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        ma.read_msgpack(tmp_path / "missing.msgpack")
+    with pytest.raises(TypeError, match="binary mode"):
+        ma.read_msgpack(io.StringIO("x"))
+    with pytest.raises(TypeError):
+        ma.read_msgpack(12)
+    with pytest.raises(ValueError, match="layout"):
+        ma.read_msgpack(DATA, layout="rows")
+    with pytest.raises(ValueError, match="tensor"):
+        ma.read_msgpack(DATA, tensor="nope")
+
+
+def test_options(want):
+    assert_frame_equal(ma.read_msgpack(DATA, columns=["s", "id"]), want.select("s", "id"))
+    assert_frame_equal(ma.read_msgpack(DATA, columns="s"), want.select("s"))
+    assert_frame_equal(ma.read_msgpack(DATA, n_rows=7, batch_size=3), want.head(7))
+    assert ma.read_msgpack(DATA, n_rows=0).schema == want.schema
+    df = ma.read_msgpack(DATA, batch_size=8)
+    assert df.n_chunks() == 7
+    assert_frame_equal(df, want)
+    df = ma.read_msgpack(DATA, schema_overrides={"id": pl.Int16, "v": pl.Array(pl.Float32, 3)})
+    assert df.schema == pl.Schema({"id": pl.Int16, "v": pl.Array(pl.Float32, 3), "s": pl.String})
+    assert_frame_equal(df, want.cast({"id": pl.Int16, "v": pl.Array(pl.Float32, 3)}))
+    with pytest.raises(ma.DecodeError, match="not in the input"):
+        ma.read_msgpack(DATA, schema_overrides={"nope": pl.Int8})
+    with pytest.raises(ma.DecodeError, match="column .x.") as info:
+        ma.read_msgpack(mn.packb({"x": 300}), schema_overrides={"x": pl.Int8})  # never a silent null
+    assert info.value.column == "x"
+    with pytest.raises(ma.DecodeError):
+        ma.read_msgpack(DATA, columns=["nope"])
+
+
+def test_fixed_shape_tensor_extension():
+    data = mn.packb({"emb": np.arange(24, dtype="<f4").reshape(4, 2, 3)})
+    t = pa.table(ma.read_arrow(data, tensor="extension"))
+    typ = t.schema.field("emb").type
+    assert isinstance(typ, pa.FixedShapeTensorType)
+    assert typ.shape == [2, 3] and typ.value_type == pa.float32()
+    np.testing.assert_array_equal(t["emb"].combine_chunks().to_numpy_ndarray(), np.arange(24, dtype="<f4").reshape(4, 2, 3))
+
+
+def test_read_arrow_is_reusable(want):
+    s = ma.read_arrow(DATA)
+    assert s.num_rows == 50 and len(s) == 50 and s.columns == ["id", "v", "s"] and s.layout == "records"
+    assert pa.table(s).num_rows == 50
+    assert_frame_equal(pl.DataFrame(s), want)  # a second export works
+    assert pa.schema(s).field("v").metadata[b"msgpack_numpy.dtype"] == b"<f8"
+    assert "ArrowStream(50 rows" in repr(s)
+
+
+# ---- writing -----------------------------------------------------------------------------------
+
+
+def test_write_targets(tmp_path, want):
+    p = tmp_path / "out.msgpack"
+    ma.write_msgpack(want, p)
+    assert p.read_bytes() == DATA
+    ma.write_msgpack(want, str(p))
+    assert p.read_bytes() == DATA
+    buf = io.BytesIO()
+    assert ma.write_msgpack(want, buf) is None
+    assert buf.getvalue() == DATA
+    assert ma.write_msgpack(want, None) == DATA
+    assert ma.write_msgpack(want.lazy(), None) == DATA
+    assert ma.write_msgpack(pa.table(want), None) == DATA  # anything with __arrow_c_stream__
+    assert ma.write_msgpack(want["id"], None) == b"".join(mn.packb({"id": i}) for i in range(50))
+
+
+def test_write_layouts_and_alignment(want):
+    for layout in ["records", "columns"]:
+        assert_frame_equal(ma.read_msgpack(ma.write_msgpack(want, None, layout=layout), layout=layout), want)
+    aligned = ma.write_msgpack(want, None, aligned=True)
+    assert aligned != DATA
+    assert_frame_equal(ma.read_msgpack(aligned), want)
+    assert list(map(int, (r["id"] for r in _unpack(aligned)))) == list(range(50))
+
+
+def _unpack(b: bytes):
+    import msgpack
+
+    return list(msgpack.Unpacker(io.BytesIO(b), object_hook=mn.decode, raw=False))
+
+
+def test_failed_write_keeps_previous_file(tmp_path, want):
+    p = tmp_path / "out.msgpack"
+    p.write_bytes(b"previous")
+    bad = pl.DataFrame({"x": [1, 2]}, schema={"x": pl.Decimal(10, 2)})
+    with pytest.raises(ma.MsgpackArrowError):
+        ma.write_msgpack(bad, p)
+    assert p.read_bytes() == b"previous"
+    assert os.listdir(tmp_path) == ["out.msgpack"]  # no temporary file left
+    with pytest.raises(FileNotFoundError):
+        ma.write_msgpack(want, tmp_path / "no" / "such" / "dir.msgpack")
+    with pytest.raises(TypeError):
+        ma.write_msgpack(want, 12)
+    with pytest.raises(TypeError):
+        ma.write_msgpack([1, 2], None)
+    with pytest.raises(ValueError, match="layout"):
+        ma.write_msgpack(want, None, layout="rows")
+
+
+def test_pathlib_and_home_expansion(tmp_path, monkeypatch, want):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ma.write_msgpack(want, "~/x.msgpack")
+    assert (tmp_path / "x.msgpack").read_bytes() == DATA
+    assert_frame_equal(ma.read_msgpack(pathlib.Path("~/x.msgpack")), want)
