@@ -186,7 +186,9 @@ fn write_row(out: &mut Vec<u8>, f: Family, i: usize, rng: &mut Rng) {
             let d = float_bytes(f, n, rng);
             write_ndarray(out, float_dtype(f), &[n], &d)
         }
-        Family::I64 => rmp::encode::write_sint(out, int_value(i, rng)).map(|_| ()).unwrap(),
+        Family::I64 => rmp::encode::write_sint(out, int_value(i, rng))
+            .map(|_| ())
+            .unwrap(),
         Family::Bool => rmp::encode::write_bool(out, rng.next() & 1 == 1).unwrap(),
         Family::Strings => rmp::encode::write_str(out, &label(i)).unwrap(),
         Family::Struct => {

@@ -63,7 +63,7 @@ enum Cmd {
     },
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 struct ReadArgs {
     /// How msgpack input becomes rows (`auto`: from its first object). With only non-msgpack
     /// inputs and a msgpack output: the output layout.
@@ -85,7 +85,7 @@ struct ReadArgs {
     input_format: Option<FormatArg>,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 struct ConvertArgs {
     /// Input files, globs (quoted) or directories (their .msgpack/.mpk files); `-` for standard input
     #[arg(required = true)]
@@ -114,6 +114,17 @@ struct ConvertArgs {
     /// No progress bar
     #[arg(short, long)]
     quiet: bool,
+    /// OUTPUT is a directory: one file per input (`<stem>.parquet`, or --format), inputs
+    /// converted in parallel; a re-run skips outputs already complete
+    #[arg(long)]
+    dataset: bool,
+    /// With --dataset: hive-style partitions `OUTPUT/COLUMN=value/<stem>.parquet` (the column
+    /// is then only in the directory names)
+    #[arg(long, requires = "dataset")]
+    partition_by: Option<String>,
+    /// With --dataset: convert again even where the output is complete
+    #[arg(long, requires = "dataset")]
+    overwrite: bool,
     #[command(flatten)]
     read: ReadArgs,
 }
@@ -193,6 +204,7 @@ impl ReadArgs {
                 ObjectArg::Raw => ObjectArrays::Raw,
             },
             progress: None,
+            threads: None,
         }
     }
 }
@@ -524,6 +536,9 @@ fn progress_bar(total: Option<u64>) -> ProgressBar {
 
 fn convert(args: ConvertArgs) -> CliResult<()> {
     let inputs = expand_inputs(&args.inputs).map_err(|e| e.to_string())?;
+    if args.dataset {
+        return convert_dataset(&args, &inputs);
+    }
     let output = &args.output;
     if output.as_os_str() == "-" {
         return Err("writing to standard output is not supported; give an output file name".into());
@@ -721,6 +736,237 @@ fn convert_into(
             if inputs.len() == 1 { "" } else { "s" },
             output.display()
         );
+    }
+    Ok(())
+}
+
+/// The name of an input without its directory and its `.msgpack[.zst]`-style extensions.
+fn stem(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut s = name.as_str();
+    for ext in [
+        ".zst", ".gz", ".lz4", ".msgpack", ".mpk", ".parquet", ".pq", ".feather", ".arrow", ".ipc",
+        ".npz",
+    ] {
+        s = s.strip_suffix(ext).unwrap_or(s);
+    }
+    s.to_string()
+}
+
+/// `convert --dataset`: one output per input, in parallel (a file per core, each decoded on one
+/// thread), written atomically so that a re-run can skip what is complete.
+fn convert_dataset(args: &ConvertArgs, inputs: &[PathBuf]) -> CliResult<()> {
+    use rayon::prelude::*;
+    let dir = &args.output;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let fmt = args.format.map(Format::from).unwrap_or(Format::Parquet);
+    let ext = match fmt {
+        Format::Parquet => "parquet",
+        Format::Ipc => "arrow",
+        Format::Npz => "npz",
+        Format::Msgpack => "msgpack",
+    };
+    if args.partition_by.is_some() && !matches!(fmt, Format::Parquet | Format::Ipc) {
+        return Err("--partition-by writes parquet or feather files".into());
+    }
+    let mut seen = std::collections::HashMap::new();
+    for p in inputs {
+        if let Some(other) = seen.insert(stem(p), p) {
+            return Err(format!(
+                "{} and {} would write the same output {}",
+                other.display(),
+                p.display(),
+                stem(p)
+            ));
+        }
+    }
+    let mut opts = args
+        .read
+        .options(usize::try_from(args.batch_size).unwrap_or(usize::MAX));
+    opts.threads = Some(1);
+    let done_dir = dir.join(".msgpack-arrow");
+    let results: Vec<CliResult<bool>> = inputs
+        .par_iter()
+        .map(|input| {
+            let stem = stem(input);
+            match &args.partition_by {
+                None => {
+                    // the output appears only when complete (AtomicFile): existing means done
+                    let target = dir.join(format!("{stem}.{ext}"));
+                    if target.exists() && !args.overwrite {
+                        return Ok(false);
+                    }
+                    let mut sub = args.clone();
+                    sub.output = target;
+                    sub.dataset = false;
+                    sub.quiet = true;
+                    convert_into(
+                        &sub,
+                        std::slice::from_ref(input),
+                        fmt,
+                        None,
+                        &opts,
+                        &None,
+                        &AtomicU64::new(0),
+                    )?;
+                    Ok(true)
+                }
+                Some(col) => {
+                    let marker = done_dir.join(format!("{stem}.done"));
+                    if marker.exists() && !args.overwrite {
+                        return Ok(false);
+                    }
+                    write_partitions(input, dir, col, fmt, &stem, args, &opts)?;
+                    std::fs::create_dir_all(&done_dir).map_err(|e| e.to_string())?;
+                    let mut m = AtomicFile::create(&marker).map_err(|e| e.to_string())?;
+                    m.write_all(b"").map_err(|e| e.to_string())?;
+                    m.commit().map_err(|e| e.to_string())?;
+                    Ok(true)
+                }
+            }
+        })
+        .collect();
+    let (mut wrote, mut skipped) = (0, 0);
+    for r in results {
+        if r? {
+            wrote += 1;
+        } else {
+            skipped += 1;
+        }
+    }
+    if !args.quiet {
+        eprintln!(
+            "{}: converted {wrote} input(s), skipped {skipped} already complete",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// One input into `dir/COLUMN=value/<stem>.<ext>` files; all appear together at the end.
+fn write_partitions(
+    input: &Path,
+    dir: &Path,
+    col: &str,
+    fmt: Format,
+    stem: &str,
+    args: &ConvertArgs,
+    opts: &ReadOptions,
+) -> CliResult<()> {
+    enum Part {
+        Parquet(parquet::arrow::ArrowWriter<AtomicFile>),
+        Ipc(arrow_ipc::writer::FileWriter<AtomicFile>),
+    }
+    let table = open(input, opts)?;
+    let idx = table
+        .schema
+        .index_of(col)
+        .map_err(|_| format!("{}: no column {col:?} to partition by", input.display()))?;
+    let kept: Vec<usize> = (0..table.schema.fields().len())
+        .filter(|&i| i != idx)
+        .collect();
+    let schema = Arc::new(table.schema.project(&kept).map_err(|e| e.to_string())?);
+    let mut parts: std::collections::BTreeMap<String, Part> = Default::default();
+    let fail = |e: msgpack_arrow::Error| format!("{}: {e}", input.display());
+    for batch in table.batches {
+        let batch = batch.map_err(at(input))?;
+        let keys = batch.column(idx);
+        let fmt_opts =
+            arrow_cast::display::FormatOptions::default().with_null("__HIVE_DEFAULT_PARTITION__");
+        let f = arrow_cast::display::ArrayFormatter::try_new(keys.as_ref(), &fmt_opts)
+            .map_err(|e| e.to_string())?;
+        let mut groups: std::collections::BTreeMap<String, Vec<u32>> = Default::default();
+        for r in 0..batch.num_rows() {
+            groups
+                .entry(f.value(r).to_string())
+                .or_default()
+                .push(r as u32);
+        }
+        let projected = batch.project(&kept).map_err(|e| e.to_string())?;
+        for (value, rows) in groups {
+            // a value becomes a directory name: keep it to one safe path segment
+            let safe: String = value
+                .chars()
+                .map(|c| {
+                    if c == '/' || c == '\\' || c == '\0' {
+                        '_'
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            let safe = if safe == "." || safe == ".." {
+                format!("_{safe}")
+            } else {
+                safe
+            };
+            let rows = arrow_array::UInt32Array::from(rows);
+            let cols = projected
+                .columns()
+                .iter()
+                .map(|c| arrow_select::take::take(c.as_ref(), &rows, None))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            let part = RecordBatch::try_new_with_options(
+                schema.clone(),
+                cols,
+                &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
+            )
+            .map_err(|e| e.to_string())?;
+            if !parts.contains_key(&safe) {
+                let target = dir.join(format!("{col}={safe}")).join(format!(
+                    "{stem}.{}",
+                    if fmt == Format::Ipc {
+                        "arrow"
+                    } else {
+                        "parquet"
+                    }
+                ));
+                std::fs::create_dir_all(target.parent().unwrap()).map_err(|e| e.to_string())?;
+                let file = AtomicFile::create(&target).map_err(|e| e.to_string())?;
+                let w = if fmt == Format::Ipc {
+                    Part::Ipc(
+                        msgpack_arrow::io::ipc::ipc_writer(
+                            file,
+                            &schema,
+                            args.compression.unwrap_or(Compression::None),
+                        )
+                        .map_err(fail)?,
+                    )
+                } else {
+                    Part::Parquet(
+                        msgpack_arrow::io::parquet::parquet_writer(
+                            file,
+                            schema.clone(),
+                            args.compression.unwrap_or_default(),
+                        )
+                        .map_err(fail)?,
+                    )
+                };
+                parts.insert(safe.clone(), w);
+            }
+            match parts.get_mut(&safe).expect("inserted") {
+                Part::Parquet(w) => w.write(&part).map_err(|e| e.to_string())?,
+                Part::Ipc(w) => w.write(&part).map_err(|e| e.to_string())?,
+            }
+        }
+    }
+    // finish every partition file first, then make them all appear
+    let mut files = Vec::new();
+    for (_, p) in parts {
+        files.push(match p {
+            Part::Parquet(w) => w.into_inner().map_err(|e| e.to_string())?,
+            Part::Ipc(mut w) => {
+                w.finish().map_err(|e| e.to_string())?;
+                w.into_inner().map_err(|e| e.to_string())?
+            }
+        });
+    }
+    for f in files {
+        f.commit().map_err(|e| e.to_string())?;
     }
     Ok(())
 }

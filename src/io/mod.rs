@@ -201,6 +201,8 @@ pub struct ReadOptions {
     pub object_arrays: ObjectArrays,
     /// Bytes of input consumed so far are added here, for a progress bar (default: none).
     pub progress: Option<Arc<AtomicU64>>,
+    /// Threads decoding one msgpack file (default `None`: all cores).
+    pub threads: Option<usize>,
 }
 
 impl Default for ReadOptions {
@@ -213,6 +215,7 @@ impl Default for ReadOptions {
             tensor: TensorMode::Array,
             object_arrays: ObjectArrays::Error,
             progress: None,
+            threads: None,
         }
     }
 }
@@ -314,7 +317,8 @@ fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Ta
         .with_batch_size(opts.batch_size)
         .with_projection(opts.columns.clone())
         .with_tensor(opts.tensor)
-        .with_object_arrays(opts.object_arrays);
+        .with_object_arrays(opts.object_arrays)
+        .with_threads(opts.threads);
     let streamed = compress::is_stdio(path) || compress::Codec::from_path(path).is_some();
     let reader: Reader = if streamed {
         match compress::open_input_counted(path, opts.progress.clone())? {

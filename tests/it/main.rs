@@ -4,6 +4,7 @@
 
 mod aligned;
 mod common;
+mod dataset;
 mod golden;
 mod hostile;
 mod python;
