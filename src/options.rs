@@ -50,6 +50,10 @@ pub enum Dialect {
     MsgpackNumpy,
     /// openpi: `{b'__ndarray__': True, b'dtype': str, b'shape': [...], b'data': bytes}`.
     Openpi,
+    /// msgpack-numpy-js: `nd`/`type`/`shape`/`data` maps whose type codes follow JavaScript typed
+    /// arrays (`<U8` is uint8, `<b`/`<B` int8, `<I4` uint32). Never chosen by `Auto`: `<U8` means
+    /// a string of 8 characters to numpy.
+    Js,
 }
 
 macro_rules! str_enum {
@@ -79,7 +83,7 @@ macro_rules! str_enum {
 str_enum!(Layout, "layout", "auto" => Layout::Auto, "records" => Layout::Records, "columns" => Layout::Columns, "values" => Layout::Values);
 str_enum!(TensorMode, "tensor mode", "array" => TensorMode::Array, "extension" => TensorMode::Extension);
 str_enum!(ObjectArrays, "object_arrays option", "error" => ObjectArrays::Error, "raw" => ObjectArrays::Raw);
-str_enum!(Dialect, "dialect", "auto" => Dialect::Auto, "msgpack-numpy" => Dialect::MsgpackNumpy, "openpi" => Dialect::Openpi);
+str_enum!(Dialect, "dialect", "auto" => Dialect::Auto, "msgpack-numpy" => Dialect::MsgpackNumpy, "openpi" => Dialect::Openpi, "js" => Dialect::Js);
 
 #[cfg(test)]
 mod tests {

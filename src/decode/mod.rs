@@ -1485,3 +1485,101 @@ pub fn infer_schema(
         .unwrap_or_else(|| with_layout_metadata(&Schema::empty(), p.layout, p.container));
     Ok((s, p.layout))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float32Type, UInt8Type};
+
+    /// `{key: value}` with bin keys, as Python writes `{b'key': ...}`.
+    fn map(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        rmp::encode::write_map_len(&mut out, entries.len() as u32).unwrap();
+        for (k, v) in entries {
+            rmp::encode::write_bin(&mut out, k.as_bytes()).unwrap();
+            out.extend_from_slice(v);
+        }
+        out
+    }
+    fn s(v: &str) -> Vec<u8> {
+        let mut o = Vec::new();
+        rmp::encode::write_str(&mut o, v).unwrap();
+        o
+    }
+    fn bin(v: &[u8]) -> Vec<u8> {
+        let mut o = Vec::new();
+        rmp::encode::write_bin(&mut o, v).unwrap();
+        o
+    }
+
+    #[test]
+    fn openpi_maps_are_ndarrays_under_auto() {
+        // openpi_client.msgpack_numpy: {__ndarray__: True, data, dtype, shape}
+        let data: Vec<u8> = [1.5f32, -2.0, 3.25]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let nd = map(&[
+            ("__ndarray__", vec![0xc3]),
+            ("data", bin(&data)),
+            ("dtype", s("<f4")),
+            ("shape", vec![0x91, 0x03]),
+        ]);
+        let mut rec = vec![0x81];
+        rec.extend(s("obs"));
+        rec.extend(nd);
+        for dialect in [Dialect::Auto, Dialect::Openpi] {
+            let r = ReaderBuilder::new()
+                .with_dialect(dialect)
+                .with_layout(Layout::Records)
+                .build_from_slice(&rec)
+                .unwrap();
+            let b = r.collect_batches().unwrap().remove(0);
+            let v = b
+                .column(0)
+                .as_fixed_size_list()
+                .values()
+                .as_primitive::<Float32Type>()
+                .values()
+                .to_vec();
+            assert_eq!(v, [1.5, -2.0, 3.25]);
+        }
+        // the msgpack-numpy dialect alone leaves it a user map
+        let r = ReaderBuilder::new()
+            .with_dialect(Dialect::MsgpackNumpy)
+            .with_layout(Layout::Records)
+            .build_from_slice(&rec)
+            .unwrap();
+        assert!(matches!(
+            r.schema().field(0).data_type(),
+            arrow_schema::DataType::Struct(_)
+        ));
+    }
+
+    #[test]
+    fn js_dialect_reads_u8_as_bytes_only_when_asked() {
+        // msgpack-numpy-js writes Uint8Array as type "<U8"; numpy reads that as 8-char strings
+        let nd = map(&[
+            ("nd", vec![0xc3]),
+            ("type", s("<U8")),
+            ("shape", vec![0x91, 0x20]),
+            ("data", bin(&[7u8; 32])),
+        ]);
+        let r = ReaderBuilder::new()
+            .with_dialect(Dialect::Js)
+            .build_from_slice(&nd)
+            .unwrap();
+        let b = r.collect_batches().unwrap().remove(0);
+        assert_eq!(
+            b.column(0).as_primitive::<UInt8Type>().values().to_vec(),
+            vec![7u8; 32]
+        );
+        // to numpy, "<U8" is 8 characters of 4 bytes: 32 bytes cannot hold 32 of them
+        let e = ReaderBuilder::new().build_from_slice(&nd).err().unwrap();
+        assert!(
+            e.to_string().contains("shape [32] of <U8 needs 1024"),
+            "{e}"
+        );
+    }
+}

@@ -40,12 +40,14 @@ pub(crate) struct NdArray<'a> {
     pub data: &'a [u8],
     /// Position of the payload in the buffer.
     pub data_pos: usize,
+    /// read `type` with msgpack-numpy-js's type codes
+    pub js: bool,
 }
 
 fn key_id(k: &[u8], dialect: Dialect) -> u8 {
     match (k, dialect) {
-        (b"nd", Dialect::Auto | Dialect::MsgpackNumpy) => 1,
-        (b"type", Dialect::Auto | Dialect::MsgpackNumpy) => 2,
+        (b"nd", Dialect::Auto | Dialect::MsgpackNumpy | Dialect::Js) => 1,
+        (b"type", Dialect::Auto | Dialect::MsgpackNumpy | Dialect::Js) => 2,
         (b"kind", Dialect::Auto | Dialect::MsgpackNumpy) => 3,
         (b"shape", _) => 4,
         (b"data", _) => 5,
@@ -97,8 +99,8 @@ pub(crate) fn probe<'a>(
     };
     let special = if has(1) && has(2) && has(5) {
         match read_bool(c, 1) {
-            Some(true) if has(4) => Some(ndarray(c, &at, false)?),
-            Some(false) => Some(ndarray(c, &at, true)?),
+            Some(true) if has(4) => Some(ndarray(c, &at, false, dialect)?),
+            Some(false) => Some(ndarray(c, &at, true, dialect)?),
             _ => None,
         }
     } else if has(6) && has(5) && !has(1) {
@@ -125,7 +127,7 @@ pub(crate) fn probe<'a>(
         match read_bool(c, 7) {
             Some(true) => {
                 at[2] = at[8];
-                Some(ndarray(c, &at, false)?)
+                Some(ndarray(c, &at, false, dialect)?)
             }
             _ => None,
         }
@@ -136,7 +138,12 @@ pub(crate) fn probe<'a>(
     Ok(special)
 }
 
-fn ndarray<'a>(c: &mut Cursor<'a>, at: &[usize; 9], scalar: bool) -> Result<Special<'a>> {
+fn ndarray<'a>(
+    c: &mut Cursor<'a>,
+    at: &[usize; 9],
+    scalar: bool,
+    dialect: Dialect,
+) -> Result<Special<'a>> {
     let bad =
         |c: &Cursor<'a>, pos: usize, msg: String| c.error_at(pos, ErrorKind::InvalidNdarray(msg));
     // type: a str (or bin) dtype string, or a descr array for structured dtypes
@@ -227,6 +234,7 @@ fn ndarray<'a>(c: &mut Cursor<'a>, at: &[usize; 9], scalar: bool) -> Result<Spec
         len,
         data,
         data_pos,
+        js: dialect == Dialect::Js,
     }))
 }
 
@@ -248,6 +256,14 @@ impl<'a> NdArray<'a> {
                     ErrorKind::UnsupportedDtype(String::from_utf8_lossy(s).into()),
                 )
             })?;
+            if self.js {
+                return js_dtype(s).ok_or_else(|| {
+                    c.error_at(
+                        0,
+                        ErrorKind::UnsupportedDtype(format!("{s} (msgpack-numpy-js)")),
+                    )
+                });
+            }
             NumpyDtype::parse(s).map_err(|e| e.at_offset(base))
         }
     }
@@ -270,6 +286,24 @@ impl<'a> NdArray<'a> {
         }
         Ok(())
     }
+}
+
+/// msgpack-numpy-js type codes (JavaScript typed arrays) → numpy dtypes.
+fn js_dtype(s: &str) -> Option<NumpyDtype> {
+    let (order, code) = match s.as_bytes().first()? {
+        b'<' | b'>' | b'=' | b'|' => (&s[..1], &s[1..]),
+        _ => ("<", s),
+    };
+    let np = match code {
+        "U8" => "u1",
+        "b" | "B" => "i1",
+        "i2" | "i4" | "i8" | "u2" | "u4" | "u8" | "f4" | "f8" => code,
+        "I2" => "u2",
+        "I4" => "u4",
+        "I8" => "u8",
+        _ => return None,
+    };
+    NumpyDtype::parse(&format!("{order}{np}")).ok()
 }
 
 /// A structured descr: `[[name, type, shape?], ...]`, `type` a dtype string or a nested descr.
