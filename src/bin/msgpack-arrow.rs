@@ -19,7 +19,7 @@ use msgpack_arrow::io::npz::NpzWriter;
 use msgpack_arrow::io::{
     expand_inputs, open_table, AtomicFile, Compression, Format, ReadOptions, Table,
 };
-use msgpack_arrow::{Layout, ObjectArrays, TensorMode, Writer, WriterBuilder};
+use msgpack_arrow::{Dialect, Layout, ObjectArrays, TensorMode, Writer, WriterBuilder};
 
 /// A message for the user; printed as `error: <message>`.
 type CliResult<T> = std::result::Result<T, String>;
@@ -79,6 +79,10 @@ struct ReadArgs {
     /// Object ('O') arrays hold pickles, never unpickled: refuse them (`error`) or keep the bytes (`raw`)
     #[arg(long, value_enum, default_value_t = ObjectArg::Error)]
     object_arrays: ObjectArg,
+    /// ndarray maps to recognise: msgpack-numpy and openpi's (`auto`), only msgpack-numpy, only
+    /// openpi, or msgpack-numpy-js (`js`: its `<U8` means uint8; never guessed)
+    #[arg(long, default_value = "auto", value_parser = parse_dialect)]
+    dialect: Dialect,
     /// Input format, when the extension does not tell (default: from the extension, else the
     /// file's first bytes; standard input is msgpack)
     #[arg(long, value_enum)]
@@ -181,6 +185,10 @@ impl From<FormatArg> for Format {
     }
 }
 
+fn parse_dialect(s: &str) -> std::result::Result<Dialect, String> {
+    s.parse::<Dialect>().map_err(|e| e.to_string())
+}
+
 fn parse_compression(s: &str) -> std::result::Result<Compression, String> {
     s.parse::<Compression>().map_err(|e| match e.kind() {
         msgpack_arrow::ErrorKind::Unsupported(m) => m.clone(),
@@ -205,6 +213,7 @@ impl ReadArgs {
             },
             progress: None,
             threads: None,
+            dialect: self.dialect,
         }
     }
 }

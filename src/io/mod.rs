@@ -23,7 +23,7 @@ use arrow_schema::SchemaRef;
 
 use crate::dtype::meta;
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{Layout, ObjectArrays, TensorMode};
+use crate::options::{Dialect, Layout, ObjectArrays, TensorMode};
 
 pub use atomic::AtomicFile;
 pub use compress::{expand_inputs, open_input, Input};
@@ -203,6 +203,8 @@ pub struct ReadOptions {
     pub progress: Option<Arc<AtomicU64>>,
     /// Threads decoding one msgpack file (default `None`: all cores).
     pub threads: Option<usize>,
+    /// ndarray map dialect (default [`Dialect::Auto`]).
+    pub dialect: Dialect,
 }
 
 impl Default for ReadOptions {
@@ -216,6 +218,7 @@ impl Default for ReadOptions {
             object_arrays: ObjectArrays::Error,
             progress: None,
             threads: None,
+            dialect: Dialect::Auto,
         }
     }
 }
@@ -318,7 +321,8 @@ fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Ta
         .with_projection(opts.columns.clone())
         .with_tensor(opts.tensor)
         .with_object_arrays(opts.object_arrays)
-        .with_threads(opts.threads);
+        .with_threads(opts.threads)
+        .with_dialect(opts.dialect);
     let streamed = compress::is_stdio(path) || compress::Codec::from_path(path).is_some();
     let reader: Reader = if streamed {
         match compress::open_input_counted(path, opts.progress.clone())? {
