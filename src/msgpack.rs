@@ -361,43 +361,38 @@ impl<'a> Cursor<'a> {
     /// Read an array header; the length is checked against the bytes left (each element takes one at least).
     #[inline]
     pub fn read_array_len(&mut self) -> Result<usize> {
-        self.vstart = self.pos;
-        let m = self.peek_marker()?;
-        match m {
-            Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => {
-                let start = self.pos;
-                self.pos += 1;
-                let n = self.len_after(m)?.unwrap_or(0);
-                if n > self.remaining() {
-                    let e = self.truncated(n);
-                    self.pos = start;
-                    return Err(e);
-                }
-                Ok(n)
-            }
-            _ => Err(self.wrong("array")),
-        }
+        self.read_container_len(false)
     }
 
     /// Read a map header; the length is checked against the bytes left (each entry takes two at least).
     #[inline]
     pub fn read_map_len(&mut self) -> Result<usize> {
+        self.read_container_len(true)
+    }
+
+    #[inline]
+    fn read_container_len(&mut self, map: bool) -> Result<usize> {
         self.vstart = self.pos;
         let m = self.peek_marker()?;
-        match m {
-            Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => {
-                let start = self.pos;
-                self.pos += 1;
-                let n = self.len_after(m)?.unwrap_or(0);
-                if n.saturating_mul(2) > self.remaining() {
-                    let e = self.truncated(n.saturating_mul(2));
-                    self.pos = start;
-                    return Err(e);
-                }
-                Ok(n)
-            }
-            _ => Err(self.wrong("map")),
+        let ok = if map {
+            matches!(m, Marker::FixMap(_) | Marker::Map16 | Marker::Map32)
+        } else {
+            matches!(m, Marker::FixArray(_) | Marker::Array16 | Marker::Array32)
+        };
+        if !ok {
+            return Err(self.wrong(if map { "map" } else { "array" }));
         }
+        let start = self.pos;
+        self.pos += 1;
+        let n = self.len_after(m)?.unwrap_or(0);
+        // the smallest encoding of each element is one byte: more than that cannot be there
+        let need = if map { n.saturating_mul(2) } else { n };
+        if need > self.remaining() {
+            let e = self.truncated(need);
+            self.pos = start;
+            return Err(e);
+        }
+        Ok(n)
     }
 
     /// Read an ext value: its type and payload.
