@@ -37,9 +37,9 @@ test-rust: golden
 	MSGPACK_ARROW_GOLDEN=$(GOLDEN) MSGPACK_ARROW_PYTHON=$(abspath $(PY)) cargo test --workspace --exclude msgpack-arrow-python
 
 # The Python package: pip builds the extension with maturin (release profile, in the exported
-# CARGO_TARGET_DIR, so a rebuild with no change is a no-op) and installs it with its test extras.
+# CARGO_TARGET_DIR, so cargo only recompiles what changed) and (re)installs it, with its test
+# extras (pinned as in tests/requirements.txt, so already there).
 test-python: golden
-	$(PY) -m pip install -q --no-build-isolation --force-reinstall --no-deps ./python
 	$(PY) -m pip install -q --no-build-isolation './python[test]'
 	MSGPACK_ARROW_GOLDEN=$(GOLDEN) $(PY) -m pytest python/tests -q
 

@@ -115,14 +115,10 @@ def test_small_batches_same_table(case):
 # ---- SPEC 4.2 -----------------------------------------------------------------------------------
 
 BYTE_EXACT = [c for c in GOOD if c["byte_exact"]]
-# Known writer gaps (encoder, not the binding): remove when fixed.
-KNOWN_ARROW_GAPS = {"rec_ragged_2d"}
 
 
 @pytest.mark.parametrize("case", BYTE_EXACT, ids=[c["name"] for c in BYTE_EXACT])
 def test_byte_exact_through_arrow(case):
-    if case["name"] in KNOWN_ARROW_GAPS:
-        pytest.xfail("encoder does not yet reproduce this case (reported to the writer's owner)")
     path = good_path(case["name"])
     stream = ma.read_arrow(path, layout=case["layout"])
     # layout="auto" uses the layout the reader recorded in the schema metadata
