@@ -479,19 +479,26 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
     }
     let mut inf = Inferrer::new(b.infer_options());
     let mut c = Cursor::new(data, 0);
+    let layout = p.layout;
     let ty_to_schema = |ty: Ty, inf: &Inferrer| -> Result<Schema> {
         match ty {
-            Ty::Struct(fields) => Ok(Schema::new(
+            // records and columns: one column per key
+            Ty::Struct(fields) if layout != Layout::Values => Ok(Schema::new(
                 fields
                     .iter()
                     .map(|(k, v)| v.to_field(k, &inf.opts))
                     .collect::<Result<Vec<Field>>>()?,
             )),
-            Ty::Null => Ok(Schema::empty()),
+            // values: one column, whatever it holds (maps are a Struct column, all-nil a Null one)
             other => Ok(Schema::new(vec![other.to_field("value", &inf.opts)?])),
         }
     };
-    let limit = b.infer_rows.unwrap_or(usize::MAX);
+    // with a schema given, rows are only counted (and batch starts found), not inferred
+    let limit = if b.schema.is_some() {
+        0
+    } else {
+        b.infer_rows.unwrap_or(usize::MAX)
+    };
     match (p.layout, p.container) {
         (Layout::Records | Layout::Values, Container::Stream | Container::Array) => {
             // walk the rows: count them all, infer from the first `limit`
@@ -553,7 +560,7 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
         (Layout::Columns, _) => {
             let mut ty = Ty::Struct(Default::default());
             let mut chunks = 0;
-            while !c.is_empty() && (chunks == 0 || b.infer_rows.is_none()) {
+            while !c.is_empty() && b.schema.is_none() && (chunks == 0 || b.infer_rows.is_none()) {
                 let t = infer_columns_map(&mut c, &mut inf, b)?;
                 ty = ty.merge(t).map_err(|e| e.at_record(chunks))?;
                 chunks += 1;
@@ -562,12 +569,13 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                 p.schema = Some(Arc::new(ty_to_schema(ty, &inf)?));
             }
         }
-        (Layout::Values, Container::NdArray) => {
+        (Layout::Values, Container::NdArray) if b.schema.is_none() => {
             let t = infer_columns_value(&mut c, &mut inf, b)?.1;
-            if b.schema.is_none() {
+            {
                 p.schema = Some(Arc::new(Schema::new(vec![t.to_field("value", &inf.opts)?])));
             }
         }
+        (Layout::Values, Container::NdArray) => {}
         _ => unreachable!("plan_first gives only these"),
     }
     if let Some(s) = &b.schema {

@@ -1407,3 +1407,37 @@ mod tests {
         assert!(found.iter().filter(|(o, _)| o % 64 == 0).count() >= 50);
     }
 }
+
+#[cfg(test)]
+mod null_elements {
+    use super::*;
+    use arrow_array::{Array, FixedSizeListArray, Float32Array};
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    #[test]
+    fn a_null_inside_an_array_value_is_an_error_not_zero() {
+        let vals = Float32Array::from(vec![Some(1.0), None, Some(3.0), Some(4.0)]);
+        let col = FixedSizeListArray::new(
+            Arc::new(Field::new("item", DataType::Float32, true)),
+            2,
+            Arc::new(vals),
+            None,
+        );
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "emb",
+            col.data_type().clone(),
+            true,
+        )]));
+        let b = RecordBatch::try_new(schema, vec![Arc::new(col)]).unwrap();
+        for layout in [Layout::Records, Layout::Columns, Layout::Values] {
+            let e = write_batches(&[b.clone()], layout).unwrap_err();
+            assert!(
+                e.to_string().contains("ndarrays cannot hold nulls"),
+                "{layout}: {e}"
+            );
+            assert_eq!(e.record(), Some(0), "{layout}: {e}");
+            assert_eq!(e.path(), Some("emb"), "{layout}: {e}");
+        }
+    }
+}

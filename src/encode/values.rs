@@ -1287,6 +1287,8 @@ struct Tensor {
     levels: Vec<Level>,
     elems: Elems,
     nulls: Option<NullBuffer>,
+    /// nulls among the elements: an ndarray cannot hold them (datetimes write them as NaT)
+    elem_nulls: Option<NullBuffer>,
     len: usize,
     /// Per axis, the length every row has (`msgpack_numpy.shape` metadata of ragged columns): the
     /// length of an axis that an empty row cannot show, e.g. the 3 of shape `(0, 3)`.
@@ -1302,10 +1304,15 @@ impl Tensor {
                 dt.to_dtype_str()
             ))
         })?;
+        let elem_nulls = match dt {
+            NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. } => None,
+            _ => leaf.logical_nulls().filter(|n| n.null_count() > 0),
+        };
         Ok(Tensor {
             levels,
             elems: Elems::new(&leaf, dt)?,
             nulls: arr.logical_nulls(),
+            elem_nulls,
             len: arr.len(),
             dims: Vec::new(),
         })
@@ -1326,6 +1333,16 @@ impl Tensor {
     #[inline]
     fn is_null(&self, row: usize) -> bool {
         self.nulls.as_ref().is_some_and(|n| n.is_null(row))
+    }
+    /// Refuse a null among the elements `[a, b)` of a row: writing it as 0 would change the data.
+    #[inline]
+    fn check_elems(&self, a: usize, b: usize) -> Result<()> {
+        match &self.elem_nulls {
+            Some(n) if (a..b).any(|i| n.is_null(i)) => Err(unsupported(
+                "a null inside an array value: ndarrays cannot hold nulls (fill them, or use a List column)".to_string(),
+            )),
+            _ => Ok(()),
+        }
     }
     fn fixed_shape(&self) -> Option<Vec<usize>> {
         self.levels
@@ -1669,10 +1686,12 @@ impl ColumnEncoder for TensorEnc {
         }
         if let (Some((_, k, prefix)), false) = (&self.fixed, out.align) {
             // Hot path: the whole head is constant; one copy of the row's payload.
+            self.t.check_elems(row * k, (row + 1) * k)?;
             out.buf.extend_from_slice(prefix);
             return self.t.elems.write(row * k, (row + 1) * k, &mut out.buf);
         }
         let (a, b) = self.head_range(row)?;
+        self.t.check_elems(a, b)?;
         NdHead {
             ty: &self.nd.ty,
             kind: self.nd.kind,
@@ -2215,6 +2234,10 @@ impl ColumnNd {
             if p.nulls.as_ref().is_some_and(|nb| nb.null_count() > 0)
                 && !(temporal && p.levels.is_empty())
             {
+                return Ok(None);
+            }
+            // nulls among the elements: the per-row encoders report them
+            if p.elem_nulls.is_some() {
                 return Ok(None);
             }
             n += p.len;

@@ -248,3 +248,41 @@ fn parallel_decode_equals_sequential() {
     }
     assert!(n > 40, "{n}");
 }
+
+#[test]
+fn a_given_schema_is_used_without_inference_and_values_layout_keeps_one_column() {
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+    // a conflict inference would refuse (int then str) reads under a schema that says Utf8? no:
+    // the schema decides the decoder; values that do not fit it are errors naming the row
+    let mut bytes = Vec::new();
+    for v in [1i64, 2, 3] {
+        bytes.push(0x81);
+        bytes.extend_from_slice(b"\xa1a");
+        rmp::encode::write_sint(&mut bytes, v).unwrap();
+    }
+    let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Float64, true)]));
+    let b = ReaderBuilder::new()
+        .with_schema(schema.clone())
+        .build_from_slice(&bytes)
+        .unwrap()
+        .collect_batches()
+        .unwrap();
+    assert_eq!(b[0].schema().field(0).data_type(), &DataType::Float64);
+    assert_eq!(b[0].num_rows(), 3);
+
+    // values layout: maps are one Struct column, all-nil one Null column
+    let r = ReaderBuilder::new()
+        .with_layout(Layout::Values)
+        .build_from_slice(&bytes)
+        .unwrap();
+    assert_eq!(r.schema().fields().len(), 1);
+    assert!(matches!(
+        r.schema().field(0).data_type(),
+        DataType::Struct(_)
+    ));
+    let nils = [0xc0u8, 0xc0, 0xc0];
+    let r = ReaderBuilder::new().build_from_slice(&nils).unwrap();
+    assert_eq!(r.schema().field(0).data_type(), &DataType::Null);
+    assert_eq!(r.collect_batches().unwrap()[0].num_rows(), 3);
+}
