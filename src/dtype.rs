@@ -16,7 +16,8 @@ pub mod meta {
     /// Field: the numpy dtype string (`"<f4"`, `">i8"`, `"<U5"`); for structured dtypes the descr as JSON.
     pub const DTYPE: &str = "msgpack_numpy.dtype";
     /// Field: how values were encoded: `"ndarray"` (`nd: True`), `"scalar"` (`nd: False`),
-    /// `"complex"` (Python complex), `"object"` (raw pickle bytes, never unpickled).
+    /// `"complex"` (Python complex), `"object"` (raw pickle bytes, never unpickled), `"int"` (plain
+    /// msgpack integers in a UInt64 column, some above 2^63-1).
     pub const KIND: &str = "msgpack_numpy.kind";
     /// Schema: the layout the file was read with (`records`, `columns`, `values`).
     pub const LAYOUT: &str = "msgpack_arrow.layout";

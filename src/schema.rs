@@ -165,7 +165,11 @@ impl Ty {
         let t = match self {
             Ty::Null => DataType::Null,
             Ty::Bool => DataType::Boolean,
-            Ty::Int { big: true, .. } => DataType::UInt64,
+            Ty::Int { big: true, .. } => {
+                // plain msgpack ints (not numpy uint64 scalars): the writer keeps them plain
+                md.insert(meta::KIND.to_string(), "int".to_string());
+                DataType::UInt64
+            }
             Ty::Int { .. } => DataType::Int64,
             Ty::F32 => DataType::Float32,
             Ty::F64 => DataType::Float64,

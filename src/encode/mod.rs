@@ -774,14 +774,29 @@ mod tests {
             hex(&write_batches(&[b.slice(0, 1), b.slice(1, 19)], Layout::Values).unwrap()),
             want
         );
-        // msgpack.packb(2**64-1): one row that is not an array stays bare
+        // msgpack.packb(2**64-1): plain ints (kind "int", as the reader marks them); one row that
+        // is not an array stays bare
+        let plain = Field::new("value", DataType::UInt64, true).with_metadata(
+            std::collections::HashMap::from([(meta::KIND.to_string(), "int".to_string())]),
+        );
+        let u = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![plain])),
+            vec![Arc::new(UInt64Array::from(vec![u64::MAX]))],
+        )
+        .unwrap();
+        assert_eq!(
+            hex(&write_batches(&[u], Layout::Values).unwrap()),
+            "cfffffffffffffffff"
+        );
+        // without it (e.g. from Polars) the dtype goes along, or small values would read back
+        // as Int64: msgpack_numpy.packb(np.uint64(2**64-1))
         let u = batch(vec![col(
             "value",
             Arc::new(UInt64Array::from(vec![u64::MAX])),
         )]);
         assert_eq!(
             hex(&write_batches(&[u], Layout::Values).unwrap()),
-            "cfffffffffffffffff"
+            "83c4026e64c2c40474797065a33c7538c40464617461c408ffffffffffffffff"
         );
     }
 

@@ -2081,6 +2081,10 @@ pub(crate) fn make_encoder(field: &Field, arr: &ArrayRef) -> Result<Box<dyn Colu
                 return Ok(Box::new(c));
             }
         }
+        // plain msgpack ints too big for Int64 (the reader's UInt64 columns)
+        Some("int") if matches!(arr.data_type(), DataType::UInt64) => {
+            return Ok(Box::new(UIntEnc(arr.as_primitive::<UInt64Type>().clone())));
+        }
         Some("object") => {
             if let Some(bins) = Bins::new(arr.as_ref()) {
                 return Ok(Box::new(ObjectEnc {
@@ -2100,7 +2104,9 @@ fn plain_encoder(arr: &ArrayRef) -> Result<Box<dyn ColumnEncoder>> {
         T::Null => Box::new(NullEnc(arr.len())),
         T::Boolean => Box::new(BoolEnc(arr.as_boolean().clone())),
         T::Int64 => Box::new(IntEnc(arr.as_primitive::<Int64Type>().clone())),
-        T::UInt64 => Box::new(UIntEnc(arr.as_primitive::<UInt64Type>().clone())),
+        // UInt64 is only plain msgpack ints where the reader found them so (kind "int", see
+        // make_encoder): small values would read back as Int64, so the dtype goes along.
+        T::UInt64 => Box::new(ScalarEnc::new(arr, None)?),
         T::Float64 => Box::new(F64Enc(arr.as_primitive::<Float64Type>().clone())),
         T::Float32 => Box::new(F32Enc(arr.as_primitive::<Float32Type>().clone())),
         // Narrower numbers become numpy scalars so their dtype survives a round trip.
