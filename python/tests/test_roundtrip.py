@@ -26,9 +26,8 @@ INTS = {
     pl.UInt8: (0, 2**8 - 1),
     pl.UInt16: (0, 2**16 - 1),
     pl.UInt32: (0, 2**32 - 1),
-    # UInt64 is missing on purpose: without field metadata it is written as plain msgpack ints
-    # (SPEC 3: a column of ints is Int64 unless a value exceeds i64 max), which keeps SPEC 4.2
-    # byte-exactness for files of big native ints; see test_uint64_round_trip.
+    # UInt64 from a DataFrame is written as numpy uint64 scalars, so small values keep the dtype
+    pl.UInt64: (0, 2**64 - 1),
 }
 text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8)
 
@@ -110,8 +109,9 @@ def test_uint64_round_trip():
     for layout in ["records", "columns"]:
         assert_frame_equal(roundtrip(big, layout), big, check_exact=True)
     small = pl.DataFrame({"u": pl.Series([1, 2], dtype=pl.UInt64)})
-    # only the values tell: small unsigned ints read back as Int64 (SPEC 3)
-    assert roundtrip(small, "records").schema["u"] == pl.Int64
+    # written as numpy uint64 scalars: the dtype survives even when the values would fit Int64
+    for layout in ["records", "columns"]:
+        assert_frame_equal(roundtrip(small, layout), small, check_exact=True)
 
 
 def test_nested_and_temporal_round_trip():
