@@ -978,6 +978,16 @@ impl Reader {
     pub fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
+    /// Rows in the input, where they are known before decoding (in-memory and mapped files of
+    /// records, values or columns); `None` for a `Read` stream.
+    pub fn num_rows(&self) -> Option<usize> {
+        match &self.inner {
+            Inner::Empty => Some(0),
+            Inner::Rows(r) => Some(r.row as usize + r.left),
+            Inner::Batches(b) => Some(b.as_slice().iter().map(|b| b.num_rows()).sum()),
+            Inner::Stream(_) => None,
+        }
+    }
     /// Read everything into batches (convenience; prefer iterating for large inputs).
     pub fn collect_batches(self) -> Result<Vec<RecordBatch>> {
         self.collect()

@@ -336,10 +336,12 @@ fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Ta
     let schema = reader.schema();
     let layout = Some(reader.layout());
     let layout_reason = Some(reader.layout_reason().to_string());
+    let rows = reader.num_rows();
     let mut batches: BatchIter = Box::new(reader);
     if let (Some(counter), Some(size), false) = (&opts.progress, size, streamed) {
-        // A mapped file is consumed as it is decoded; count it whole when it is done.
-        batches = Box::new(ProgressIter::new(batches, counter.clone(), size, None));
+        // A mapped file is consumed as it is decoded: progress by rows where they were counted.
+        let units = rows.map(|n| Units::Rows(n as u64));
+        batches = Box::new(ProgressIter::new(batches, counter.clone(), size, units));
     }
     Ok(Table {
         schema,
