@@ -35,6 +35,8 @@ pub mod error;
 pub mod io;
 pub mod msgpack;
 pub mod options;
+#[cfg(feature = "polars")]
+pub mod polars;
 pub(crate) mod schema;
 pub mod tensor;
 

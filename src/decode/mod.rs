@@ -456,6 +456,10 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
         let mut c = Cursor::new(data, 0);
         c.is_empty() || {
             c.skip(b.max_depth)?;
+            // one top-level array is walked whole here: drop what it mapped in
+            if b.release_input {
+                release_pages(data, 0, c.pos());
+            }
             c.is_empty()
         }
     };
@@ -517,8 +521,15 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             let mut rows = 0usize;
             let mut empties: HashMap<String, serde_json::Map<String, serde_json::Value>> =
                 HashMap::new();
+            let mut released = 0usize;
             while left > 0 && !c.is_empty() {
                 let at = c.offset();
+                // a mapped file: this walk over every row would otherwise keep the whole file
+                // resident until decoding drops it again
+                if b.release_input && c.pos() - released >= RELEASE_STEP {
+                    release_pages(data, released, c.pos());
+                    released = c.pos();
+                }
                 if rows % b.batch_size == 0 {
                     p.batch_starts.push(c.pos());
                 }
@@ -1060,7 +1071,7 @@ impl RowsReader {
         };
         let end = par.starts.get(last).copied().unwrap_or(data.len());
         if self.release {
-            release_pages(&self.buf, par.starts[first], end);
+            release_pages(self.buf.as_slice(), par.starts[first], end);
         }
         par.next = last;
         for r in results {
@@ -1096,7 +1107,7 @@ impl RowsReader {
         self.pos = c.pos();
         self.left -= n;
         if self.release {
-            release_pages(&self.buf, start, self.pos);
+            release_pages(self.buf.as_slice(), start, self.pos);
         }
         let cols = self.dec.finish()?;
         let names = dec_names(&self.dec, &self.schema);
@@ -1127,9 +1138,12 @@ impl Limit {
     }
 }
 
+/// How far the inference walk over a mapped file gets before it drops the pages behind it.
+const RELEASE_STEP: usize = 16 << 20;
+
 /// Tell the kernel the mapped pages of `[from, to)` are done with. They are file-backed and
 /// read-only, so a later touch reads them back from the page cache: this only lowers RSS.
-fn release_pages(buf: &Buffer, from: usize, to: usize) {
+fn release_pages(buf: &[u8], from: usize, to: usize) {
     #[cfg(unix)]
     {
         let page = 4096usize;
@@ -1387,9 +1401,17 @@ pub(crate) struct StreamReader {
     /// absolute offset of `buf[0]`
     base: u64,
     eof: bool,
+    /// How much the next read asks for: doubles while the source fills it, up to [`READ_CHUNK`],
+    /// and drops to twice what a short read returned. Pipes, sockets and decompressors return
+    /// less than asked; zero-filling a full chunk for each such read made a source that hands out
+    /// a few bytes at a time cost a megabyte of writes per read.
+    ask: usize,
 }
 
+/// The most one read asks for.
 const READ_CHUNK: usize = 1 << 20;
+/// The least one read asks for.
+const MIN_READ: usize = 8 << 10;
 
 impl StreamReader {
     fn new(src: Box<dyn Read + Send>) -> Self {
@@ -1398,13 +1420,15 @@ impl StreamReader {
             buf: Vec::new(),
             base: 0,
             eof: false,
+            ask: 64 << 10,
         }
     }
     /// Read until `buf` has at least `n` bytes; false at EOF before that.
     fn fill_to(&mut self, n: usize) -> Result<bool> {
         while self.buf.len() < n && !self.eof {
             let old = self.buf.len();
-            self.buf.resize(old + READ_CHUNK.max(n - old), 0);
+            let ask = self.ask;
+            self.buf.resize(old + ask, 0);
             let got = loop {
                 match self.src.read(&mut self.buf[old..]) {
                     Ok(g) => break g,
@@ -1416,6 +1440,11 @@ impl StreamReader {
                 }
             };
             self.buf.truncate(old + got);
+            self.ask = if got == ask {
+                (ask * 2).min(READ_CHUNK)
+            } else {
+                (got * 2).clamp(MIN_READ, READ_CHUNK)
+            };
             if got == 0 {
                 self.eof = true;
             }
@@ -1433,7 +1462,9 @@ impl StreamReader {
             match c.skip(crate::decode::DEFAULT_MAX_DEPTH.max(1024)) {
                 Ok(()) => return Ok(Some(c.pos())),
                 Err(e) if matches!(e.kind(), ErrorKind::Truncated { .. }) && !self.eof => {
-                    let want = self.buf.len() + READ_CHUNK;
+                    // at least double what the object has buffered: every retry re-reads the
+                    // object from its start, so fixed steps would make a big object quadratic
+                    let want = self.buf.len() + READ_CHUNK.max(self.buf.len() - start);
                     self.fill_to(want)?;
                 }
                 Err(e) => return Err(e),

@@ -87,7 +87,12 @@ pub(crate) fn probe<'a>(
                 c.set_pos(start);
                 return Ok(None);
             }
-            at[id as usize] = c.pos();
+            // A nil value counts as a missing key, as it does for columns (both are null): a
+            // record `{nd: True, type, shape: nil, data: nil}` is a map with nulls, which is also
+            // how the writer writes a row whose missing keys were read as nulls.
+            if c.peek_kind()? != Kind::Nil {
+                at[id as usize] = c.pos();
+            }
         }
         c.skip(depth)?;
     }

@@ -630,6 +630,47 @@ pub fn write_batches(batches: &[RecordBatch], layout: Layout) -> Result<Vec<u8>>
     Ok(std::mem::take(&mut w.out.buf))
 }
 
+/// Encode each row of one column as its own msgpack-numpy object (one blob per row, as
+/// `msgpack_numpy.packb(value)` writes the value; what `msgpack_numpy.unpackb(blob)` reads back).
+/// A null row is a null blob; nulls inside a row are `nil`. The field's `msgpack_numpy.*` metadata
+/// chooses the numpy form as for the other layouts (SPEC §3).
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use arrow_array::{Array, ArrayRef, Int64Array};
+/// # use arrow_schema::{DataType, Field};
+/// let col: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None, Some(300)]));
+/// let blobs = msgpack_arrow::encode::encode_values_per_row(&Field::new("x", DataType::Int64, true), &col).unwrap();
+/// assert_eq!(blobs.value(0), b"\x01");
+/// assert!(blobs.is_null(1));
+/// assert_eq!(blobs.value(2), b"\xcd\x01\x2c");
+/// ```
+pub fn encode_values_per_row(
+    field: &arrow_schema::Field,
+    array: &ArrayRef,
+) -> Result<arrow_array::LargeBinaryArray> {
+    use arrow_array::Array;
+    let mut enc =
+        values::make_top_encoder(field, array, 0).map_err(|e| e.prepend_path(field.name()))?;
+    let mut out = Out::new(false);
+    out.buf.reserve(enc.size_hint());
+    let nulls = array.logical_nulls();
+    let mut offsets = Vec::with_capacity(array.len() + 1);
+    offsets.push(0i64);
+    for row in 0..array.len() {
+        if nulls.as_ref().is_none_or(|n| n.is_valid(row)) {
+            enc.encode(row, &mut out)
+                .map_err(|e| e.at_record(row as u64).prepend_path(field.name()))?;
+        }
+        offsets.push(out.buf.len() as i64);
+    }
+    Ok(arrow_array::LargeBinaryArray::try_new(
+        arrow_buffer::OffsetBuffer::new(offsets.into()),
+        arrow_buffer::Buffer::from_vec(out.buf),
+        nulls,
+    )?)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -1454,5 +1495,86 @@ mod null_elements {
             assert_eq!(e.record(), Some(0), "{layout}: {e}");
             assert_eq!(e.path(), Some("emb"), "{layout}: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod per_row {
+    use super::*;
+    use arrow_array::builder::{Int64Builder, ListBuilder};
+    use arrow_array::{Array, FixedSizeListArray, Float32Array, Int64Array, StringArray, StructArray};
+    use arrow_buffer::NullBuffer;
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    /// Each blob is what the records layout writes as the value of key "v" in that row's map.
+    fn check(col: ArrayRef) {
+        let field = Field::new("v", col.data_type().clone(), true);
+        let blobs = encode_values_per_row(&field, &col).unwrap();
+        assert_eq!(blobs.len(), col.len());
+        let schema = Arc::new(Schema::new(vec![field]));
+        let b = RecordBatch::try_new(schema, vec![col.clone()]).unwrap();
+        for row in 0..col.len() {
+            if col.is_null(row) {
+                assert!(blobs.is_null(row), "row {row}");
+                continue;
+            }
+            let rec = write_batches(&[b.slice(row, 1)], Layout::Records).unwrap();
+            // 0x81 (map of 1), 0xa1 'v' (the key), then the value
+            assert_eq!(&rec[..3], b"\x81\xa1v");
+            assert_eq!(blobs.value(row), &rec[3..], "row {row} of {}", col.data_type());
+        }
+    }
+
+    #[test]
+    fn one_blob_per_row() {
+        check(Arc::new(Int64Array::from(vec![Some(1), None, Some(-70000)])));
+        check(Arc::new(StringArray::from(vec![None, Some("é"), Some("")])));
+        let vals = Float32Array::from((0..6).map(|i| i as f32).collect::<Vec<_>>());
+        let item = Arc::new(Field::new("item", DataType::Float32, true));
+        check(Arc::new(FixedSizeListArray::new(
+            item,
+            2,
+            Arc::new(vals),
+            Some(NullBuffer::from(vec![true, false, true])),
+        )));
+        let mut lb = ListBuilder::new(Int64Builder::new());
+        lb.append_value([Some(1), None]);
+        lb.append_null();
+        lb.append_value([]);
+        check(Arc::new(lb.finish()));
+        let s = StructArray::try_new(
+            vec![
+                Arc::new(Field::new("a", DataType::Int64, true)),
+                Arc::new(Field::new("b", DataType::Utf8, true)),
+            ]
+            .into(),
+            vec![
+                Arc::new(Int64Array::from(vec![Some(1), None])) as ArrayRef,
+                Arc::new(StringArray::from(vec![Some("x"), None])),
+            ],
+            Some(NullBuffer::from(vec![true, false])),
+        )
+        .unwrap();
+        check(Arc::new(s));
+        // an all-null column: null blobs, nothing encoded
+        let blobs = encode_values_per_row(
+            &Field::new("v", DataType::Null, true),
+            &(Arc::new(arrow_array::NullArray::new(2)) as ArrayRef),
+        )
+        .unwrap();
+        assert_eq!(blobs.null_count(), 2);
+        assert!(blobs.values().is_empty());
+    }
+
+    #[test]
+    fn errors_name_the_row() {
+        let vals = Float32Array::from(vec![Some(1.0), Some(2.0), None, Some(4.0)]);
+        let item = Arc::new(Field::new("item", DataType::Float32, true));
+        let col: ArrayRef = Arc::new(FixedSizeListArray::new(item, 2, Arc::new(vals), None));
+        let e = encode_values_per_row(&Field::new("emb", col.data_type().clone(), true), &col)
+            .unwrap_err();
+        assert_eq!(e.record(), Some(1), "{e}");
+        assert_eq!(e.path(), Some("emb"), "{e}");
     }
 }

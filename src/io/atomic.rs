@@ -1,5 +1,10 @@
 //! Output that appears only when complete: write to a temporary file beside the target, then
 //! rename it over the target. A failed or abandoned write leaves the previous file untouched.
+//!
+//! A process killed outright (SIGKILL, OOM, power loss) cannot delete its temporary file. The name
+//! says whose it was — `.{target name}.{pid}.{random}.tmp` — and the writer holds an `flock` on
+//! it, so the next write of the same target removes the temporary files of writers that are gone
+//! (their process no longer exists and nobody holds the lock) before it starts.
 
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -47,7 +52,7 @@ impl AtomicFile {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let prefix = format!(".{name}.");
+        let prefix = format!(".{name}.{}.", std::process::id());
         let mut builder = tempfile::Builder::new();
         builder.prefix(&prefix).suffix(".tmp");
         #[cfg(unix)]
@@ -67,6 +72,13 @@ impl AtomicFile {
         if let Ok(m) = std::fs::metadata(&target) {
             // The umask applied at creation; restore the old file's mode exactly.
             let _ = tmp.as_file().set_permissions(m.permissions());
+        }
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: flock on a descriptor we own; held until the file is closed (or we die).
+            unsafe { libc::flock(tmp.as_file().as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            remove_stale(&dir, &name, tmp.path());
         }
         Ok(AtomicFile {
             tmp: BufWriter::with_capacity(1 << 20, tmp),
@@ -108,6 +120,57 @@ impl AtomicFile {
             }
         }
         Ok(())
+    }
+}
+
+/// Delete the temporary files `.{name}.{pid}.{random}.tmp` in `dir` left by writers that died:
+/// their process is gone and nobody holds their lock. Best effort: errors are ignored. Files
+/// named otherwise, of live processes, or locked (a writer on another host sharing the
+/// directory) are left alone.
+#[cfg(unix)]
+fn remove_stale(dir: &Path, name: &str, own: &Path) {
+    use std::os::fd::AsRawFd;
+    let prefix = format!(".{name}.");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(rest) = file_name
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|r| r.strip_suffix(".tmp"))
+        else {
+            continue;
+        };
+        // `{pid}.{random}`, the random part alphanumeric: not the temp file of a target whose
+        // name merely starts with ours (`{name}.1.tmp`'s are `.{name}.1.{pid}.{random}.tmp`)
+        let Some((pid, random)) = rest.split_once('.') else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<libc::pid_t>() else {
+            continue;
+        };
+        if pid <= 0 || random.is_empty() || !random.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            continue;
+        }
+        let path = entry.path();
+        if path == own {
+            continue;
+        }
+        // SAFETY: kill with signal 0 only checks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if !gone {
+            continue;
+        }
+        let Ok(f) = std::fs::File::open(&path) else {
+            continue;
+        };
+        // SAFETY: flock on a descriptor we own; released when `f` is closed.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            let _ = std::fs::remove_file(&path);
+        }
     }
 }
 
@@ -156,6 +219,42 @@ mod tests {
         assert_eq!(std::fs::read(&target).unwrap(), b"NEW contents");
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(left.len(), 1, "no temp files left behind");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn temp_files_of_dead_writers_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.parquet");
+        // a pid that cannot exist (above pid_max's ceiling of 2^22), a live one (ours), and files
+        // that only look similar
+        let dead = dir.path().join(".out.parquet.99999999.AbC123.tmp");
+        let live = dir.path()
+            .join(format!(".out.parquet.{}.xyz789.tmp", std::process::id()));
+        let others = [
+            ".out.parquet.1.99999999.AbC123.tmp", // a temp of target "out.parquet.1"
+            ".out.parquet.tmp",
+            ".out.parquet.x.AbC123.tmp",
+            ".other.99999999.AbC123.tmp",
+        ];
+        for p in [&dead, &live] {
+            std::fs::write(p, b"partial").unwrap();
+        }
+        for o in others {
+            std::fs::write(dir.path().join(o), b"x").unwrap();
+        }
+        let f = AtomicFile::create(&target).unwrap();
+        let name = f.temp_path().file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with(&format!(".out.parquet.{}.", std::process::id())) && name.ends_with(".tmp"),
+            "{name}"
+        );
+        f.commit().unwrap();
+        assert!(!dead.exists(), "a dead writer's temp file is removed");
+        assert!(live.exists(), "a live writer's temp file is kept");
+        for o in others {
+            assert!(dir.path().join(o).exists(), "{o} kept");
+        }
     }
 
     #[cfg(unix)]

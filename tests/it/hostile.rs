@@ -149,3 +149,149 @@ fn decoded_bytes_cap_stops_the_read() {
         .unwrap();
     assert!(ok.collect::<msgpack_arrow::Result<Vec<_>>>().is_ok());
 }
+
+/// The golden file's pickle runs `os.system('touch /tmp/msgpack_arrow_pwned')` when loaded.
+const PWNED: &str = "/tmp/msgpack_arrow_pwned";
+
+/// The `data` payload of the object array in a golden file: the pickle bytes, as written.
+fn pickle_bytes(file: &[u8]) -> Vec<u8> {
+    let at = file
+        .windows(6)
+        .position(|w| w == b"\xc4\x04data")
+        .expect("data key")
+        + 6;
+    let (len, start) = match file[at] {
+        0xc4 => (file[at + 1] as usize, at + 2),
+        0xc5 => (u16::from_be_bytes([file[at + 1], file[at + 2]]) as usize, at + 3),
+        m => panic!("unexpected marker {m:#x}"),
+    };
+    file[start..start + len].to_vec()
+}
+
+#[test]
+fn object_arrays_are_refused_by_default_and_kept_raw_on_request_never_unpickled() {
+    let _ = std::fs::remove_file(PWNED);
+    let bin = env!("CARGO_BIN_EXE_msgpack-arrow");
+    for name in ["bad_object_pickle_hostile", "bad_object_array"] {
+        let path = golden_dir().join("bad").join(format!("{name}.msgpack"));
+        let file = std::fs::read(&path).unwrap();
+        // default: a clear error naming the column and the option that keeps the bytes
+        for layout in ["auto", "records"] {
+            let e = read_all(&file, layout).unwrap_err();
+            assert!(matches!(e.kind(), ErrorKind::ObjectArray), "{name}: {e}");
+            let text = e.to_string();
+            assert!(
+                text.contains("never unpickled")
+                    && text.contains("object_arrays=\"raw\"")
+                    && text.contains("column \"x\""),
+                "{name}: {text}"
+            );
+        }
+        // opt-in: the pickle's bytes, exactly, as Binary tagged as an object array
+        let r = ReaderBuilder::new()
+            .with_object_arrays(msgpack_arrow::ObjectArrays::Raw)
+            .build_from_slice(&file)
+            .unwrap();
+        let schema = r.schema();
+        let f = schema.field_with_name("x").unwrap();
+        assert_eq!(f.data_type(), &arrow_schema::DataType::Binary, "{name}");
+        assert_eq!(
+            f.metadata().get("msgpack_numpy.kind").map(String::as_str),
+            Some("object"),
+            "{name}"
+        );
+        let batches = r.collect_batches().unwrap();
+        let x = batches[0]
+            .column_by_name("x")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<arrow_array::BinaryArray>()
+            .unwrap()
+            .clone();
+        assert_eq!(arrow_array::Array::len(&x), 1);
+        assert_eq!(x.value(0), pickle_bytes(&file).as_slice(), "{name}");
+        if name == "bad_object_pickle_hostile" {
+            assert!(x.value(0).windows(6).any(|w| w == b"system"), "the hostile pickle");
+        }
+        // and through the CLI: refused, then kept with --object-arrays raw
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("o.parquet");
+        let o = std::process::Command::new(bin)
+            .args(["convert", path.to_str().unwrap(), "-o", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--object-arrays raw"));
+        assert!(!out.exists());
+        let o = std::process::Command::new(bin)
+            .args(["convert", path.to_str().unwrap(), "-o", out.to_str().unwrap()])
+            .args(["--object-arrays", "raw"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let o = std::process::Command::new(bin)
+            .args(["head", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert!(
+        !std::path::Path::new(PWNED).exists(),
+        "{PWNED} exists: a pickle was executed"
+    );
+}
+
+/// Resident pages of file mappings (RssFile, KiB) of this process.
+#[cfg(target_os = "linux")]
+fn rss_file_kib() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix("RssFile:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("RssFile in /proc/self/status")
+}
+
+/// A mapped input does not stay resident as the reader goes through it: neither the inference
+/// walk over every row nor decoding keeps more than a window of the file mapped, so a multi-GB file
+/// converts in memory near one batch (measured: see the closing note). Here 80 MiB with
+/// 256-row batches (1 MiB) must never have half of the file resident.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_mapped_file_does_not_stay_resident_while_it_is_read() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.msgpack");
+    // {"id": n, "emb": <f4 ndarray of 1024>} as msgpack_numpy writes it, 20,000 times
+    let mut head = b"\x82\xa2id\xce\0\0\0\0\xa3emb\x85\xc4\x02nd\xc3\xc4\x04type\xa3<f4".to_vec();
+    head.extend_from_slice(b"\xc4\x04kind\xc4\x00\xc4\x05shape\x91\xcd\x04\x00\xc4\x04data\xc5\x10\x00");
+    let payload = vec![0x3fu8; 4096];
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    for i in 0..20_000u32 {
+        head[5..9].copy_from_slice(&i.to_be_bytes());
+        w.write_all(&head).unwrap();
+        w.write_all(&payload).unwrap();
+    }
+    w.into_inner().unwrap().sync_all().unwrap();
+    let size_kib = std::fs::metadata(&path).unwrap().len() / 1024;
+    // the decoder's code paged in first, so it does not count as the file's
+    let small = golden_dir().join("good/rec_embedding_100.msgpack");
+    ReaderBuilder::new().build_from_path(&small).unwrap().collect_batches().unwrap();
+
+    let before = rss_file_kib();
+    let r = ReaderBuilder::new()
+        .with_batch_size(256)
+        .build_from_path(&path)
+        .unwrap();
+    let mut peak = rss_file_kib();
+    let mut rows = 0;
+    for b in r {
+        rows += b.unwrap().num_rows();
+        peak = peak.max(rss_file_kib());
+    }
+    assert_eq!(rows, 20_000);
+    let grew = peak.saturating_sub(before);
+    assert!(
+        grew < size_kib / 2,
+        "{grew} KiB of a {size_kib} KiB file resident at once"
+    );
+}

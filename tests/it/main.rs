@@ -3,9 +3,12 @@
 //! pyarrow from what `msgpack_numpy.unpackb` returned.
 
 mod aligned;
+mod cli;
 mod common;
 mod dataset;
+mod fuzz_regressions;
 mod golden;
 mod hostile;
+mod props;
 mod python;
 mod roundtrip;
