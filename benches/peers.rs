@@ -1,7 +1,7 @@
 //! Decode/encode throughput per layout and dtype family, and side by side with the peer Rust crate
 //! `msgpack-numpy` (0.1.5) on the cases its README reports, with a plain memcpy of the same bytes
 //! into a fresh buffer measured in the same run (so every figure is also a fraction of the
-//! machine's copy bandwidth).
+//! machine's copy bandwidth; `memcpy_warm` copies into a buffer already faulted in).
 //!
 //! ```sh
 //! cargo bench --bench peers                 # everything (~6 min)
@@ -12,10 +12,12 @@
 //! Groups:
 //! - `family/<dtype>`: `decode_<layout>` (bytes → RecordBatches via `ReaderBuilder` from an
 //!   `arrow_buffer::Buffer`), `encode_<layout>` (those RecordBatches → bytes via `WriterBuilder`),
-//!   `memcpy_fresh` (the records bytes copied into a fresh Vec). Throughput is the msgpack size.
+//!   `memcpy_fresh` / `memcpy_warm` (the records bytes copied into a fresh Vec / into a buffer
+//!   already faulted in: the copy bandwidth). Throughput is the msgpack size.
 //! - `peer/<case>`: the same bytes (written by the crate's own serializer) decoded by the crate into
 //!   `Vec<NDArray>` (owned) and `Vec<CowNDArray>` (borrowing aligned payloads), by us into one
-//!   RecordBatch of the `values` layout; serialized by the crate from `Vec<NDArray>` and by us from
+//!   RecordBatch of the `values` layout (`ours_decode`; `ours_decode_schema_given` skips schema
+//!   inference, which walks every row first); serialized by the crate from `Vec<NDArray>` and by us from
 //!   that RecordBatch (which reproduces the input bytes exactly; checked before timing).
 //!
 //! All data is deterministic (xorshift), built before timing.
@@ -25,6 +27,7 @@ use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
+use arrow_schema::SchemaRef;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use half::f16;
 use msgpack_arrow::{Layout, ReaderBuilder, WriterBuilder};
@@ -265,9 +268,22 @@ fn family_file(f: Family, layout: Layout, n: usize) -> Vec<u8> {
 // what is timed
 
 fn decode(buf: &Buffer, layout: Layout, batch_size: Option<usize>) -> Vec<RecordBatch> {
+    decode_with(buf, layout, batch_size, None)
+}
+
+/// `schema`: given instead of inferred (inference walks every row of an in-memory input first).
+fn decode_with(
+    buf: &Buffer,
+    layout: Layout,
+    batch_size: Option<usize>,
+    schema: Option<SchemaRef>,
+) -> Vec<RecordBatch> {
     let mut b = ReaderBuilder::new().with_layout(layout);
     if let Some(n) = batch_size {
         b = b.with_batch_size(n);
+    }
+    if let Some(s) = schema {
+        b = b.with_schema(s);
     }
     b.build_from_buffer(buf.clone())
         .unwrap()
@@ -286,10 +302,19 @@ fn encode(batches: &[RecordBatch], layout: Layout, cap: usize) -> Vec<u8> {
     w.finish().unwrap()
 }
 
+/// Copy into a freshly allocated Vec. Note glibc: blocks up to 32 MiB are usually recycled heap
+/// memory (already faulted in), bigger ones are fresh mappings whose 4 KiB pages fault on first
+/// touch, which costs more than the copy on these machines (INTEROP.md).
 fn memcpy_fresh(src: &[u8]) -> Vec<u8> {
     let mut v = Vec::<u8>::with_capacity(src.len());
     v.extend_from_slice(src);
     v
+}
+
+/// The copy bandwidth proper: the same bytes into a buffer that is already faulted in.
+fn memcpy_warm(src: &[u8], dst: &mut [u8]) {
+    dst.copy_from_slice(src);
+    black_box(dst);
 }
 
 fn configure(g: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>) {
@@ -312,6 +337,11 @@ fn bench_families(c: &mut Criterion) {
                 g.bench_function("memcpy_fresh", |b| {
                     b.iter(|| black_box(memcpy_fresh(buf.as_slice())))
                 });
+                let mut warm = vec![1u8; len];
+                g.bench_function("memcpy_warm", |b| {
+                    b.iter(|| memcpy_warm(buf.as_slice(), &mut warm))
+                });
+                drop(warm);
                 memcpy_done = true;
             }
             let batches = decode(&buf, layout, None);
@@ -361,6 +391,9 @@ fn bench_peer(c: &mut Criterion) {
         g.bench_function("memcpy_fresh", |b| {
             b.iter(|| black_box(memcpy_fresh(slice)))
         });
+        let mut warm = vec![1u8; len];
+        g.bench_function("memcpy_warm", |b| b.iter(|| memcpy_warm(slice, &mut warm)));
+        drop(warm);
         g.bench_function("crate_serialize", |b| {
             b.iter(|| black_box(rmp_serde::to_vec_named(&arrays).unwrap()))
         });
@@ -376,6 +409,22 @@ fn bench_peer(c: &mut Criterion) {
         assert_eq!(batches[0].num_rows(), count);
         g.bench_function("ours_decode", |b| {
             b.iter(|| black_box(decode(&buf, Layout::Values, Some(count))))
+        });
+        // the same with the schema given: what inference costs (it walks all rows first)
+        let schema = batches[0].schema();
+        assert_eq!(
+            decode_with(&buf, Layout::Values, Some(count), Some(schema.clone())),
+            batches
+        );
+        g.bench_function("ours_decode_schema_given", |b| {
+            b.iter(|| {
+                black_box(decode_with(
+                    &buf,
+                    Layout::Values,
+                    Some(count),
+                    Some(schema.clone()),
+                ))
+            })
         });
         assert!(
             encode(&batches, Layout::Values, len) == slice,
