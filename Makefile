@@ -9,7 +9,7 @@ OUT ?= $(CARGO_TARGET_DIR)/demo
 GOLDEN ?= $(CARGO_TARGET_DIR)/golden
 CLI := $(CARGO_TARGET_DIR)/release/msgpack-arrow
 
-.PHONY: demo test test-rust test-python golden venv bench clean
+.PHONY: demo test test-rust test-python test-polars golden venv bench clean
 
 $(VENV)/.installed: tests/requirements.txt
 	python3 -m venv $(VENV)
@@ -43,10 +43,36 @@ test-python: golden
 	$(PY) -m pip install -q --no-build-isolation './python[test]'
 	MSGPACK_ARROW_GOLDEN=$(GOLDEN) $(PY) -m pytest python/tests -q
 
+# The core's `polars` feature (src/polars.rs: DataFrame in and out for Rust users). Its build
+# of polars-core (debug profile, core features only) shares nothing with the Python extension's
+# release build, so it costs a cold polars-core build of its own: not part of `make test`.
+test-polars:
+	cargo test --features polars --lib polars::
+	cargo test --features polars --doc polars
+
 test: test-rust test-python
 
-bench: venv
-	cargo bench --bench decode
+# Benchmarks (README § Benchmarks). `bench`: the criterion benches (benches/peers.rs,
+# benches/decode.rs), then benches/compare.py in full mode, which writes benches/RESULTS.md and
+# benches/results.png (it also folds the criterion figures of this run into RESULTS.md). Run it
+# on a quiet machine (`uptime`): absolute times follow the load, ratios within one run hold.
+# OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (set on some machines here for old OpenBLAS builds) slow a
+# current numpy: unset for the benchmark commands only. `bench-quick`: everything tiny, once
+# (criterion's --test mode, compare.py --quick into a scratch directory): proves it all runs.
+# BENCH_ARGS: more compare.py options, e.g. BENCH_ARGS="--big" for the 1e8-element panels.
+BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
+.PHONY: bench-quick python-package
+
+python-package: venv
+	$(PY) -m pip install -q --no-build-isolation ./python
+
+bench: venv python-package $(CLI)
+	$(BENCH_ENV) cargo bench --bench peers --bench decode
+	$(BENCH_ENV) $(PY) benches/compare.py $(BENCH_ARGS)
+
+bench-quick: venv python-package $(CLI)
+	MSGPACK_ARROW_BENCH_ROWS=2000 cargo bench --bench peers --bench decode -- --test
+	$(PY) benches/compare.py --quick
 
 clean:
 	rm -rf $(VENV) $(OUT) $(GOLDEN)
