@@ -53,8 +53,12 @@ fn to_error(e: PolarsError) -> Error {
 pub fn polars_compatible_type(t: &DataType) -> DataType {
     let item = |f: &Arc<Field>| {
         Arc::new(
-            Field::new(f.name(), polars_compatible_type(f.data_type()), f.is_nullable())
-                .with_metadata(f.metadata().clone()),
+            Field::new(
+                f.name(),
+                polars_compatible_type(f.data_type()),
+                f.is_nullable(),
+            )
+            .with_metadata(f.metadata().clone()),
         )
     };
     match t {
@@ -62,16 +66,21 @@ pub fn polars_compatible_type(t: &DataType) -> DataType {
         DataType::FixedSizeList(f, n) => DataType::FixedSizeList(item(f), *n),
         DataType::List(f) => DataType::List(item(f)),
         DataType::LargeList(f) => DataType::LargeList(item(f)),
-        DataType::Struct(fs) => DataType::Struct(Fields::from(
-            fs.iter().map(item).collect::<Vec<_>>(),
-        )),
+        DataType::Struct(fs) => {
+            DataType::Struct(Fields::from(fs.iter().map(item).collect::<Vec<_>>()))
+        }
         other => other.clone(),
     }
 }
 
 /// One arrow-rs array as a Polars array (zero-copy), after mapping the types Polars cannot import
 /// ([`polars_compatible_type`]).
-fn export_array(a: &ArrayRef) -> PolarsResult<(polars_arrow::datatypes::Field, Box<dyn polars_arrow::array::Array>)> {
+fn export_array(
+    a: &ArrayRef,
+) -> PolarsResult<(
+    polars_arrow::datatypes::Field,
+    Box<dyn polars_arrow::array::Array>,
+)> {
     let t = polars_compatible_type(a.data_type());
     let a = if &t == a.data_type() {
         a.clone()
@@ -133,7 +142,9 @@ fn null_as_bool(t: &PlDataType) -> PlDataType {
         PlDataType::Array(t, n) => PlDataType::Array(Box::new(null_as_bool(t)), *n),
         PlDataType::Struct(fs) => PlDataType::Struct(
             fs.iter()
-                .map(|f| polars_core::prelude::Field::new(f.name().clone(), null_as_bool(f.dtype())))
+                .map(|f| {
+                    polars_core::prelude::Field::new(f.name().clone(), null_as_bool(f.dtype()))
+                })
                 .collect(),
         ),
         other => other.clone(),
@@ -239,14 +250,22 @@ pub fn from_dataframe(df: &DataFrame) -> Result<Vec<RecordBatch>> {
     let n_chunks = cols.iter().map(Vec::len).max().unwrap_or(0);
     if df.width() == 0 {
         let opts = RecordBatchOptions::new().with_row_count(Some(df.height()));
-        return Ok(vec![RecordBatch::try_new_with_options(schema, vec![], &opts)?]);
+        return Ok(vec![RecordBatch::try_new_with_options(
+            schema,
+            vec![],
+            &opts,
+        )?]);
     }
     let mut out = Vec::with_capacity(n_chunks);
     for i in 0..n_chunks {
         let columns: Vec<ArrayRef> = cols.iter().map(|c| c[i].clone()).collect();
         let rows = columns.first().map_or(0, |c| c.len());
         let opts = RecordBatchOptions::new().with_row_count(Some(rows));
-        out.push(RecordBatch::try_new_with_options(schema.clone(), columns, &opts)?);
+        out.push(RecordBatch::try_new_with_options(
+            schema.clone(),
+            columns,
+            &opts,
+        )?);
     }
     Ok(out)
 }
@@ -316,15 +335,34 @@ mod tests {
             ),
         ]);
         let b = batch(vec![
-            ("i", Arc::new(Int64Array::from(vec![Some(1), None, Some(3)]))),
+            (
+                "i",
+                Arc::new(Int64Array::from(vec![Some(1), None, Some(3)])),
+            ),
             ("u8", Arc::new(UInt8Array::from(vec![1u8, 2, 255]))),
-            ("f16", Arc::new(Float16Array::from(vec![half::f16::from_f32(1.5); 3]))),
-            ("s", Arc::new(StringArray::from(vec![Some("a"), None, Some("ccc")]))),
-            ("bin", Arc::new(BinaryArray::from(vec![Some(&b"\x00\x01"[..]), None, Some(b"")]))),
+            (
+                "f16",
+                Arc::new(Float16Array::from(vec![half::f16::from_f32(1.5); 3])),
+            ),
+            (
+                "s",
+                Arc::new(StringArray::from(vec![Some("a"), None, Some("ccc")])),
+            ),
+            (
+                "bin",
+                Arc::new(BinaryArray::from(vec![
+                    Some(&b"\x00\x01"[..]),
+                    None,
+                    Some(b""),
+                ])),
+            ),
             ("emb", fsl(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 2)),
             ("l", Arc::new(list)),
             ("st", Arc::new(strukt)),
-            ("ts", Arc::new(TimestampMicrosecondArray::from(vec![1, 2, 3]))),
+            (
+                "ts",
+                Arc::new(TimestampMicrosecondArray::from(vec![1, 2, 3])),
+            ),
             ("nul", Arc::new(NullArray::new(3))),
         ]);
         let df = batches_to_dataframe(&b.schema(), std::slice::from_ref(&b)).unwrap();
@@ -378,17 +416,30 @@ mod tests {
 
     #[test]
     fn chunks_and_empty_frames() {
-        let b1 = batch(vec![("x", Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef)]);
+        let b1 = batch(vec![(
+            "x",
+            Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef,
+        )]);
         let b2 = batch(vec![("x", Arc::new(Int64Array::from(vec![3])) as ArrayRef)]);
         let df = batches_to_dataframe(&b1.schema(), &[b1.clone(), b2]).unwrap();
         assert_eq!(df.height(), 3);
         assert_eq!(df.column("x").unwrap().n_chunks(), 2);
         let back = from_dataframe(&df).unwrap();
-        assert_eq!(back.iter().map(|b| b.num_rows()).collect::<Vec<_>>(), [2, 1]);
+        assert_eq!(
+            back.iter().map(|b| b.num_rows()).collect::<Vec<_>>(),
+            [2, 1]
+        );
 
         let empty = batches_to_dataframe(&b1.schema(), &[]).unwrap();
         assert_eq!(empty.shape(), (0, 1));
-        assert_eq!(from_dataframe(&empty).unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), 0);
+        assert_eq!(
+            from_dataframe(&empty)
+                .unwrap()
+                .iter()
+                .map(|b| b.num_rows())
+                .sum::<usize>(),
+            0
+        );
     }
 
     #[test]

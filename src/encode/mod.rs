@@ -1502,7 +1502,9 @@ mod null_elements {
 mod per_row {
     use super::*;
     use arrow_array::builder::{Int64Builder, ListBuilder};
-    use arrow_array::{Array, FixedSizeListArray, Float32Array, Int64Array, StringArray, StructArray};
+    use arrow_array::{
+        Array, FixedSizeListArray, Float32Array, Int64Array, StringArray, StructArray,
+    };
     use arrow_buffer::NullBuffer;
     use arrow_schema::{DataType, Field, Schema};
     use std::sync::Arc;
@@ -1522,13 +1524,22 @@ mod per_row {
             let rec = write_batches(&[b.slice(row, 1)], Layout::Records).unwrap();
             // 0x81 (map of 1), 0xa1 'v' (the key), then the value
             assert_eq!(&rec[..3], b"\x81\xa1v");
-            assert_eq!(blobs.value(row), &rec[3..], "row {row} of {}", col.data_type());
+            assert_eq!(
+                blobs.value(row),
+                &rec[3..],
+                "row {row} of {}",
+                col.data_type()
+            );
         }
     }
 
     #[test]
     fn one_blob_per_row() {
-        check(Arc::new(Int64Array::from(vec![Some(1), None, Some(-70000)])));
+        check(Arc::new(Int64Array::from(vec![
+            Some(1),
+            None,
+            Some(-70000),
+        ])));
         check(Arc::new(StringArray::from(vec![None, Some("é"), Some("")])));
         let vals = Float32Array::from((0..6).map(|i| i as f32).collect::<Vec<_>>());
         let item = Arc::new(Field::new("item", DataType::Float32, true));

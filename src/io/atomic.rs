@@ -229,7 +229,8 @@ mod tests {
         // a pid that cannot exist (above pid_max's ceiling of 2^22), a live one (ours), and files
         // that only look similar
         let dead = dir.path().join(".out.parquet.99999999.AbC123.tmp");
-        let live = dir.path()
+        let live = dir
+            .path()
             .join(format!(".out.parquet.{}.xyz789.tmp", std::process::id()));
         let others = [
             ".out.parquet.1.99999999.AbC123.tmp", // a temp of target "out.parquet.1"
@@ -244,9 +245,15 @@ mod tests {
             std::fs::write(dir.path().join(o), b"x").unwrap();
         }
         let f = AtomicFile::create(&target).unwrap();
-        let name = f.temp_path().file_name().unwrap().to_string_lossy().into_owned();
+        let name = f
+            .temp_path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         assert!(
-            name.starts_with(&format!(".out.parquet.{}.", std::process::id())) && name.ends_with(".tmp"),
+            name.starts_with(&format!(".out.parquet.{}.", std::process::id()))
+                && name.ends_with(".tmp"),
             "{name}"
         );
         f.commit().unwrap();

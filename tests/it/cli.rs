@@ -72,7 +72,12 @@ fn stderr(o: &Output) -> String {
 /// Exit code 1 and exactly one `error: ` line naming the cause.
 fn assert_reported(o: &Output, needle: &str) {
     let e = stderr(o);
-    assert_eq!(o.status.code(), Some(1), "exit status {:?}; stderr: {e}", o.status);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "exit status {:?}; stderr: {e}",
+        o.status
+    );
     let lines: Vec<&str> = e.lines().filter(|l| l.starts_with("error: ")).collect();
     assert_eq!(lines.len(), 1, "one error line expected: {e}");
     assert!(lines[0].contains(needle), "{needle:?} not in {e:?}");
@@ -121,7 +126,12 @@ fn sigkill_during_convert_keeps_the_previous_output() {
     embeddings(&small, 100, 256, 2);
     let mut rand = kill_rng();
     let mut mid_write = 0;
-    for (i, ext) in ["parquet", "arrow", "msgpack"].iter().cycle().take(10).enumerate() {
+    for (i, ext) in ["parquet", "arrow", "msgpack"]
+        .iter()
+        .cycle()
+        .take(10)
+        .enumerate()
+    {
         let out = d.join(format!("out.{ext}"));
         // the previous output: a complete conversion of another input
         let o = run(&["convert", s(&small), "-o", s(&out)]);
@@ -162,19 +172,32 @@ fn sigkill_during_convert_keeps_the_previous_output() {
         }
     }
     eprintln!("{mid_write} of 10 kills landed while the temporary output was being written");
-    assert!(mid_write >= 3, "only {mid_write} of 10 kills landed mid-write: make the input bigger");
+    assert!(
+        mid_write >= 3,
+        "only {mid_write} of 10 kills landed mid-write: make the input bigger"
+    );
     // whatever the kills left (temporary files of dead processes) goes with the next run
     for ext in ["parquet", "arrow", "msgpack"] {
         let out = d.join(format!("out.{ext}"));
         let o = run(&["convert", s(&small), "-o", s(&out)]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
-    let keep: Vec<PathBuf> = ["big.msgpack", "small.msgpack", "out.parquet", "out.arrow", "out.msgpack"]
-        .iter()
-        .map(|n| d.join(n))
-        .collect();
+    let keep: Vec<PathBuf> = [
+        "big.msgpack",
+        "small.msgpack",
+        "out.parquet",
+        "out.arrow",
+        "out.msgpack",
+    ]
+    .iter()
+    .map(|n| d.join(n))
+    .collect();
     let keep: Vec<&Path> = keep.iter().map(PathBuf::as_path).collect();
-    assert_eq!(strays(d, &keep), Vec::<PathBuf>::new(), "stray files after the next run");
+    assert_eq!(
+        strays(d, &keep),
+        Vec::<PathBuf>::new(),
+        "stray files after the next run"
+    );
     // and the outputs are complete files that read back
     let o = run(&["head", "-n", "1", s(&d.join("out.parquet"))]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -216,8 +239,16 @@ fn file_size_limit_gives_an_error_and_no_partial_file() {
         fs::write(&out, b"previous").unwrap();
         let o = convert_with_file_size_limit(&input, &out, 256 << 10);
         assert_reported(&o, "File too large");
-        assert!(stderr(&o).contains(&format!("out.{ext}")), "names the output: {}", stderr(&o));
-        assert_eq!(fs::read(&out).unwrap(), b"previous", "{ext}: previous output kept");
+        assert!(
+            stderr(&o).contains(&format!("out.{ext}")),
+            "names the output: {}",
+            stderr(&o)
+        );
+        assert_eq!(
+            fs::read(&out).unwrap(),
+            b"previous",
+            "{ext}: previous output kept"
+        );
         assert_eq!(strays(d, &[&input, &out]), Vec::<PathBuf>::new(), "{ext}");
         fs::remove_file(&out).unwrap();
     }
@@ -230,7 +261,14 @@ impl Tmpfs {
     fn mount(size: &str) -> Result<Tmpfs, String> {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let o = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", s(dir.path())])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size}"),
+                "tmpfs",
+                s(dir.path()),
+            ])
             .output()
             .map_err(|e| format!("mount: {e}"))?;
         if !o.status.success() {
@@ -274,14 +312,30 @@ fn full_disk_gives_an_error_and_no_partial_file() {
         fs::write(&out, vec![7u8; 100 << 10]).unwrap();
         let o = run(&["convert", s(&input), "-o", s(&out)]);
         assert_reported(&o, "No space left on device");
-        assert!(stderr(&o).contains(&format!("out.{ext}")), "names the output: {}", stderr(&o));
-        assert_eq!(fs::read(&out).unwrap(), vec![7u8; 100 << 10], "{ext}: previous output kept");
-        assert_eq!(strays(d, &[&out]), Vec::<PathBuf>::new(), "{ext}: no partial file");
+        assert!(
+            stderr(&o).contains(&format!("out.{ext}")),
+            "names the output: {}",
+            stderr(&o)
+        );
+        assert_eq!(
+            fs::read(&out).unwrap(),
+            vec![7u8; 100 << 10],
+            "{ext}: previous output kept"
+        );
+        assert_eq!(
+            strays(d, &[&out]),
+            Vec::<PathBuf>::new(),
+            "{ext}: no partial file"
+        );
         fs::remove_file(&out).unwrap();
         // and nothing at all when there was no previous file
         let o = run(&["convert", s(&input), "-o", s(&out)]);
         assert_reported(&o, "No space left on device");
-        assert_eq!(strays(d, &[]), Vec::<PathBuf>::new(), "{ext}: no partial file");
+        assert_eq!(
+            strays(d, &[]),
+            Vec::<PathBuf>::new(),
+            "{ext}: no partial file"
+        );
     }
 }
 

@@ -162,7 +162,10 @@ fn pickle_bytes(file: &[u8]) -> Vec<u8> {
         + 6;
     let (len, start) = match file[at] {
         0xc4 => (file[at + 1] as usize, at + 2),
-        0xc5 => (u16::from_be_bytes([file[at + 1], file[at + 2]]) as usize, at + 3),
+        0xc5 => (
+            u16::from_be_bytes([file[at + 1], file[at + 2]]) as usize,
+            at + 3,
+        ),
         m => panic!("unexpected marker {m:#x}"),
     };
     file[start..start + len].to_vec()
@@ -211,20 +214,33 @@ fn object_arrays_are_refused_by_default_and_kept_raw_on_request_never_unpickled(
         assert_eq!(arrow_array::Array::len(&x), 1);
         assert_eq!(x.value(0), pickle_bytes(&file).as_slice(), "{name}");
         if name == "bad_object_pickle_hostile" {
-            assert!(x.value(0).windows(6).any(|w| w == b"system"), "the hostile pickle");
+            assert!(
+                x.value(0).windows(6).any(|w| w == b"system"),
+                "the hostile pickle"
+            );
         }
         // and through the CLI: refused, then kept with --object-arrays raw
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("o.parquet");
         let o = std::process::Command::new(bin)
-            .args(["convert", path.to_str().unwrap(), "-o", out.to_str().unwrap()])
+            .args([
+                "convert",
+                path.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+            ])
             .output()
             .unwrap();
         assert_eq!(o.status.code(), Some(1));
         assert!(String::from_utf8_lossy(&o.stderr).contains("--object-arrays raw"));
         assert!(!out.exists());
         let o = std::process::Command::new(bin)
-            .args(["convert", path.to_str().unwrap(), "-o", out.to_str().unwrap()])
+            .args([
+                "convert",
+                path.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+            ])
             .args(["--object-arrays", "raw"])
             .output()
             .unwrap();
@@ -263,7 +279,9 @@ fn a_mapped_file_does_not_stay_resident_while_it_is_read() {
     let path = dir.path().join("big.msgpack");
     // {"id": n, "emb": <f4 ndarray of 1024>} as msgpack_numpy writes it, 20,000 times
     let mut head = b"\x82\xa2id\xce\0\0\0\0\xa3emb\x85\xc4\x02nd\xc3\xc4\x04type\xa3<f4".to_vec();
-    head.extend_from_slice(b"\xc4\x04kind\xc4\x00\xc4\x05shape\x91\xcd\x04\x00\xc4\x04data\xc5\x10\x00");
+    head.extend_from_slice(
+        b"\xc4\x04kind\xc4\x00\xc4\x05shape\x91\xcd\x04\x00\xc4\x04data\xc5\x10\x00",
+    );
     let payload = vec![0x3fu8; 4096];
     let mut w = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
     for i in 0..20_000u32 {
@@ -275,7 +293,11 @@ fn a_mapped_file_does_not_stay_resident_while_it_is_read() {
     let size_kib = std::fs::metadata(&path).unwrap().len() / 1024;
     // the decoder's code paged in first, so it does not count as the file's
     let small = golden_dir().join("good/rec_embedding_100.msgpack");
-    ReaderBuilder::new().build_from_path(&small).unwrap().collect_batches().unwrap();
+    ReaderBuilder::new()
+        .build_from_path(&small)
+        .unwrap()
+        .collect_batches()
+        .unwrap();
 
     let before = rss_file_kib();
     let r = ReaderBuilder::new()

@@ -74,7 +74,18 @@ fn struct_fields(ts: &[(String, T)]) -> Fields {
 
 /// Column and field names: plain, empty, non-ASCII, and the keys msgpack-numpy's special maps use.
 const NAMES: &[&str] = &[
-    "c", "", "é ü", "0", "value", "nd", "type", "kind", "shape", "data", "complex", "__ndarray__",
+    "c",
+    "",
+    "é ü",
+    "0",
+    "value",
+    "nd",
+    "type",
+    "kind",
+    "shape",
+    "data",
+    "complex",
+    "__ndarray__",
     "dtype",
 ];
 
@@ -434,11 +445,19 @@ fn check(
 fn columns(n: std::ops::Range<usize>) -> impl Strategy<Value = Vec<Col>> {
     prop::collection::vec((ty(), any::<bool>()), n)
         .prop_flat_map(|ts| (names(ts.len()), Just(ts)))
-        .prop_map(|(ns, ts)| ns.into_iter().zip(ts).map(|(n, (t, b))| (n, t, b)).collect::<Vec<_>>())
-        .prop_filter("a record with the full key set of an ndarray map is one", |cols: &Vec<Col>| {
-            let keys: Vec<&str> = cols.iter().map(|c| c.0.as_str()).collect();
-            !special_keys(&keys) && !cols.iter().any(|c| any_special(&c.1))
+        .prop_map(|(ns, ts)| {
+            ns.into_iter()
+                .zip(ts)
+                .map(|(n, (t, b))| (n, t, b))
+                .collect::<Vec<_>>()
         })
+        .prop_filter(
+            "a record with the full key set of an ndarray map is one",
+            |cols: &Vec<Col>| {
+                let keys: Vec<&str> = cols.iter().map(|c| c.0.as_str()).collect();
+                !special_keys(&keys) && !cols.iter().any(|c| any_special(&c.1))
+            },
+        )
 }
 
 proptest! {
