@@ -136,7 +136,8 @@ pub fn roundtrip(data: &[u8]) {
     // recognise: round trips use the dialects that read back what the writer writes.
     let dialects = [Dialect::Auto, Dialect::MsgpackNumpy];
     for layout in LAYOUTS {
-        let Some((schema, used, batches)) = drain(builder(layout, v, &dialects).build_from_slice(data))
+        let Some((schema, used, batches)) =
+            drain(builder(layout, v, &dialects).build_from_slice(data))
         else {
             continue;
         };

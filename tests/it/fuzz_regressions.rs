@@ -15,7 +15,10 @@ fn root() -> PathBuf {
 
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = match std::fs::read_dir(dir) {
-        Ok(d) => d.map(|e| e.unwrap().path()).filter(|p| p.is_file()).collect(),
+        Ok(d) => d
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
+            .collect(),
         Err(_) => Vec::new(),
     };
     v.sort();
@@ -130,7 +133,12 @@ fn nil_valued_ndarray_keys_make_a_plain_map() {
         .build_from_slice(rec)
         .unwrap();
     assert_eq!(r.layout(), msgpack_arrow::Layout::Records);
-    let names: Vec<String> = r.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let names: Vec<String> = r
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
     assert_eq!(names, ["nd", "type", "shape", "data"]);
     let b = r.collect_batches().unwrap();
     assert_eq!(b[0].num_rows(), 1);
