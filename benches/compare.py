@@ -535,6 +535,8 @@ class Driver:
         self.ma_python = self.probe_ma()
         self.parallel = max(1, os.cpu_count() or 1) if args.quick else 1
         self.log_lines = 0
+        self.load_after = None
+        self.base_repeats = self.repeats
 
     def probe_ma(self) -> str | None:
         code = (
@@ -795,7 +797,7 @@ def machine_info(driver: Driver, load_before) -> list[str]:
         thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read().strip()
     except OSError:
         pass
-    load_after = os.getloadavg()
+    load_after = driver.load_after or os.getloadavg()
     return [
         f"- date: {_dt.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}",
         f"- machine: {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, {platform.system()} {platform.release()}, THP `{thp}`",
@@ -912,7 +914,7 @@ def main() -> None:
                      "Peak RSS is the process's `ru_maxrss` (interpreter and imports included); Δ is peak minus the RSS "
                      "just before the timed operation (for writes the source DataFrame is already loaded). "
                      "`equal` ✓: the DataFrame read equals the source table.", ""]
-    md += machine_info(d, load_before) + [""]
+    info_at = len(md)  # the machine lines go here once the run is over (load after)
     plot_read: list = []
     plot_write: list = []
     summary: dict = {}
@@ -1039,11 +1041,16 @@ def main() -> None:
     crit_md, crit_facts = ([], {}) if args.quick else criterion_section(criterion_results(crit_dir))
     md += targets(summary, crit_facts)
     md += crit_md
+    d.load_after = os.getloadavg()
+    d.repeats = d.base_repeats
+    md[info_at:info_at] = machine_info(d, load_before) + (
+        [f"- StaticFrame panels: {args.panel_repeats} repeats"] if args.panel_repeats else []) + [""]
     png = out_dir / "results.png"
     mode = "quick (tiny sizes; timings mean nothing)" if args.quick else "full"
     plot(plot_read + plot_write, str(png),
          f"msgpack-arrow vs Parquet, Feather, NPZ, StaticFrame and Python msgpack_numpy — {mode}, "
-         f"{_dt.date.today()}, min of {d.repeats} (msgpack-arrow in orange; shorter is faster)")
+         f"{_dt.date.today()}, min of {d.repeats}" + (f" ({args.panel_repeats} for the panels)" if args.panel_repeats else "")
+         + " (msgpack-arrow in orange; shorter is faster)")
     md += ["", f"![results](results.png)", "", f"_Run time {time.time() - t_start:.0f} s._", ""]
     (out_dir / "RESULTS.md").write_text("\n".join(md))
     d.log(f"wrote {out_dir / 'RESULTS.md'} and {png}")
@@ -1131,7 +1138,7 @@ def criterion_section(crit: dict) -> tuple[list[str], dict]:
                                                       "decode_columns_copy", "encode_records", "encode_columns")}
     if any(emb.values()):
         md += ["", "### The embedding table in Rust (benches/decode.rs: no file, no Python)", "",
-               "| memcpy | decode records | decode columns (zero-copy) | decode columns (one copy) | encode records | encode columns |",
+               "| memcpy fresh | decode records | decode columns | decode columns, unaligned input (copied first) | encode records | encode columns |",
                "|---:|---:|---:|---:|---:|---:|",
                "| " + " | ".join(cell("embedding", f) for f in emb) + " |"]
     return md + [""], facts
