@@ -879,6 +879,9 @@ struct FastPath {
     header: Vec<u8>,
     data_len: usize,
     swap_dt: NumpyDtype,
+    /// the shape the header holds (not the previous row's dims: those are gone after a batch
+    /// ends, and zeros after a null row)
+    shape: Vec<usize>,
 }
 
 pub(crate) struct TensorDecoder {
@@ -1054,14 +1057,12 @@ impl ArrayDecoder for TensorDecoder {
             if rest.len() >= h + f.data_len && rest[..h] == f.header[..] {
                 let (data, dl) = (&rest[h..h + f.data_len], f.data_len);
                 let n = if self.item == 0 { 0 } else { dl / self.item };
+                if self.fixed.is_none() {
+                    // same header ⇒ the same shape
+                    self.dims.extend_from_slice(&f.shape);
+                }
                 let sdt = f.swap_dt.clone();
                 self.push_row(&sdt, data, n);
-                if self.fixed.is_none() {
-                    // same header ⇒ same shape as the previous row
-                    let nd = self.shape.len();
-                    let from = self.dims.len() - nd;
-                    self.dims.extend_from_within(from..);
-                }
                 c.set_pos(c.pos() + h + dl);
                 return Ok(());
             }
@@ -1108,6 +1109,7 @@ impl ArrayDecoder for TensorDecoder {
                         header: c.buf()[start..nd.data_pos].to_vec(),
                         data_len: nd.data.len(),
                         swap_dt: row_dt,
+                        shape: nd.shape.clone(),
                     });
                 }
                 Ok(())

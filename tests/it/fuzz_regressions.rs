@@ -1,9 +1,13 @@
-//! What coverage-guided fuzzing (`fuzz/`, cargo-fuzz) found, kept as tests: every crashing input
-//! under `tests/data/fuzz/`, and the committed minimised corpus `fuzz/corpus/<target>/`, run
-//! through the fuzz targets' own checks (`fuzz/src/checks.rs`, included here by path). The corpus
-//! replay is the short fuzz run CI does: each of its inputs once, no mutation.
+//! What coverage-guided fuzzing (`fuzz/`, cargo-fuzz) found, kept as tests: every input under
+//! `tests/data/fuzz/` that made a target fail, and the seeds (`fuzz/seeds.txt`), run through the
+//! fuzz targets' own checks (`fuzz/src/checks.rs`, included here by path). The seed replay is the
+//! short fuzz run CI does: each input once, no mutation.
 
 use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Float32Type;
+use arrow_array::Array;
 
 #[allow(dead_code)]
 #[path = "../../fuzz/src/checks.rs"]
@@ -50,23 +54,33 @@ fn crashing_inputs_found_by_fuzzing() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The seeds (`fuzz/seeds.txt`: the golden files) through both targets' checks: the short fuzz
+/// run CI does. `MSGPACK_ARROW_FUZZ_CORPUS=fuzz/corpus` adds a local corpus (every file under it;
+/// minutes in a debug build for the full minimised one, so not by default).
 #[test]
-fn fuzz_corpus_replays_cleanly() {
-    let mut n = 0;
-    let mut failures = Vec::new();
-    for (target, check) in [
-        ("decode", checks::decode as fn(&[u8])),
-        ("roundtrip", checks::roundtrip),
-    ] {
-        let corpus = files(&root().join("fuzz/corpus").join(target));
-        n += corpus.len();
-        failures.extend(replay(&corpus, check));
+fn fuzz_seeds_replay_cleanly() {
+    let list = std::fs::read_to_string(root().join("fuzz/seeds.txt")).unwrap();
+    let golden = crate::common::golden_dir();
+    let mut inputs: Vec<PathBuf> = list
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| golden.join(l))
+        .collect();
+    assert!(inputs.len() > 50, "{} seeds", inputs.len());
+    if let Some(dir) = std::env::var_os("MSGPACK_ARROW_FUZZ_CORPUS") {
+        let dir = PathBuf::from(dir);
+        inputs.extend(files(&dir));
+        for sub in ["decode", "roundtrip"] {
+            inputs.extend(files(&dir.join(sub)));
+        }
     }
-    assert!(n > 0, "no fuzz corpus under fuzz/corpus/");
+    let mut failures = replay(&inputs, checks::decode);
+    failures.extend(replay(&inputs, checks::roundtrip));
     assert!(
         failures.is_empty(),
-        "{} of {n} corpus inputs fail:\n{}",
+        "{} of {} inputs fail:\n{}",
         failures.len(),
+        inputs.len(),
         failures.join("\n")
     );
 }
@@ -144,4 +158,58 @@ fn nil_valued_ndarray_keys_make_a_plain_map() {
     assert_eq!(b[0].num_rows(), 1);
     assert_eq!(b[0].column(3).logical_null_count(), 1);
     checks::roundtrip(rec);
+}
+
+/// A ragged tensor column (shapes differ between rows) through `build(Read)`: found by replaying
+/// the `roundtrip` corpus through the `decode` checks. A row whose ndarray header repeats the
+/// previous row's takes a fast path that copied the previous row's shape from the decoder's shape
+/// list — empty at the start of a batch (a subtraction overflow: a panic), and zeros after a null
+/// row (a wrong shape). The fast path now keeps the shape its header stands for.
+#[test]
+fn ragged_tensor_rows_repeating_a_header_keep_their_shape() {
+    fn nd(n: usize) -> Vec<u8> {
+        // {"x": <f4 ndarray of n elements, all n as f32}
+        let mut v = b"\x81\xa1x\x85\xc4\x02nd\xc3\xc4\x04type\xa3<f4\xc4\x04kind\xc4\x00".to_vec();
+        v.extend_from_slice(b"\xc4\x05shape\x91");
+        v.push(n as u8);
+        v.extend_from_slice(b"\xc4\x04data\xc4");
+        v.push(4 * n as u8);
+        for _ in 0..n {
+            v.extend_from_slice(&(n as f32).to_le_bytes());
+        }
+        v
+    }
+    let null = b"\x81\xa1x\xc0".to_vec();
+    // shapes 3, 2, nil, 2, 2: rows 3 and 4 repeat row 1's header
+    let data = [nd(3), nd(2), null, nd(2), nd(2)].concat();
+    let want: Vec<Option<Vec<f32>>> = vec![
+        Some(vec![3.0; 3]),
+        Some(vec![2.0; 2]),
+        None,
+        Some(vec![2.0; 2]),
+        Some(vec![2.0; 2]),
+    ];
+    for bs in [1, 2, 5] {
+        for streamed in [false, true] {
+            let b = msgpack_arrow::ReaderBuilder::new().with_batch_size(bs);
+            let r = if streamed {
+                b.build(checks::Trickle::new(&data))
+            } else {
+                b.build_from_slice(&data)
+            }
+            .unwrap();
+            let mut got = Vec::new();
+            for batch in r {
+                let batch = batch.unwrap();
+                let l = batch.column(0).as_list::<i32>();
+                for i in 0..l.len() {
+                    got.push(
+                        l.is_valid(i)
+                            .then(|| l.value(i).as_primitive::<Float32Type>().values().to_vec()),
+                    );
+                }
+            }
+            assert_eq!(got, want, "batch size {bs}, streamed {streamed}");
+        }
+    }
 }

@@ -36,6 +36,10 @@ enum T {
     /// FixedSizeList of `F32` or `I16` (or of such a FixedSizeList: a 2-d tensor), k = 0..=4
     /// elements (k = 0 is a valid Arrow type, and an ndarray of shape (0,) is valid numpy)
     Fsl(Box<T>, i32),
+    /// A ragged 1-d tensor column: List of `F32` or `I16` tagged as ndarrays in the field metadata,
+    /// so each row is written as an ndarray of its own length (only as a top-level column: the
+    /// metadata is the column's)
+    Ragged(Box<T>),
     List(Box<T>),
     /// fields named from [`NAMES`]
     Struct(Vec<(String, T)>),
@@ -60,6 +64,7 @@ impl T {
             T::Utf8 => D::Utf8,
             T::Bin => D::Binary,
             T::Fsl(t, k) => D::FixedSizeList(Arc::new(Field::new("item", t.arrow(), true)), *k),
+            T::Ragged(t) => D::List(Arc::new(Field::new("item", t.arrow(), true))),
             T::List(t) => D::List(Arc::new(Field::new("item", t.arrow(), true))),
             T::Struct(ts) => D::Struct(struct_fields(ts)),
         }
@@ -113,7 +118,7 @@ fn any_special(t: &T) -> bool {
             special_keys(&fs.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>())
                 || fs.iter().any(|(_, t)| any_special(t))
         }
-        T::List(t) | T::Fsl(t, _) => any_special(t),
+        T::List(t) | T::Fsl(t, _) | T::Ragged(t) => any_special(t),
         _ => false,
     }
 }
@@ -283,6 +288,18 @@ fn gen(t: &T, n: usize, null_pct: u64, rng: &mut Rng) -> ArrayRef {
             let v: Vec<Option<Vec<u8>>> = valid.iter().map(|ok| ok.then(|| rng.bytes())).collect();
             Arc::new(BinaryArray::from_iter(v))
         }
+        T::Ragged(c) => {
+            // ndarray elements are never null; rows may be, and empty (shape (0,))
+            let lens: Vec<usize> = (0..n).map(|_| rng.below(4) as usize).collect();
+            let child = gen(c, lens.iter().sum(), 0, rng);
+            let f = Arc::new(Field::new("item", c.arrow(), true));
+            Arc::new(ListArray::new(
+                f,
+                OffsetBuffer::from_lengths(lens),
+                child,
+                nulls(),
+            ))
+        }
         T::Fsl(c, k) => {
             // tensor elements are never null (an ndarray has no nulls); rows may be
             let child = gen(c, n * *k as usize, 0, rng);
@@ -312,7 +329,23 @@ fn table(cols: &[Col], rows: usize, seed: u64) -> (SchemaRef, Vec<RecordBatch>) 
     let mut rng = Rng(seed);
     let fields: Vec<Field> = cols
         .iter()
-        .map(|(name, t, _)| Field::new(name, t.arrow(), true))
+        .map(|(name, t, _)| {
+            let f = Field::new(name, t.arrow(), true);
+            match t {
+                T::Ragged(c) => f.with_metadata(
+                    [
+                        ("msgpack_numpy.kind".to_string(), "ndarray".to_string()),
+                        (
+                            "msgpack_numpy.dtype".to_string(),
+                            if **c == T::F32 { "<f4" } else { "<i2" }.to_string(),
+                        ),
+                    ]
+                    .into_iter()
+                    .collect::<std::collections::HashMap<_, _>>(),
+                ),
+                _ => f,
+            }
+        })
         .collect();
     let schema = Arc::new(Schema::new(fields));
     let arrays: Vec<ArrayRef> = cols
@@ -421,8 +454,29 @@ fn check(
         let back_schema = back.schema();
         prop_assert_eq!(back_schema.field(i).name().as_str(), want_name);
         let (a, b) = (want.column(i), back.column(i));
+        // a tensor column: its dtype is in each ndarray, and it reads back as a FixedSizeList when
+        // every row has the same shape (SPEC §3), else as a List
+        let expected = if schema
+            .field(i)
+            .metadata()
+            .contains_key("msgpack_numpy.kind")
+        {
+            let v = visible(a);
+            let lens: Vec<usize> = (0..v.len())
+                .map(|r| v.as_list::<i32>().value_length(r) as usize)
+                .collect();
+            match (a.data_type(), lens.first()) {
+                (_, None) => DataType::Null,
+                (DataType::List(item), Some(&k)) if lens.iter().all(|&l| l == k) => {
+                    DataType::FixedSizeList(item.clone(), k as i32)
+                }
+                (t, _) => t.clone(),
+            }
+        } else {
+            expected_type(a)
+        };
         prop_assert_eq!(
-            norm_type(&expected_type(a)),
+            norm_type(&expected),
             norm_type(b.data_type()),
             "column {} type",
             name
@@ -443,7 +497,11 @@ fn check(
 }
 
 fn columns(n: std::ops::Range<usize>) -> impl Strategy<Value = Vec<Col>> {
-    prop::collection::vec((ty(), any::<bool>()), n)
+    let column_type = prop_oneof![
+        8 => ty(),
+        1 => prop_oneof![Just(T::F32), Just(T::I16)].prop_map(|t| T::Ragged(Box::new(t))),
+    ];
+    prop::collection::vec((column_type, any::<bool>()), n)
         .prop_flat_map(|ts| (names(ts.len()), Just(ts)))
         .prop_map(|(ns, ts)| {
             ns.into_iter()
