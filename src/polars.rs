@@ -11,7 +11,7 @@
 //!   a `Null` type somewhere are exported as `Boolean` and cast back to `Null` in arrow-rs.
 //!
 //! ```
-//! # fn main() -> msgpack_arrow::Result<()> {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use msgpack_arrow::ReaderBuilder;
 //! // {"id": 7, "emb": np.array([1.5, 2.5], dtype="<f4")} as msgpack_numpy.packb writes it
 //! let mut bytes = vec![0x82, 0xa2, b'i', b'd', 0x07, 0xa3, b'e', b'm', b'b', 0x85];
@@ -160,6 +160,53 @@ fn arrow_field(f: &polars_arrow::datatypes::Field) -> Result<Field> {
     Ok(Field::try_from(&schema)?)
 }
 
+/// `a`, exported with `Boolean` in place of `Null` ([`null_as_bool`]), as type `t` again.
+fn restore_nulls(a: &ArrayRef, t: &DataType) -> Result<ArrayRef> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::{FixedSizeListArray, LargeListArray, ListArray, NullArray, StructArray};
+    Ok(match (a.data_type(), t) {
+        (_, DataType::Null) => Arc::new(NullArray::new(a.len())),
+        (DataType::List(_), DataType::List(f)) => {
+            let l = a.as_list::<i32>();
+            Arc::new(ListArray::try_new(
+                f.clone(),
+                l.offsets().clone(),
+                restore_nulls(l.values(), f.data_type())?,
+                l.nulls().cloned(),
+            )?)
+        }
+        (DataType::LargeList(_), DataType::LargeList(f)) => {
+            let l = a.as_list::<i64>();
+            Arc::new(LargeListArray::try_new(
+                f.clone(),
+                l.offsets().clone(),
+                restore_nulls(l.values(), f.data_type())?,
+                l.nulls().cloned(),
+            )?)
+        }
+        (DataType::FixedSizeList(_, _), DataType::FixedSizeList(f, n)) => {
+            let l = a.as_fixed_size_list();
+            Arc::new(FixedSizeListArray::try_new(
+                f.clone(),
+                *n,
+                restore_nulls(l.values(), f.data_type())?,
+                l.nulls().cloned(),
+            )?)
+        }
+        (DataType::Struct(_), DataType::Struct(fs)) => {
+            let s = a.as_struct();
+            let cols = s
+                .columns()
+                .iter()
+                .zip(fs.iter())
+                .map(|(c, f)| restore_nulls(c, f.data_type()))
+                .collect::<Result<Vec<_>>>()?;
+            Arc::new(StructArray::try_new(fs.clone(), cols, s.nulls().cloned())?)
+        }
+        _ => arrow_cast::cast(a, t)?,
+    })
+}
+
 /// A Polars [`Series`] as arrow-rs arrays, one per chunk, zero-copy (Polars' own Arrow types:
 /// `Utf8View`, `BinaryView`, `LargeList`, nested `FixedSizeList` for `Array`).
 pub fn series_to_arrays(s: &Series) -> Result<Vec<ArrayRef>> {
@@ -185,7 +232,7 @@ pub fn series_to_arrays(s: &Series) -> Result<Vec<ArrayRef>> {
         out.push(if a.data_type() == target.data_type() {
             a
         } else {
-            arrow_cast::cast(&a, target.data_type())?
+            restore_nulls(&a, target.data_type())?
         });
     }
     Ok(out)
@@ -364,9 +411,18 @@ mod tests {
                 Arc::new(TimestampMicrosecondArray::from(vec![1, 2, 3])),
             ),
             ("nul", Arc::new(NullArray::new(3))),
+            (
+                "lnul",
+                Arc::new(ListArray::new(
+                    Arc::new(Field::new("item", DataType::Null, true)),
+                    OffsetBuffer::new(vec![0, 2, 2, 3].into()),
+                    Arc::new(NullArray::new(3)),
+                    None,
+                )),
+            ),
         ]);
         let df = batches_to_dataframe(&b.schema(), std::slice::from_ref(&b)).unwrap();
-        assert_eq!(df.shape(), (3, 10));
+        assert_eq!(df.shape(), (3, 11));
         let dtypes: Vec<String> = df.columns().iter().map(|c| c.dtype().to_string()).collect();
         assert_eq!(
             dtypes,
@@ -380,7 +436,8 @@ mod tests {
                 "list[i64]",
                 "struct[2]",
                 "datetime[μs]",
-                "null"
+                "null",
+                "list[null]"
             ]
         );
         assert_eq!(df.column("emb").unwrap().n_chunks(), 1);
@@ -394,6 +451,10 @@ mod tests {
             assert_eq!(got.as_ref(), want.as_ref(), "column {}", f.name());
         }
         assert_eq!(back.column(9).data_type(), &DataType::Null);
+        assert_eq!(
+            back.column(10).data_type(),
+            &DataType::LargeList(Arc::new(Field::new("item", DataType::Null, true)))
+        );
         assert_eq!(back.column(3).data_type(), &DataType::Utf8View);
     }
 

@@ -27,6 +27,9 @@ from ._internal import ArrowStream, Reader, __version__
 from ._internal import write as _write
 from .exceptions import DecodeError, EncodeError, MsgpackArrowError
 
+# registers the `msgpack` namespace of pl.Expr and pl.Series (decode/encode blobs)
+from .expressions import TESTED_POLARS, MsgpackExprNamespace, MsgpackSeriesNamespace
+
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
@@ -40,19 +43,19 @@ __all__ = [
     "MsgpackArrowError",
     "DecodeError",
     "EncodeError",
+    "MsgpackExprNamespace",
+    "MsgpackSeriesNamespace",
+    "TESTED_POLARS",
     "__version__",
 ]
 
-#: The Polars versions this release is tested with (pyproject pins the same range).
-TESTED_POLARS = ((2, 1), (2, 2))
-
 
 def _check_polars_version(version: str = pl.__version__) -> bool:
-    """Warn when Polars is outside the tested range; True when inside.
+    """Warn when Polars is outside the tested range (:data:`TESTED_POLARS`); True when inside.
 
     Data crosses through the Arrow C stream interface, which does not depend on the Polars
-    version, so another version only gets a warning (expression plugins, when they come, will
-    have to refuse instead).
+    version, so another version only gets a warning; the ``pl.col(c).msgpack`` expressions (a
+    plugin compiled against one Polars) refuse to run instead (``expressions._check_plugin_polars``).
     """
     m = re.match(r"(\d+)\.(\d+)", version)
     lo, hi = TESTED_POLARS
@@ -61,7 +64,8 @@ def _check_polars_version(version: str = pl.__version__) -> bool:
     warnings.warn(
         f"msgpack_arrow {__version__} is tested with polars >={lo[0]}.{lo[1]},<{hi[0]}.{hi[1]}; "
         f"polars {version} is installed. Reading and writing use the Arrow C stream interface and "
-        "should still work; please report any problem.",
+        "should still work (please report any problem); the pl.col(...).msgpack expressions are "
+        "disabled (the Series methods s.msgpack.decode/encode still work).",
         RuntimeWarning,
         stacklevel=3,
     )

@@ -115,3 +115,25 @@ fn make(py: Python<'_>, op: Op, f: Failure) -> PyResult<PyErr> {
     ))?;
     Ok(PyErr::from_value(exc))
 }
+
+/// A `DecodeError`/`EncodeError` with this message and position.
+pub fn positioned_error(
+    py: Python<'_>,
+    op: Op,
+    msg: &str,
+    offset: Option<u64>,
+    record: Option<u64>,
+    column: Option<String>,
+) -> PyErr {
+    let cls_name = match op {
+        Op::Decode => "DecodeError",
+        Op::Encode => "EncodeError",
+    };
+    let make = || -> PyResult<PyErr> {
+        let cls = class(py, cls_name)?;
+        Ok(PyErr::from_value(cls.call1((msg, offset, record, column))?))
+    };
+    match make() {
+        Ok(e) | Err(e) => e,
+    }
+}

@@ -1,12 +1,17 @@
 //! `msgpack_arrow._internal`: the Rust half of the Python package `msgpack_arrow`.
 //!
 //! Data crosses to Python through the Arrow PyCapsule interface (`__arrow_c_stream__`): Polars
-//! (`pl.DataFrame(obj)`) and pyarrow (`pa.table(obj)`) import it without a copy, and no Polars
-//! crate is compiled here. The Python API (`read_msgpack`, `scan_msgpack`, ...) is in
-//! `msgpack_arrow/__init__.py`.
+//! (`pl.DataFrame(obj)`) and pyarrow (`pa.table(obj)`) import it without a copy, so reading and
+//! writing do not depend on the Polars version. The same library is also the Polars expression
+//! plugin of `pl.col(c).msgpack.decode/encode` (`plugin.rs`, pyo3-polars against the polars
+//! crate 0.55: Python polars 2.1 only). The Python API (`read_msgpack`, `scan_msgpack`, ...) is
+//! in `msgpack_arrow/__init__.py`.
 
+mod blobs;
 mod errors;
+mod plugin;
 mod reader;
+mod series;
 mod stream;
 mod writer;
 
@@ -18,6 +23,10 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::ArrowStream>()?;
     m.add_class::<reader::PyReader>()?;
     m.add_function(wrap_pyfunction!(writer::write, m)?)?;
+    m.add_function(wrap_pyfunction!(series::decode_blobs, m)?)?;
+    m.add_function(wrap_pyfunction!(series::encode_blobs, m)?)?;
+    m.add_function(wrap_pyfunction!(series::infer_blobs, m)?)?;
+    m.add_function(wrap_pyfunction!(series::dtype_token, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
