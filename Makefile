@@ -9,7 +9,7 @@ OUT ?= $(CARGO_TARGET_DIR)/demo
 GOLDEN ?= $(CARGO_TARGET_DIR)/golden
 CLI := $(CARGO_TARGET_DIR)/release/msgpack-arrow
 
-.PHONY: demo test test-rust test-python test-polars test-polars-newest golden venv bench clean
+.PHONY: demo test test-rust test-python test-python-lowest wheel test-polars golden venv bench clean
 
 $(VENV)/.installed: tests/requirements.txt
 	python3 -m venv $(VENV)
@@ -25,37 +25,47 @@ golden: venv
 $(CLI): $(shell find src -name '*.rs') Cargo.toml
 	cargo build --release --bin msgpack-arrow
 
-demo: venv $(CLI)
+demo: venv $(CLI) python-package
 	@mkdir -p $(OUT)
 	$(PY) examples/make_example.py $(OUT)/embeddings.msgpack 1000
 	$(CLI) schema $(OUT)/embeddings.msgpack
 	$(CLI) head -n 5 $(OUT)/embeddings.msgpack
 	$(CLI) convert $(OUT)/embeddings.msgpack -o $(OUT)/embeddings.parquet
 	$(PY) -c "import polars as pl; print(pl.read_parquet('$(OUT)/embeddings.parquet'))"
+	$(PY) examples/python_demo.py $(OUT)/embeddings.msgpack
 
 test-rust: golden
 	MSGPACK_ARROW_GOLDEN=$(GOLDEN) MSGPACK_ARROW_PYTHON=$(abspath $(PY)) cargo test --workspace --exclude msgpack-arrow-python
 
-# The Python package: pip builds the extension with maturin (release profile, in the exported
-# CARGO_TARGET_DIR, so cargo only recompiles what changed) and (re)installs it, with its test
-# extras (pinned as in tests/requirements.txt, so already there). The extension includes the
-# `.msgpack` expression plugin, i.e. the polars crates: the first (cold) build takes much longer.
-test-python: golden
-	$(PY) -m pip install -q --no-build-isolation './python[test]'
+# The Python package: maturin builds the extension once (release profile, in the exported
+# CARGO_TARGET_DIR, so cargo only recompiles what changed) into an abi3 wheel, which both test
+# venvs install. The extension includes the `.msgpack` expression plugin, i.e. the polars
+# crates: the first (cold) build takes much longer.
+WHEELS := $(CARGO_TARGET_DIR)/wheels
+wheel: venv
+	rm -f $(WHEELS)/msgpack_arrow-*.whl
+	$(VENV)/bin/maturin build --release -m python/Cargo.toml -o $(WHEELS)
+
+test-python: golden wheel
+	$(PY) -m pip install -q --force-reinstall --no-deps $(WHEELS)/msgpack_arrow-*.whl
 	MSGPACK_ARROW_GOLDEN=$(GOLDEN) $(PY) -m pytest python/tests -q
 
-# The tested Polars range (python/pyproject.toml: polars>=2.1,<2.2) is tested at both ends:
-# tests/requirements.txt pins the lowest release (2.1.0) for test-python; this target runs the
-# expression tests with the newest release in the range, in its own venv. Today 2.1.0 is the
-# only 2.1 release, so both ends are the same and `make test` leaves this out; add it to `test`
-# once a 2.1.x patch release exists.
-VENV_NEWEST ?= $(CARGO_TARGET_DIR)/venv-polars-newest
-test-polars-newest: golden
-	python3 -m venv $(VENV_NEWEST)
-	$(VENV_NEWEST)/bin/python -m pip install -q maturin==1.16.0 'polars>=2.1,<2.2'
-	$(VENV_NEWEST)/bin/python -m pip install -q --no-build-isolation './python[test]'
-	$(VENV_NEWEST)/bin/python -c 'import polars; print("polars", polars.__version__)'
-	MSGPACK_ARROW_GOLDEN=$(GOLDEN) $(VENV_NEWEST)/bin/python -m pytest python/tests/test_expressions.py -q
+# The tested Polars range (python/pyproject.toml: polars>=2.0,<2.2) is tested at both ends:
+# test-python uses the upper end pinned in tests/requirements.txt (2.1.0); this target runs all
+# of python/tests again with the lowest release (2.0.0) in a venv of its own, same wheel.
+VENV_LOWEST ?= $(CARGO_TARGET_DIR)/venv-polars-lowest
+POLARS_LOWEST := polars==2.0.0 polars-runtime-32==2.0.0
+$(VENV_LOWEST)/.installed: tests/requirements.txt
+	python3 -m venv $(VENV_LOWEST)
+	$(VENV_LOWEST)/bin/python -m pip install -q --upgrade pip
+	grep -v '^polars' tests/requirements.txt > $(VENV_LOWEST)/requirements.txt
+	$(VENV_LOWEST)/bin/python -m pip install -q -r $(VENV_LOWEST)/requirements.txt $(POLARS_LOWEST)
+	touch $@
+
+test-python-lowest: golden wheel $(VENV_LOWEST)/.installed
+	$(VENV_LOWEST)/bin/python -m pip install -q --force-reinstall --no-deps $(WHEELS)/msgpack_arrow-*.whl
+	$(VENV_LOWEST)/bin/python -c 'import polars; print("lowest tested polars:", polars.__version__)'
+	MSGPACK_ARROW_GOLDEN=$(GOLDEN) $(VENV_LOWEST)/bin/python -m pytest python/tests -q
 
 # The core's `polars` feature (src/polars.rs: DataFrame in and out for Rust users). Its build
 # of polars-core (debug profile, core features only) shares nothing with the Python extension's
@@ -64,7 +74,7 @@ test-polars:
 	cargo test --features polars --lib polars::
 	cargo test --features polars --doc polars
 
-test: test-rust test-python
+test: test-rust test-python test-python-lowest
 
 # Benchmarks (README § Benchmarks). `bench`: the criterion benches (benches/peers.rs,
 # benches/decode.rs), then benches/compare.py in full mode, which writes benches/RESULTS.md and
@@ -77,8 +87,8 @@ test: test-rust test-python
 BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 .PHONY: bench-quick python-package
 
-python-package: venv
-	$(PY) -m pip install -q --no-build-isolation ./python
+python-package: wheel
+	$(PY) -m pip install -q --force-reinstall --no-deps $(WHEELS)/msgpack_arrow-*.whl
 
 bench: venv python-package $(CLI)
 	$(BENCH_ENV) cargo bench --bench peers --bench decode

@@ -4,7 +4,7 @@
 //! (`pl.DataFrame(obj)`) and pyarrow (`pa.table(obj)`) import it without a copy, so reading and
 //! writing do not depend on the Polars version. The same library is also the Polars expression
 //! plugin of `pl.col(c).msgpack.decode/encode` (`plugin.rs`, pyo3-polars against the polars
-//! crate 0.55: Python polars 2.1 only). The Python API (`read_msgpack`, `scan_msgpack`, ...) is
+//! crate 0.55: Python polars 2.0 and 2.1). The Python API (`read_msgpack`, `scan_msgpack`, ...) is
 //! in `msgpack_arrow/__init__.py`.
 
 mod blobs;

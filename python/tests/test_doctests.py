@@ -18,10 +18,10 @@ def test_polars_version_check():
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert _check_polars_version("2.1.0")
+        assert _check_polars_version("2.0.0")
         assert _check_polars_version("2.1.7")
-    for v in ["2.0.3", "2.2.0", "3.0.0"]:
+    for v in ["1.44.2", "2.2.0", "3.0.0"]:
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             assert not _check_polars_version(v)
-        assert "tested with polars >=2.1,<2.2" in str(w[0].message)
+        assert "tested with polars >=2.0,<2.2" in str(w[0].message)

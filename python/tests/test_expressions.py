@@ -412,10 +412,10 @@ def test_encode_errors_are_not_crashes():
 
 
 def test_polars_version_gate(monkeypatch):
-    expressions._check_plugin_polars("2.1.0")
+    expressions._check_plugin_polars("2.0.0")
     expressions._check_plugin_polars("2.1.9")
-    for v in ["2.0.9", "2.2.0", "3.0.0"]:
-        with pytest.raises(RuntimeError, match=r"polars >=2.1,<2.2"):
+    for v in ["1.44.2", "2.2.0", "3.0.0"]:
+        with pytest.raises(RuntimeError, match=r"polars >=2.0,<2.2"):
             expressions._check_plugin_polars(v)
     monkeypatch.setenv(expressions.ALLOW_ENV, "1")
     expressions._check_plugin_polars("2.2.0")
