@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, Fields, TimeUnit};
 use indexmap::IndexMap;
 
-use crate::decode::ndarray::{probe, Special};
+use crate::decode::ndarray::{key_id, probe, Special, MAX_SPECIAL_KEYS};
 use crate::dtype::{fixed_size_list, list, meta, NumpyDtype};
 use crate::error::{Error, ErrorKind, Result};
 use crate::msgpack::{Cursor, Int, Kind};
@@ -295,13 +295,28 @@ pub(crate) struct InferOptions {
 pub(crate) struct Inferrer {
     pub opts: InferOptions,
     dtypes: Vec<(Vec<u8>, NumpyDtype)>,
+    /// ndarray headers already checked by [`Inferrer::fits_row`]
+    headers: Vec<NdHeader>,
 }
+
+/// The bytes of an ndarray map up to its data payload (msgpack_numpy writes `data` last), as
+/// seen and validated once: a later map starting with the same bytes has the same dtype and shape.
+struct NdHeader {
+    prefix: Vec<u8>,
+    data_len: usize,
+    native: NumpyDtype,
+    shape: Vec<usize>,
+}
+
+/// How many distinct ndarray headers [`Inferrer::fits_row`] remembers.
+const MAX_HEADERS: usize = 16;
 
 impl Inferrer {
     pub(crate) fn new(opts: InferOptions) -> Self {
         Inferrer {
             opts,
             dtypes: Vec::new(),
+            headers: Vec::new(),
         }
     }
 
@@ -435,6 +450,208 @@ impl Inferrer {
             fields.insert(key.to_string(), t);
         }
         Ok(Ty::Struct(fields))
+    }
+
+    /// The fast path of inference over many rows: whether the row (a map) at `c` adds nothing to
+    /// `acc`, the type of the rows so far (`acc.merge(row) == acc`), checked without allocating.
+    /// On `true` the cursor is past the row. On `false` (a new key, a wider type, an ndarray
+    /// header not seen yet, anything unusual or malformed) it has not moved, and the caller infers
+    /// the row the slow way, which also reports any error.
+    pub(crate) fn fits_row(&mut self, acc: &Ty, c: &mut Cursor<'_>) -> bool {
+        let Ty::Struct(fields) = acc else {
+            return false;
+        };
+        let mut d = c.clone();
+        let ok = matches!(d.peek_kind(), Ok(Kind::Map)) && self.fits_map(fields, &mut d, 0);
+        if ok {
+            *c = d;
+        }
+        ok
+    }
+
+    /// [`Inferrer::fits_row`] for a row of the values layout (any value).
+    pub(crate) fn fits_value(&mut self, acc: &Ty, c: &mut Cursor<'_>) -> bool {
+        let mut d = c.clone();
+        let ok = self.fits(acc, &mut d, 0);
+        if ok {
+            *c = d;
+        }
+        ok
+    }
+
+    fn fits(&mut self, acc: &Ty, c: &mut Cursor<'_>, depth: usize) -> bool {
+        if depth >= self.opts.max_depth {
+            return false;
+        }
+        let Ok(kind) = c.peek_kind() else {
+            return false;
+        };
+        match (kind, acc) {
+            (Kind::Nil, _) => c.read_nil().is_ok(),
+            (Kind::Bool, Ty::Bool) => c.read_bool().is_ok(),
+            (Kind::Int, Ty::F64) => c.read_int().is_ok(),
+            (Kind::Int, Ty::Int { big, neg }) => match c.read_int() {
+                Ok(Int::I(v)) => v >= 0 || *neg,
+                Ok(Int::U(_)) => *big,
+                Err(_) => false,
+            },
+            (Kind::F32, Ty::F32 | Ty::F64) => c.read_f32().is_ok(),
+            (Kind::F64, Ty::F64) => c.read_f64().is_ok(),
+            (Kind::Str, Ty::Str) => c.read_str().is_ok(),
+            (Kind::Bin, Ty::Bin) => c.read_str_or_bin().is_ok(),
+            (Kind::Array, Ty::List(inner)) => match c.read_array_len() {
+                Ok(n) => (0..n).all(|_| self.fits(inner, c, depth + 1)),
+                Err(_) => false,
+            },
+            (Kind::Map, Ty::Struct(fields)) => {
+                !self.maybe_special(c) && self.fits_map(fields, c, depth)
+            }
+            (Kind::Map, Ty::Nd { dt, shape, .. }) => self.fits_ndarray(dt, shape, c, depth),
+            _ => false,
+        }
+    }
+
+    /// A user map whose keys are all in `fields`, once each, with values that fit them.
+    fn fits_map(
+        &mut self,
+        fields: &IndexMap<String, Ty>,
+        c: &mut Cursor<'_>,
+        depth: usize,
+    ) -> bool {
+        let Ok(n) = c.read_map_len() else {
+            return false;
+        };
+        if n > fields.len() {
+            return false;
+        }
+        // keys seen, as a bitset over `fields`: a repeated key is an error the slow path reports
+        let mut seen = [0u64; 4];
+        let mut seen_more = Vec::new();
+        if fields.len() > 256 {
+            seen_more = vec![0u64; fields.len().div_ceil(64)];
+        }
+        let mut guess = 0usize;
+        for _ in 0..n {
+            if !matches!(c.peek_kind(), Ok(Kind::Str | Kind::Bin)) {
+                return false;
+            }
+            let Ok((key, _)) = c.read_str_or_bin() else {
+                return false;
+            };
+            // keys mostly come in the order of the first row: try the next field first (equal
+            // bytes to a known name are valid UTF-8)
+            let i = match fields.get_index(guess) {
+                Some((k, _)) if k.as_bytes() == key => guess,
+                _ => match std::str::from_utf8(key)
+                    .ok()
+                    .and_then(|k| fields.get_index_of(k))
+                {
+                    Some(i) => i,
+                    None => return false,
+                },
+            };
+            let words = if seen_more.is_empty() {
+                &mut seen[..]
+            } else {
+                &mut seen_more[..]
+            };
+            let bit = 1u64 << (i % 64);
+            if words[i / 64] & bit != 0 {
+                return false;
+            }
+            words[i / 64] |= bit;
+            guess = i + 1;
+            if !self.fits(&fields[i], c, depth + 1) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether the map at `c` may be special (an ndarray, a complex): it has one of their keys.
+    fn maybe_special(&self, c: &Cursor<'_>) -> bool {
+        let mut d = c.clone();
+        let Ok(n) = d.read_map_len() else {
+            return true;
+        };
+        if n > MAX_SPECIAL_KEYS {
+            return false;
+        }
+        for _ in 0..n {
+            if !matches!(d.peek_kind(), Ok(Kind::Str | Kind::Bin)) {
+                return false;
+            }
+            match d.read_str_or_bin() {
+                Ok((k, _)) if key_id(k, self.opts.dialect) == 0 => {}
+                _ => return true,
+            }
+            if d.skip(self.opts.max_depth).is_err() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// An ndarray with a header seen before (or learnt now) whose dtype and shape fit `acc`.
+    fn fits_ndarray(
+        &mut self,
+        dt: &NumpyDtype,
+        shape: &[Option<usize>],
+        c: &mut Cursor<'_>,
+        depth: usize,
+    ) -> bool {
+        let rest = &c.buf()[c.pos()..];
+        let known = self.headers.iter().position(|h| {
+            rest.len() >= h.prefix.len() + h.data_len && rest[..h.prefix.len()] == h.prefix[..]
+        });
+        let Some(i) = known.or_else(|| self.learn_header(c, depth)) else {
+            return false;
+        };
+        let h = &self.headers[i];
+        let fits = h.shape.len() == shape.len()
+            && h.shape
+                .iter()
+                .zip(shape)
+                .all(|(a, b)| b.is_none_or(|b| b == *a))
+            && h.native == crate::decode::values::native(dt);
+        if fits {
+            c.set_pos(c.pos() + h.prefix.len() + h.data_len);
+        }
+        fits
+    }
+
+    /// Validate the ndarray at `c` as [`Inferrer::value`] does and remember its header; `None`
+    /// when it is not an ndarray with its data last, or when the slow path has to see it.
+    fn learn_header(&mut self, c: &Cursor<'_>, depth: usize) -> Option<usize> {
+        let mut d = c.clone();
+        let start = d.pos();
+        let Ok(Some(Special::Array(nd))) =
+            probe(&mut d, self.opts.dialect, self.opts.max_depth - depth)
+        else {
+            return None;
+        };
+        if nd.data_pos + nd.data.len() != d.pos() {
+            return None;
+        }
+        let dt = self.dtype(nd.type_raw, &nd, c.offset_of(0)).ok()?;
+        let valid = !matches!(dt, NumpyDtype::Object)
+            && nd.check_len(&dt, c.offset_of(0)).is_ok()
+            && dt.arrow_type().is_ok();
+        // shapes like (0, 5), which Lists lose, are noted by the slow path
+        let lost = nd.shape.iter().skip_while(|d| **d != 0).any(|d| *d > 0);
+        if !valid || lost {
+            return None;
+        }
+        if self.headers.len() >= MAX_HEADERS {
+            self.headers.remove(0);
+        }
+        self.headers.push(NdHeader {
+            prefix: c.buf()[start..nd.data_pos].to_vec(),
+            data_len: nd.data.len(),
+            native: crate::decode::values::native(&dt),
+            shape: nd.shape.clone(),
+        });
+        Some(self.headers.len() - 1)
     }
 }
 

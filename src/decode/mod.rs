@@ -65,6 +65,9 @@ pub struct ReaderBuilder {
     threads: Option<usize>,
     /// the input is a file mapping: pages already decoded may be dropped from memory
     release_input: bool,
+    /// rows that add nothing to the type so far skip full inference ([`Inferrer::fits_row`]);
+    /// off only in tests, which compare both ways
+    fast_infer: bool,
 }
 
 impl Default for ReaderBuilder {
@@ -89,6 +92,7 @@ impl ReaderBuilder {
             max_decoded_bytes: None,
             threads: None,
             release_input: false,
+            fast_infer: true,
         }
     }
     /// Use this schema instead of inferring one (default: inferred). Keys not in it are skipped.
@@ -533,7 +537,16 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                 if rows % b.batch_size == 0 {
                     p.batch_starts.push(c.pos());
                 }
-                if rows < limit {
+                let known = rows < limit
+                    && b.fast_infer
+                    && if p.layout == Layout::Records {
+                        inf.fits_row(&ty, &mut c)
+                    } else {
+                        inf.fits_value(&ty, &mut c)
+                    };
+                if known {
+                    // the row adds nothing to `ty`: nothing to merge
+                } else if rows < limit {
                     let t = if p.layout == Layout::Records {
                         if c.peek_kind()? != Kind::Map {
                             return Err(c
@@ -1560,6 +1573,239 @@ mod tests {
         let mut o = Vec::new();
         rmp::encode::write_bin(&mut o, v).unwrap();
         o
+    }
+
+    /// Inference with the per-row fast path gives exactly what full inference gives: the same
+    /// schema (metadata included) or the same error.
+    #[test]
+    fn fast_inference_equals_full_inference() {
+        fn int(v: i64) -> Vec<u8> {
+            let mut o = Vec::new();
+            rmp::encode::write_sint(&mut o, v).unwrap();
+            o
+        }
+        fn uint(v: u64) -> Vec<u8> {
+            let mut o = Vec::new();
+            rmp::encode::write_uint(&mut o, v).unwrap();
+            o
+        }
+        fn f32v(v: f32) -> Vec<u8> {
+            let mut o = Vec::new();
+            rmp::encode::write_f32(&mut o, v).unwrap();
+            o
+        }
+        fn f64v(v: f64) -> Vec<u8> {
+            let mut o = Vec::new();
+            rmp::encode::write_f64(&mut o, v).unwrap();
+            o
+        }
+        fn list(items: &[Vec<u8>]) -> Vec<u8> {
+            let mut o = Vec::new();
+            rmp::encode::write_array_len(&mut o, items.len() as u32).unwrap();
+            items.iter().for_each(|i| o.extend(i));
+            o
+        }
+        // as msgpack_numpy.encode writes an ndarray (data last)
+        fn nd(ty: &str, shape: &[usize], kind: &[u8]) -> Vec<u8> {
+            let size: usize = ty[2..].parse().unwrap();
+            let n: usize = shape.iter().product();
+            let dims: Vec<Vec<u8>> = shape.iter().map(|&d| uint(d as u64)).collect();
+            map(&[
+                ("nd", vec![0xc3]),
+                ("type", s(ty)),
+                ("kind", bin(kind)),
+                ("shape", list(&dims)),
+                ("data", bin(&vec![7u8; n * size])),
+            ])
+        }
+        fn scalar(ty: &str) -> Vec<u8> {
+            let size: usize = ty[2..].parse().unwrap();
+            map(&[
+                ("nd", vec![0xc2]),
+                ("type", s(ty)),
+                ("kind", bin(b"")),
+                ("data", bin(&vec![1u8; size])),
+            ])
+        }
+        let rec = |entries: &[(&str, Vec<u8>)]| map(entries);
+        let a = |v: Vec<u8>| rec(&[("a", v)]);
+        let f4 = |shape: &[usize]| nd("<f4", shape, b"");
+        let mut truncated = rec(&[("e", f4(&[3]))]);
+        truncated.truncate(truncated.len() - 2);
+        let cases: Vec<(Layout, Vec<Vec<u8>>)> = vec![
+            (Layout::Records, vec![a(int(1)), a(int(2)), a(int(-1))]),
+            (Layout::Records, vec![a(int(1)), a(uint(u64::MAX))]),
+            (
+                Layout::Records,
+                vec![a(int(-1)), a(int(1)), a(uint(u64::MAX))],
+            ),
+            (Layout::Records, vec![a(int(1)), a(f64v(1.5)), a(int(3))]),
+            (Layout::Records, vec![a(f32v(1.5)), a(f32v(2.5)), a(int(1))]),
+            (Layout::Records, vec![a(f64v(1.5)), a(f32v(2.5))]),
+            (
+                Layout::Records,
+                vec![a(vec![0xc0]), a(int(1)), a(vec![0xc0])],
+            ),
+            (Layout::Records, vec![a(s("x")), a(bin(b"y"))]),
+            (
+                Layout::Records,
+                vec![a(vec![0xc3]), a(vec![0xc2]), a(int(0))],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    a(int(1)),
+                    rec(&[("a", int(2)), ("b", s("x"))]),
+                    rec(&[("b", s("y"))]),
+                ],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    rec(&[("a", int(1)), ("b", int(2))]),
+                    rec(&[("b", int(2)), ("a", int(1))]),
+                ],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    rec(&[("a", int(1)), ("b", int(2))]),
+                    rec(&[("a", int(1)), ("a", int(2))]),
+                ],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    rec(&[("e", f4(&[3]))]),
+                    rec(&[("e", f4(&[3]))]),
+                    rec(&[("e", nd(">f4", &[3], b""))]),
+                ],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    rec(&[("e", f4(&[3]))]),
+                    rec(&[("e", f4(&[3]))]),
+                    rec(&[("e", f4(&[4]))]),
+                    rec(&[("e", f4(&[3]))]),
+                ],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    rec(&[("e", f4(&[2, 3]))]),
+                    rec(&[("e", f4(&[2, 3]))]),
+                    rec(&[("e", f4(&[0, 3]))]),
+                ],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    rec(&[("e", f4(&[2, 3]))]),
+                    rec(&[("e", f4(&[1, 3]))]),
+                    rec(&[("e", f4(&[0, 3]))]),
+                ],
+            ),
+            (
+                Layout::Records,
+                vec![a(uint(u64::MAX)), a(int(1)), a(int(-1))],
+            ),
+            (Layout::Records, vec![a(f32v(1.0)), a(f64v(1.0))]),
+            (
+                Layout::Records,
+                vec![a(list(&[int(1)])), a(list(&[int(1), s("x")]))],
+            ),
+            (
+                Layout::Records,
+                vec![rec(&[("e", f4(&[3]))]), rec(&[("e", nd("<i4", &[3], b""))])],
+            ),
+            (
+                Layout::Records,
+                vec![rec(&[("e", f4(&[3]))]), rec(&[("e", f4(&[3, 1]))])],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    rec(&[("e", f4(&[3]))]),
+                    rec(&[("e", rec(&[("x", int(1))]))]),
+                ],
+            ),
+            (
+                Layout::Records,
+                vec![rec(&[("e", f4(&[3]))]), truncated.clone()],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    rec(&[("e", f4(&[3]))]),
+                    rec(&[("e", nd("|O8", &[3], b"O"))]),
+                ],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    rec(&[("e", scalar("<f8"))]),
+                    rec(&[("e", scalar("<f8"))]),
+                    rec(&[("e", f4(&[]))]),
+                ],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    rec(&[("m", rec(&[("x", int(1))]))]),
+                    rec(&[("m", rec(&[("x", int(2)), ("y", s("s"))]))]),
+                ],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    rec(&[("m", rec(&[("x", int(1))]))]),
+                    rec(&[("m", f4(&[3]))]),
+                ],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    rec(&[("m", rec(&[("x", int(1))]))]),
+                    rec(&[("m", rec(&[("shape", int(1))]))]),
+                ],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    a(list(&[int(1), int(2)])),
+                    a(list(&[])),
+                    a(list(&[int(-3)])),
+                    a(list(&[f64v(0.5)])),
+                ],
+            ),
+            (
+                Layout::Records,
+                vec![
+                    a(list(&[f4(&[2])])),
+                    a(list(&[f4(&[2]), f4(&[2])])),
+                    a(list(&[f4(&[5])])),
+                ],
+            ),
+            (Layout::Values, vec![f4(&[3]), f4(&[3]), f4(&[5])]),
+            (Layout::Values, vec![int(1), int(2), int(-3), f64v(1.0)]),
+            (
+                Layout::Values,
+                vec![rec(&[("x", int(1))]), rec(&[("x", int(2))]), f4(&[1])],
+            ),
+        ];
+        for (i, (layout, rows)) in cases.iter().enumerate() {
+            let data: Vec<u8> = rows.concat();
+            let run = |fast: bool| {
+                let mut b = ReaderBuilder::new().with_layout(*layout);
+                b.fast_infer = fast;
+                match b.build_from_slice(&data) {
+                    Ok(r) => format!("{:?}", r.schema()),
+                    Err(e) => format!("error: {e}"),
+                }
+            };
+            assert_eq!(run(true), run(false), "case {i}");
+        }
     }
 
     #[test]

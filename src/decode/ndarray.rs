@@ -8,7 +8,7 @@ use crate::msgpack::{Cursor, Int, Kind};
 use crate::options::Dialect;
 
 /// Most ndarray maps have 5 keys; an upper bound keeps the probe cheap on big user maps.
-const MAX_SPECIAL_KEYS: usize = 16;
+pub(crate) const MAX_SPECIAL_KEYS: usize = 16;
 /// numpy allows at most 64 dimensions.
 const MAX_NDIM: usize = 64;
 
@@ -44,7 +44,7 @@ pub(crate) struct NdArray<'a> {
     pub js: bool,
 }
 
-fn key_id(k: &[u8], dialect: Dialect) -> u8 {
+pub(crate) fn key_id(k: &[u8], dialect: Dialect) -> u8 {
     match (k, dialect) {
         (b"nd", Dialect::Auto | Dialect::MsgpackNumpy | Dialect::Js) => 1,
         (b"type", Dialect::Auto | Dialect::MsgpackNumpy | Dialect::Js) => 2,
