@@ -530,10 +530,7 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                 let at = c.offset();
                 // a mapped file: this walk over every row would otherwise keep the whole file
                 // resident until decoding drops it again
-                if b.release_input && c.pos() - released >= RELEASE_STEP {
-                    release_pages(data, released, c.pos());
-                    released = c.pos();
-                }
+                released = release_behind(b.release_input, data, released, c.pos());
                 if rows % b.batch_size == 0 {
                     p.batch_starts.push(c.pos());
                 }
@@ -1052,7 +1049,7 @@ impl RowsReader {
         if first >= last {
             return Ok(None);
         }
-        let (bs, data) = (self.batch_size, self.buf.as_slice());
+        let (bs, data, release) = (self.batch_size, self.buf.as_slice(), self.release);
         let results: Vec<Result<RecordBatch>> = {
             let par = &*par;
             let schema = &self.schema;
@@ -1071,10 +1068,12 @@ impl RowsReader {
                     dec.reserve(n);
                     let mut c = Cursor::new(data, 0);
                     c.set_pos(par.starts[k]);
+                    let mut released = c.pos();
                     for r in 0..n {
                         let at = c.offset();
                         dec.decode(&mut c)
                             .map_err(|e| e.at_offset(at).at_record((row0 + r) as u64))?;
+                        released = release_behind(release, data, released, c.pos());
                     }
                     let cols = dec.finish()?;
                     let names = dec_names(&dec, schema);
@@ -1109,12 +1108,14 @@ impl RowsReader {
         let data = self.buf.as_slice();
         let mut c = Cursor::new(data, 0);
         c.set_pos(self.pos);
+        let mut released = self.pos;
         for _ in 0..n {
             let at = c.offset();
             self.dec
                 .decode(&mut c)
                 .map_err(|e| e.at_offset(at).at_record(self.row))?;
             self.row += 1;
+            released = release_behind(self.release, data, released, c.pos());
         }
         let start = self.pos;
         self.pos = c.pos();
@@ -1151,8 +1152,21 @@ impl Limit {
     }
 }
 
-/// How far the inference walk over a mapped file gets before it drops the pages behind it.
-const RELEASE_STEP: usize = 16 << 20;
+/// How far a walk over a mapped file gets before it drops the pages behind it.
+const RELEASE_STEP: usize = 4 << 20;
+
+/// While rows of a mapped file are decoded: drop the pages of `[released, pos)` once they add up
+/// to [`RELEASE_STEP`], so a batch of wide rows does not keep its part of the file resident.
+/// Returns the new `released`.
+#[inline]
+fn release_behind(release: bool, buf: &[u8], released: usize, pos: usize) -> usize {
+    if release && pos - released >= RELEASE_STEP {
+        release_pages(buf, released, pos);
+        pos
+    } else {
+        released
+    }
+}
 
 /// Tell the kernel the mapped pages of `[from, to)` are done with. They are file-backed and
 /// read-only, so a later touch reads them back from the page cache: this only lowers RSS.
