@@ -40,6 +40,8 @@ pub mod polars;
 pub(crate) mod schema;
 pub mod tensor;
 
+#[doc(hidden)] // for the Python extension's blob decoder
+pub use decode::values::advise_huge_pages;
 pub use decode::{infer_schema, Reader, ReaderBuilder};
 pub use encode::{Writer, WriterBuilder};
 pub use error::{Error, ErrorKind, Result};

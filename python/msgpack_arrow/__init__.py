@@ -28,7 +28,7 @@ from ._internal import write as _write
 from .exceptions import DecodeError, EncodeError, MsgpackArrowError
 
 # registers the `msgpack` namespace of pl.Expr and pl.Series (decode/encode blobs)
-from .expressions import TESTED_POLARS, MsgpackExprNamespace, MsgpackSeriesNamespace
+from .expressions import TESTED_POLARS, MsgpackExprNamespace, MsgpackSeriesNamespace, _no_null
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
@@ -401,18 +401,6 @@ def scan_msgpack(
                     return
 
     return pl.io.plugins.register_io_source(io_source, schema=pl_schema)
-
-
-def _no_null(dt: Any) -> Any:
-    if dt == pl.Null:
-        return pl.Boolean
-    if isinstance(dt, pl.List):
-        return pl.List(_no_null(dt.inner))
-    if isinstance(dt, pl.Array):
-        return pl.Array(_no_null(dt.inner), dt.size)
-    if isinstance(dt, pl.Struct):
-        return pl.Struct({f.name: _no_null(f.dtype) for f in dt.fields})
-    return dt
 
 
 def _without_null_dtype(df: pl.DataFrame) -> pl.DataFrame:

@@ -66,36 +66,6 @@ impl From<ArrowError> for BlobError {
     }
 }
 
-/// Ask for transparent huge pages for a big buffer not yet touched: on these machines (THP in
-/// `madvise` mode) faulting in a fresh buffer 4 KiB at a time costs more than copying into it
-/// (INTEROP.md). The same as the core reader does for its output columns.
-fn advise_huge_pages(buf: &mut MutableBuffer) {
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let cap = buf.capacity();
-        if cap < 4 * HUGE {
-            return;
-        }
-        let start = buf.as_mut_ptr() as usize;
-        let aligned = (start + HUGE - 1) & !(HUGE - 1);
-        let end = (start + cap) & !(HUGE - 1);
-        if end > aligned {
-            // SAFETY: the range lies inside the buffer's allocation; MADV_HUGEPAGE changes no
-            // contents (a failure only means smaller pages).
-            unsafe {
-                libc::madvise(
-                    aligned as *mut libc::c_void,
-                    end - aligned,
-                    libc::MADV_HUGEPAGE,
-                );
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = buf;
-}
-
 fn array_header(n: usize, b: &mut Vec<u8>) {
     if n < 16 {
         b.push(0x90 | n as u8);
@@ -195,7 +165,7 @@ impl Gather {
         }
         let total: usize = self.pending.iter().map(|p| p.3 - p.2).sum();
         let mut buf = MutableBuffer::new(total + 5);
-        advise_huge_pages(&mut buf);
+        msgpack_arrow::advise_huge_pages(&mut buf);
         let mut hdr = Vec::with_capacity(5);
         array_header(self.pending.len(), &mut hdr);
         buf.extend_from_slice(&hdr);

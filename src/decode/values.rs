@@ -18,7 +18,7 @@ const HUGE_PAGE_MIN: usize = 8 << 20;
 
 /// Ask the kernel to back a big, not yet touched buffer with transparent huge pages: on this kind
 /// of machine (THP in `madvise` mode) faulting in 4 KiB pages costs more than the copy itself.
-pub(crate) fn advise_huge_pages(buf: &mut MutableBuffer) {
+pub fn advise_huge_pages(buf: &mut MutableBuffer) {
     #[cfg(target_os = "linux")]
     {
         let cap = buf.capacity();
