@@ -31,6 +31,10 @@ pub mod meta {
     /// axis of length 0 followed by non-zero ones, e.g. `(0, 5)`), as JSON `{"row": [dims]}` with
     /// the row counted over the whole file.
     pub const EMPTY_SHAPES: &str = "msgpack_numpy.empty_shapes";
+    /// Field of a `U<n>`/`S<n>` tensor column whose rows had different widths (numpy gives an
+    /// array of strings the width of its longest one): `"min"` = write each row at the smallest
+    /// width that holds it (at least 1), as `np.array(list_of_str)` does.
+    pub const WIDTHS: &str = "msgpack_numpy.widths";
     /// Field (on the storage of a tensor extension): the Arrow extension name.
     pub const EXTENSION_NAME: &str = "ARROW:extension:name";
     /// Field: the Arrow extension metadata (JSON).
@@ -311,6 +315,27 @@ impl NumpyDtype {
             _ => return Err(bad()),
         };
         Ok(dt)
+    }
+
+    /// `U<n>` (true, n characters) or `S<n>` (false, n bytes); None for other dtypes.
+    pub fn text_width(&self) -> Option<(bool, usize)> {
+        match self {
+            NumpyDtype::Unicode { chars, .. } => Some((true, *chars)),
+            NumpyDtype::Bytes { len } => Some((false, *len)),
+            _ => None,
+        }
+    }
+
+    /// The same `U`/`S` dtype with another width (other dtypes unchanged).
+    pub fn with_text_width(&self, n: usize) -> NumpyDtype {
+        match self {
+            NumpyDtype::Unicode { order, .. } => NumpyDtype::Unicode {
+                chars: n,
+                order: *order,
+            },
+            NumpyDtype::Bytes { .. } => NumpyDtype::Bytes { len: n },
+            other => other.clone(),
+        }
     }
 
     /// Size of one element in bytes.

@@ -43,6 +43,8 @@ pub(crate) enum Ty {
         dt: NumpyDtype,
         shape: Vec<Option<usize>>,
         kind: NdKind,
+        /// `U`/`S` rows of different widths were seen (`dt` has the widest)
+        widths: bool,
     },
     List(Box<Ty>),
     Struct(IndexMap<String, Ty>),
@@ -102,22 +104,38 @@ impl Ty {
                     dt: d1,
                     shape: s1,
                     kind,
+                    widths: w1,
                 },
                 Nd {
-                    dt: d2, shape: s2, ..
+                    dt: d2,
+                    shape: s2,
+                    widths: w2,
+                    ..
                 },
             ) => {
+                // string arrays of different widths (`<U3`, `<U5`): one column at the widest
+                let mut widths = w1 || w2;
+                let (d1, d2) = match (d1.text_width(), d2.text_width()) {
+                    (Some((u1, n1)), Some((u2, n2))) if u1 == u2 && n1 != n2 => {
+                        widths = true;
+                        let wide = d1.with_text_width(n1.max(n2));
+                        (wide.clone(), wide)
+                    }
+                    _ => (d1, d2),
+                };
                 if crate::decode::values::native(&d1) != crate::decode::values::native(&d2) {
                     return Err(conflict(
                         &Nd {
                             dt: d1,
                             shape: s1,
                             kind,
+                            widths,
                         },
                         &Nd {
                             dt: d2,
                             shape: s2,
                             kind,
+                            widths,
                         },
                     ));
                 }
@@ -137,6 +155,7 @@ impl Ty {
                     dt: d1,
                     shape,
                     kind,
+                    widths,
                 }
             }
             (List(a), List(b)) => List(Box::new(a.merge(*b)?)),
@@ -180,8 +199,16 @@ impl Ty {
                 md.insert(meta::KIND.to_string(), "complex".to_string());
                 NumpyDtype::parse("<c16")?.arrow_type()?
             }
-            Ty::Nd { dt, shape, kind } => {
+            Ty::Nd {
+                dt,
+                shape,
+                kind,
+                widths,
+            } => {
                 md.insert(meta::DTYPE.to_string(), dt.to_dtype_str());
+                if *widths {
+                    md.insert(meta::WIDTHS.to_string(), "min".to_string());
+                }
                 md.insert(
                     meta::KIND.to_string(),
                     match (kind, dt) {
@@ -425,6 +452,7 @@ impl Inferrer {
                             } else {
                                 NdKind::Array
                             },
+                            widths: false,
                         }
                     }
                     None => self.map(c, depth)?,
@@ -506,7 +534,12 @@ impl Inferrer {
             (Kind::Map, Ty::Struct(fields)) => {
                 !self.maybe_special(c) && self.fits_map(fields, c, depth)
             }
-            (Kind::Map, Ty::Nd { dt, shape, .. }) => self.fits_ndarray(dt, shape, c, depth),
+            (
+                Kind::Map,
+                Ty::Nd {
+                    dt, shape, widths, ..
+                },
+            ) => self.fits_ndarray(dt, shape, *widths, c, depth),
             _ => false,
         }
     }
@@ -597,6 +630,7 @@ impl Inferrer {
         &mut self,
         dt: &NumpyDtype,
         shape: &[Option<usize>],
+        widths: bool,
         c: &mut Cursor<'_>,
         depth: usize,
     ) -> bool {
@@ -613,7 +647,8 @@ impl Inferrer {
                 .iter()
                 .zip(shape)
                 .all(|(a, b)| b.is_none_or(|b| b == *a))
-            && h.native == crate::decode::values::native(dt);
+            && h.native == crate::decode::values::native(dt)
+            && !widths;
         if fits {
             c.set_pos(c.pos() + h.prefix.len() + h.data_len);
         }

@@ -878,6 +878,8 @@ enum Repr {
 struct FastPath {
     header: Vec<u8>,
     data_len: usize,
+    /// elements in the payload (from the shape: `data_len / itemsize` fails for `U0`)
+    n_elems: usize,
     swap_dt: NumpyDtype,
     /// the shape the header holds (not the previous row's dims: those are gone after a batch
     /// ends, and zeros after a null row)
@@ -1002,7 +1004,12 @@ impl TensorDecoder {
             return Ok(d.clone());
         }
         let d = nd.parse_dtype(c.offset_of(nd.type_pos))?;
-        if native(&d) != self.native_dt {
+        // a narrower string array in a column of wider ones is padded to the column's width
+        let narrower = match (d.text_width(), self.dt.text_width()) {
+            (Some((u1, n1)), Some((u2, n2))) => u1 == u2 && n1 <= n2,
+            _ => false,
+        };
+        if !narrower && native(&d) != self.native_dt {
             return Err(c.error_at(
                 nd.type_pos,
                 ErrorKind::TypeConflict(format!(
@@ -1019,12 +1026,26 @@ impl TensorDecoder {
     }
 
     fn push_row(&mut self, row_dt: &NumpyDtype, data: &[u8], n_elems: usize) {
-        if self.buf.capacity() - self.buf.len() < data.len() {
+        let bytes = n_elems * self.item;
+        if self.buf.capacity() - self.buf.len() < bytes {
             // grow geometrically; fixed-shape columns were reserved at their final size
-            let want = (self.buf.len() + data.len()).max(self.buf.capacity() * 2);
+            let want = (self.buf.len() + bytes).max(self.buf.capacity() * 2);
             self.buf.reserve(want - self.buf.len());
         }
-        extend_native(row_dt, data, &mut self.buf);
+        let row_item = row_dt.itemsize();
+        if row_item == self.item {
+            extend_native(row_dt, data, &mut self.buf);
+        } else {
+            // a narrower U/S row: each element padded with NULs (which numpy strips anyway)
+            for i in 0..n_elems {
+                extend_native(
+                    row_dt,
+                    &data[i * row_item..(i + 1) * row_item],
+                    &mut self.buf,
+                );
+                self.buf.extend_zeros(self.item - row_item);
+            }
+        }
         self.elems += n_elems;
         self.rows += 1;
         self.nulls.append_non_null();
@@ -1056,7 +1077,7 @@ impl ArrayDecoder for TensorDecoder {
             let h = f.header.len();
             if rest.len() >= h + f.data_len && rest[..h] == f.header[..] {
                 let (data, dl) = (&rest[h..h + f.data_len], f.data_len);
-                let n = if self.item == 0 { 0 } else { dl / self.item };
+                let n = f.n_elems;
                 if self.fixed.is_none() {
                     // same header ⇒ the same shape
                     self.dims.extend_from_slice(&f.shape);
@@ -1108,6 +1129,7 @@ impl ArrayDecoder for TensorDecoder {
                     self.fast = Some(FastPath {
                         header: c.buf()[start..nd.data_pos].to_vec(),
                         data_len: nd.data.len(),
+                        n_elems: nd.len,
                         swap_dt: row_dt,
                         shape: nd.shape.clone(),
                     });

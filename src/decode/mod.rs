@@ -726,6 +726,7 @@ fn infer_columns_value(
                         dt,
                         shape,
                         kind: NdKind::Array,
+                        widths: false,
                     },
                 ))
             }

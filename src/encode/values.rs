@@ -355,6 +355,62 @@ pub(crate) fn choose_pad(reach: u128, pos: u64) -> usize {
 // ndarray maps
 // ---------------------------------------------------------------------------------------------
 
+/// `U<chars>` elements `rows` of `strs`, padded with NULs.
+fn write_unicode(
+    strs: &Strs,
+    rows: std::ops::Range<usize>,
+    chars: usize,
+    big: bool,
+    ty: &str,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    for i in rows {
+        let s = if strs.is_null(i) { "" } else { strs.value(i) };
+        let n = s.chars().count();
+        if n > chars {
+            return Err(unsupported(format!(
+                "string of {n} characters does not fit numpy dtype {ty}"
+            )));
+        }
+        for c in s.chars() {
+            let c = c as u32;
+            out.extend_from_slice(&if big {
+                c.to_be_bytes()
+            } else {
+                c.to_le_bytes()
+            });
+        }
+        out.resize(out.len() + (chars - n) * 4, 0);
+    }
+    Ok(())
+}
+
+/// `S<len>` elements `rows` of `bins`, padded with NULs.
+fn write_bytes(
+    bins: &Bins,
+    rows: std::ops::Range<usize>,
+    len: usize,
+    ty: &str,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    for i in rows {
+        let s = if bins.is_null(i) {
+            &[][..]
+        } else {
+            bins.value(i)
+        };
+        if s.len() > len {
+            return Err(unsupported(format!(
+                "value of {} bytes does not fit numpy dtype {ty}",
+                s.len()
+            )));
+        }
+        out.extend_from_slice(s);
+        out.resize(out.len() + (len - s.len()), 0);
+    }
+    Ok(())
+}
+
 /// The `type` entry of an ndarray map: a dtype string, or a structured descr (nested arrays),
 /// pre-encoded once per column.
 #[derive(Debug, Clone)]
@@ -1004,6 +1060,32 @@ impl Elems {
         })
     }
 
+    /// For `U`/`S` elements: the smallest width that holds elements `a..b`, at least 1 (the
+    /// width `np.array(list_of_str)` picks); None for other dtypes.
+    fn min_text_width(&self, a: usize, b: usize) -> Option<usize> {
+        let w = match self {
+            Elems::Unicode { strs, .. } => (a..b)
+                .filter(|&i| !strs.is_null(i))
+                .map(|i| strs.value(i).chars().count())
+                .max(),
+            Elems::Bytes { bins, .. } => (a..b)
+                .filter(|&i| !bins.is_null(i))
+                .map(|i| bins.value(i).len())
+                .max(),
+            _ => return None,
+        };
+        Some(w.unwrap_or(0).max(1))
+    }
+
+    /// [`Elems::write`] at another `U`/`S` width (other dtypes: as they are).
+    fn write_width(&self, a: usize, b: usize, width: usize, out: &mut Vec<u8>) -> Result<()> {
+        match self {
+            Elems::Unicode { strs, big, ty, .. } => write_unicode(strs, a..b, width, *big, ty, out),
+            Elems::Bytes { bins, ty, .. } => write_bytes(bins, a..b, width, ty, out),
+            _ => self.write(a, b, out),
+        }
+    }
+
     /// Append elements `a..b` (exactly `(b - a) * itemsize` bytes, or an error).
     fn write(&self, a: usize, b: usize, out: &mut Vec<u8>) -> Result<()> {
         match self {
@@ -1034,43 +1116,8 @@ impl Elems {
                 chars,
                 big,
                 ty,
-            } => {
-                for i in a..b {
-                    let s = if strs.is_null(i) { "" } else { strs.value(i) };
-                    let n = s.chars().count();
-                    if n > *chars {
-                        return Err(unsupported(format!(
-                            "string of {n} characters does not fit numpy dtype {ty}"
-                        )));
-                    }
-                    for c in s.chars() {
-                        let c = c as u32;
-                        out.extend_from_slice(&if *big {
-                            c.to_be_bytes()
-                        } else {
-                            c.to_le_bytes()
-                        });
-                    }
-                    out.resize(out.len() + (chars - n) * 4, 0);
-                }
-            }
-            Elems::Bytes { bins, len, ty } => {
-                for i in a..b {
-                    let s = if bins.is_null(i) {
-                        &[][..]
-                    } else {
-                        bins.value(i)
-                    };
-                    if s.len() > *len {
-                        return Err(unsupported(format!(
-                            "value of {} bytes does not fit numpy dtype {ty}",
-                            s.len()
-                        )));
-                    }
-                    out.extend_from_slice(s);
-                    out.resize(out.len() + (len - s.len()), 0);
-                }
-            }
+            } => write_unicode(strs, a..b, *chars, *big, ty, out)?,
+            Elems::Bytes { bins, len, ty } => write_bytes(bins, a..b, *len, ty, out)?,
             Elems::Time {
                 src,
                 nulls,
@@ -1618,6 +1665,9 @@ struct TensorEnc {
     /// Fixed shape: the shape, elements per row, and the whole head (non-aligned mode).
     fixed: Option<(Vec<usize>, usize, Vec<u8>)>,
     shape: Vec<usize>,
+    /// `U`/`S` rows written at their own smallest width (`msgpack_numpy.widths` = `min`), with
+    /// the dtype of the last width used
+    min_width: Option<(NumpyDtype, usize, NdType)>,
 }
 
 impl TensorEnc {
@@ -1661,7 +1711,34 @@ impl TensorEnc {
             overrides: Default::default(),
             fixed,
             shape: Vec::new(),
+            min_width: None,
         })
+    }
+
+    /// Write rows at their own smallest width when the reader saw several (`field` metadata).
+    fn with_widths_of(mut self, field: &Field, dt: Option<&NumpyDtype>) -> Self {
+        let min = field
+            .metadata()
+            .get(meta::WIDTHS)
+            .is_some_and(|v| v == "min");
+        if let (true, Some(dt)) = (min, dt) {
+            if dt.text_width().is_some() {
+                self.min_width = Some((dt.clone(), usize::MAX, NdType::of(dt)));
+                self.fixed = None;
+            }
+        }
+        self
+    }
+
+    /// The row's dtype: the column's, or (`min_width`) the same at the row's smallest width.
+    fn row_width(&mut self, a: usize, b: usize) -> Option<usize> {
+        let (dt, last, nd) = self.min_width.as_mut()?;
+        let w = self.t.elems.min_text_width(a, b)?;
+        if w != *last {
+            *nd = NdType::of(&dt.with_text_width(w));
+            *last = w;
+        }
+        Some(w)
     }
 
     fn head_range(&mut self, row: usize) -> Result<(usize, usize)> {
@@ -1692,25 +1769,38 @@ impl ColumnEncoder for TensorEnc {
         }
         let (a, b) = self.head_range(row)?;
         self.t.check_elems(a, b)?;
+        let w = self.row_width(a, b);
+        let nd = match (&self.min_width, w) {
+            (Some((_, _, nd)), Some(_)) => nd,
+            _ => &self.nd,
+        };
         NdHead {
-            ty: &self.nd.ty,
-            kind: self.nd.kind,
+            ty: &nd.ty,
+            kind: nd.kind,
             shape: &self.shape,
-            data_len: (b - a) * self.nd.itemsize,
+            data_len: (b - a) * nd.itemsize,
         }
         .write(out)?;
-        self.t.elems.write(a, b, &mut out.buf)
+        match w {
+            Some(w) => self.t.elems.write_width(a, b, w, &mut out.buf),
+            None => self.t.elems.write(a, b, &mut out.buf),
+        }
     }
     fn nd_probe(&mut self, row: usize) -> Result<Option<NdProbe>> {
         if self.t.is_null(row) {
             return Ok(None);
         }
         let (a, b) = self.head_range(row)?;
+        let w = self.row_width(a, b);
+        let nd = match (&self.min_width, w) {
+            (Some((_, _, nd)), Some(_)) => nd,
+            _ => &self.nd,
+        };
         let h = NdHead {
-            ty: &self.nd.ty,
-            kind: self.nd.kind,
+            ty: &nd.ty,
+            kind: nd.kind,
             shape: &self.shape,
-            data_len: (b - a) * self.nd.itemsize,
+            data_len: (b - a) * nd.itemsize,
         };
         h.probe().map(Some)
     }
@@ -2041,7 +2131,8 @@ pub(crate) fn make_top_encoder(
     if let (Some("ndarray"), Some(shapes)) = (kind, field.metadata().get(meta::EMPTY_SHAPES)) {
         let shapes: std::collections::HashMap<String, Vec<usize>> =
             serde_json::from_str(shapes).unwrap_or_default();
-        if let Ok(mut t) = TensorEnc::new(arr, dtype.as_ref(), true, true, &meta_dims(field)) {
+        if let Ok(t) = TensorEnc::new(arr, dtype.as_ref(), true, true, &meta_dims(field)) {
+            let mut t = t.with_widths_of(field, dtype.as_ref());
             let end = row0 + arr.len() as u64;
             for (k, v) in shapes {
                 if let Ok(r) = k.parse::<u64>() {
@@ -2068,7 +2159,7 @@ pub(crate) fn make_encoder(field: &Field, arr: &ArrayRef) -> Result<Box<dyn Colu
     match kind {
         Some("ndarray") => {
             if let Ok(t) = TensorEnc::new(arr, dtype.as_ref(), true, true, &meta_dims(field)) {
-                return Ok(Box::new(t));
+                return Ok(Box::new(t.with_widths_of(field, dtype.as_ref())));
             }
         }
         Some("scalar") => {
