@@ -71,8 +71,34 @@ def _check_plugin_polars(version: str | None = None) -> None:
     )
 
 
+#: What ``decode`` can produce: numpy's types as Polars holds them (SPEC 3), nested.
+_DECODABLE = (
+    pl.Boolean, pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64,
+    pl.Float16, pl.Float32, pl.Float64, pl.String, pl.Binary, pl.Date, pl.Datetime, pl.Duration,
+    pl.Null, pl.List, pl.Array, pl.Struct,
+)
+
+
+def _check_decodable(dtype: Any, top: Any = None) -> None:
+    top = dtype if top is None else top
+    base = dtype if isinstance(dtype, type) else type(dtype)
+    if not issubclass(base, pl.DataType):
+        return  # not a dtype at all: _dtype_token says so
+    if not issubclass(base, _DECODABLE):
+        raise TypeError(
+            f"msgpack.decode cannot produce {top!r}: {dtype!r} holds no msgpack-numpy value "
+            "(decode to pl.String / pl.Int64 / pl.Float64 ... and cast afterwards)"
+        )
+    if isinstance(dtype, (pl.List, pl.Array)):
+        _check_decodable(dtype.inner, top)
+    elif isinstance(dtype, pl.Struct):
+        for f in dtype.fields:
+            _check_decodable(f.dtype, top)
+
+
 def _dtype_token(dtype: PolarsDataType) -> str:
     """The target dtype as the plugin reads it: Polars' own Arrow type for it, as text."""
+    _check_decodable(dtype)
     try:
         holder = pl.DataFrame(schema={"value": dtype})
     except Exception as e:  # noqa: BLE001 - a clear message for any invalid dtype
@@ -211,5 +237,10 @@ class MsgpackSeriesNamespace:
 
     def encode(self) -> pl.Series:
         """Encode each value as one msgpack-numpy blob (Binary; null rows stay null)."""
+        if self._s.dtype == pl.Object:
+            raise TypeError(
+                "msgpack.encode: an Object column holds Python objects, not values msgpack-numpy "
+                "can write (convert them first)"
+            )
         out = pl.DataFrame(_internal.encode_blobs(_frame(self._s))).to_series(0)
         return out.cast(pl.Binary) if out.dtype != pl.Binary else out

@@ -503,6 +503,12 @@ pub fn conform(a: &ArrayRef, t: &DataType) -> Result<ArrayRef, ArrowError> {
         return Ok(a.clone());
     }
     match (a.data_type(), t) {
+        // datetime64 values are UTC instants: a zone only labels them (no chrono-tz needed)
+        (T::Timestamp(_, _), T::Timestamp(v, Some(_))) => {
+            let same_unit = cast_strict(a, &T::Timestamp(*v, None))?;
+            let d = same_unit.to_data().into_builder().data_type(t.clone());
+            Ok(arrow_array::make_array(d.build()?))
+        }
         (T::Struct(have), T::Struct(want)) => {
             let s = a.as_struct();
             if let Some(extra) = have.iter().find(|f| want.find(f.name()).is_none()) {

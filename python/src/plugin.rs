@@ -74,10 +74,12 @@ fn check_binary(what: &str, f: &Field) -> PolarsResult<()> {
 }
 
 fn decode_output(inputs: &[Field], kwargs: DecodeKwargs) -> PolarsResult<Field> {
-    let input = &inputs[0];
-    check_binary("msgpack.decode", input)?;
-    let (_, dtype) = target(&kwargs.dtype)?;
-    Ok(Field::new(input.name().clone(), dtype))
+    guarded("msgpack.decode", || {
+        let input = &inputs[0];
+        check_binary("msgpack.decode", input)?;
+        let (_, dtype) = target(&kwargs.dtype)?;
+        Ok(Field::new(input.name().clone(), dtype))
+    })
 }
 
 #[polars_expr(output_type_func_with_kwargs = decode_output)]
@@ -86,7 +88,14 @@ fn msgpack_decode(inputs: &[Series], kwargs: DecodeKwargs) -> PolarsResult<Serie
         let s = &inputs[0];
         check_binary("msgpack.decode", s.field().as_ref())?;
         let (field, dtype) = target(&kwargs.dtype)?;
-        let fail = |e: blobs::BlobError| compute_err(format!("msgpack.decode: {e}"));
+        // Polars hands the plugin one piece of the column at a time and not its place in the
+        // column: rows are counted within the piece (the Series method counts over the column)
+        let fail = |e: blobs::BlobError| {
+            compute_err(format!(
+                "msgpack.decode: {e} (row counted within the batch Polars passed to the plugin; \
+                 df[col].msgpack.decode() names the row of the whole column)"
+            ))
+        };
         let blobs = if s.dtype() == &DataType::Null {
             Blobs::new(vec![None; s.len()])
         } else {
@@ -108,8 +117,31 @@ fn msgpack_decode(inputs: &[Series], kwargs: DecodeKwargs) -> PolarsResult<Serie
     })
 }
 
+/// Whether `encode` writes this dtype (numpy's types; the plugin is built without Polars'
+/// categorical, decimal and object types, which Polars then reports as a plugin panic).
+fn encodable(t: &DataType) -> bool {
+    match t {
+        DataType::List(inner) | DataType::Array(inner, _) => encodable(inner),
+        DataType::Struct(fields) => fields.iter().all(|f| encodable(f.dtype())),
+        DataType::UInt128 | DataType::Int128 | DataType::Time | DataType::Unknown(_) => false,
+        _ => true,
+    }
+}
+
 fn encode_output(inputs: &[Field]) -> PolarsResult<Field> {
-    Ok(Field::new(inputs[0].name().clone(), DataType::Binary))
+    let f = &inputs[0];
+    if !encodable(f.dtype()) {
+        return Err(PolarsError::InvalidOperation(
+            format!(
+                "msgpack.encode: column {:?} is {}, which numpy has no dtype for; cast it first \
+                 (e.g. .cast(pl.String))",
+                f.name().as_str(),
+                f.dtype()
+            )
+            .into(),
+        ));
+    }
+    Ok(Field::new(f.name().clone(), DataType::Binary))
 }
 
 #[polars_expr(output_type_func = encode_output)]

@@ -472,3 +472,31 @@ def test_round_trip_property(s):
     out = df.select(pl.col("x").msgpack.encode().msgpack.decode(s.dtype))
     assert_frame_equal(out, df)
     assert_series_equal(s.msgpack.encode().msgpack.decode(s.dtype), s)
+
+
+def test_dtypes_numpy_has_no_value_for_are_refused_clearly():
+    """Categorical/Enum/Decimal targets and Time/Object sources: a TypeError or a Polars error
+    with a message, never a crash or made-up bytes."""
+    df = pl.DataFrame({"b": [mn.packb("a")]})
+    for dtype in [pl.Categorical, pl.Enum(["a"]), pl.Decimal(10, 2), pl.List(pl.Categorical), pl.Object]:
+        with pytest.raises(TypeError, match="cannot produce"):
+            df.select(pl.col("b").msgpack.decode(dtype))
+        with pytest.raises(TypeError, match="cannot produce"):
+            df["b"].msgpack.decode(dtype)
+    times = pl.DataFrame({"t": [dt.time(1, 2)]})
+    with pytest.raises(pl.exceptions.PolarsError, match="numpy has no dtype"):
+        times.select(pl.col("t").msgpack.encode())
+    with pytest.raises(TypeError, match="Object column"):
+        pl.Series("x", [object()], dtype=pl.Object).msgpack.encode()
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Asia/Tokyo"])
+def test_zoned_datetimes_decode_to_their_zone(tz):
+    """datetime64 holds UTC instants: decoding into a zoned Datetime only labels them."""
+    s = pl.Series("t", [dt.datetime(2024, 5, 1, 12, 30), None], dtype=pl.Datetime("us", tz))
+    blobs = s.to_frame().select(pl.col("t").msgpack.encode())
+    utc = s.dt.convert_time_zone("UTC").dt.replace_time_zone(None)[0]
+    assert mn.unpackb(blobs.item(0, 0)) == np.datetime64(utc, "us")
+    back = blobs.select(pl.col("t").msgpack.decode(pl.Datetime("us", tz))).to_series()
+    assert_series_equal(back, s)
+    assert_series_equal(blobs["t"].msgpack.decode(pl.Datetime("us", tz)), s)
