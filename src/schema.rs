@@ -48,6 +48,9 @@ pub(crate) enum Ty {
     },
     List(Box<Ty>),
     Struct(IndexMap<String, Ty>),
+    /// a column whose type the caller gives (schema overrides): its values are not inferred,
+    /// only whether some are ndarrays (`true`: decoded as tensors of the given type)
+    Given(bool),
 }
 
 impl Ty {
@@ -70,6 +73,7 @@ impl Ty {
             ),
             Ty::List(t) => format!("list of {}", t.describe()),
             Ty::Struct(_) => "map".into(),
+            Ty::Given(_) => "a given type".into(),
         }
     }
 
@@ -85,6 +89,8 @@ impl Ty {
             )))
         };
         Ok(match (self, other) {
+            (Given(a), Given(b)) => Given(a || b),
+            (Given(a), _) | (_, Given(a)) => Given(a),
             (Null, t) | (t, Null) => t,
             (Int { big: b1, neg: n1 }, Int { big: b2, neg: n2 }) => {
                 let (big, neg) = (b1 || b2, n1 || n2);
@@ -182,7 +188,8 @@ impl Ty {
     pub(crate) fn to_field(&self, name: &str, opts: &InferOptions) -> Result<Field> {
         let mut md = HashMap::new();
         let t = match self {
-            Ty::Null => DataType::Null,
+            // replaced by the given field (`plan`)
+            Ty::Null | Ty::Given(_) => DataType::Null,
             Ty::Bool => DataType::Boolean,
             Ty::Int { big: true, .. } => {
                 // plain msgpack ints (not numpy uint64 scalars): the writer keeps them plain
@@ -321,6 +328,8 @@ pub(crate) struct InferOptions {
 /// Walks values and reports their [`Ty`]. Keeps a small cache of parsed dtypes.
 pub(crate) struct Inferrer {
     pub opts: InferOptions,
+    /// top-level keys whose type is given ([`Ty::Given`]): their values are skipped
+    pub given: Vec<String>,
     dtypes: Vec<(Vec<u8>, NumpyDtype)>,
     /// ndarray headers already checked by [`Inferrer::fits_row`]
     headers: Vec<NdHeader>,
@@ -342,6 +351,7 @@ impl Inferrer {
     pub(crate) fn new(opts: InferOptions) -> Self {
         Inferrer {
             opts,
+            given: Vec::new(),
             dtypes: Vec::new(),
             headers: Vec::new(),
         }
@@ -474,7 +484,18 @@ impl Inferrer {
                     ErrorKind::Key(format!("duplicate key {key:?} in one map")),
                 ));
             }
-            let t = self.value(c, depth + 1).map_err(|e| e.prepend_path(key))?;
+            let t = if depth == 0 && self.given.iter().any(|g| g == key) {
+                let mut d = c.clone();
+                let nd = d.peek_kind()? == Kind::Map
+                    && matches!(
+                        probe(&mut d, self.opts.dialect, self.opts.max_depth - depth),
+                        Ok(Some(Special::Array(_)))
+                    );
+                c.skip(self.opts.max_depth)?;
+                Ty::Given(nd)
+            } else {
+                self.value(c, depth + 1).map_err(|e| e.prepend_path(key))?
+            };
             fields.insert(key.to_string(), t);
         }
         Ok(Ty::Struct(fields))
@@ -515,6 +536,9 @@ impl Inferrer {
             return false;
         };
         match (kind, acc) {
+            // which given columns hold ndarrays is known once one row shows it
+            (_, Ty::Given(true)) => c.skip(self.opts.max_depth).is_ok(),
+            (Kind::Nil, Ty::Given(false)) => c.read_nil().is_ok(),
             (Kind::Nil, _) => c.read_nil().is_ok(),
             (Kind::Bool, Ty::Bool) => c.read_bool().is_ok(),
             (Kind::Int, Ty::F64) => c.read_int().is_ok(),

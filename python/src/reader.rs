@@ -286,6 +286,16 @@ impl PyReader {
             None => builder,
         };
         let overrides = schema_overrides.map(import_schema).transpose()?;
+        // the decoder reads overridden columns straight into their types (so an override
+        // resolves a type conflict); Polars' view/large types as the plain ones it builds
+        let builder = builder.with_schema_overrides(overrides.as_ref().map(|o| {
+            Arc::new(Schema::new(
+                o.fields()
+                    .iter()
+                    .map(|f| Field::new(f.name(), plain_type(f.data_type()), true))
+                    .collect::<Vec<_>>(),
+            ))
+        }));
         let strict = columns.is_none();
         let (reader, schema, casts) = py
             .detach(|| {

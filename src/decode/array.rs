@@ -260,7 +260,21 @@ fn numpy_scalar(c: &mut Cursor<'_>, ctx: &Ctx, want: &str) -> Result<Num> {
     };
     let dt = nd.parse_dtype(c.offset_of(nd.type_pos))?;
     nd.check_len(&dt, c.offset_of(0))?;
-    let d = nd.data;
+    match num_at(&dt, nd.data) {
+        Some(n) => Ok(n),
+        None => {
+            c.set_pos(start);
+            Err(c.error(ErrorKind::TypeConflict(format!(
+                "expected {want}, found numpy {}",
+                dt.to_dtype_str()
+            ))))
+        }
+    }
+}
+
+/// The numeric or bool element of dtype `dt` in `d` (exactly its itemsize bytes); None for
+/// other dtypes.
+fn num_at(dt: &NumpyDtype, d: &[u8]) -> Option<Num> {
     let swap = dt.order().needs_swap();
     macro_rules! rd {
         ($t:ty) => {{
@@ -272,7 +286,7 @@ fn numpy_scalar(c: &mut Cursor<'_>, ctx: &Ctx, want: &str) -> Result<Num> {
             <$t>::from_ne_bytes(a)
         }};
     }
-    Ok(match dt {
+    Some(match dt {
         NumpyDtype::Bool => Num::I((d[0] != 0) as i64),
         NumpyDtype::Int {
             size: 1,
@@ -301,14 +315,60 @@ fn numpy_scalar(c: &mut Cursor<'_>, ctx: &Ctx, want: &str) -> Result<Num> {
         NumpyDtype::Float { size: 2, .. } => Num::F(half::f16::from_bits(rd!(u16)).to_f64()),
         NumpyDtype::Float { size: 4, .. } => Num::F(rd!(f32) as f64),
         NumpyDtype::Float { .. } => Num::F(rd!(f64)),
-        other => {
-            c.set_pos(start);
-            return Err(c.error(ErrorKind::TypeConflict(format!(
-                "expected {want}, found numpy {}",
-                other.to_dtype_str()
-            ))));
-        }
+        _ => return None,
     })
+}
+
+/// Append `n` to a buffer of native `col` elements, converted exactly; false when it does not fit.
+fn put_num(col: &NumpyDtype, n: Num, out: &mut MutableBuffer) -> bool {
+    macro_rules! put {
+        ($t:ty) => {
+            match <$t>::from_num(n) {
+                Some(v) => {
+                    out.push(v);
+                    true
+                }
+                None => false,
+            }
+        };
+    }
+    match col {
+        NumpyDtype::Bool => match u8::from_num(n) {
+            Some(v @ (0 | 1)) => {
+                out.push(v);
+                true
+            }
+            _ => false,
+        },
+        NumpyDtype::Int {
+            size: 1,
+            signed: true,
+            ..
+        } => put!(i8),
+        NumpyDtype::Int {
+            size: 2,
+            signed: true,
+            ..
+        } => put!(i16),
+        NumpyDtype::Int {
+            size: 4,
+            signed: true,
+            ..
+        } => put!(i32),
+        NumpyDtype::Int {
+            size: 8,
+            signed: true,
+            ..
+        } => put!(i64),
+        NumpyDtype::Int { size: 1, .. } => put!(u8),
+        NumpyDtype::Int { size: 2, .. } => put!(u16),
+        NumpyDtype::Int { size: 4, .. } => put!(u32),
+        NumpyDtype::Int { .. } => put!(u64),
+        NumpyDtype::Float { size: 2, .. } => put!(half::f16),
+        NumpyDtype::Float { size: 4, .. } => put!(f32),
+        NumpyDtype::Float { .. } => put!(f64),
+        _ => false,
+    }
 }
 
 /// Exact conversion of a number into a column's native type.
@@ -385,6 +445,8 @@ where
             },
             Kind::F64 => T::Native::from_num(Num::F(c.read_f64()?)),
             Kind::F32 => T::Native::from_f32(c.read_f32()?),
+            // Python's bool is an int (a column given a numeric type: schema overrides)
+            Kind::Bool => T::Native::from_num(Num::I(c.read_bool()? as i64)),
             Kind::Nil => {
                 c.read_nil()?;
                 self.append_null();
@@ -444,6 +506,29 @@ impl ArrayDecoder for BytesDecoder {
             Kind::Nil => {
                 c.read_nil()?;
                 self.b.append_null();
+            }
+            // a column given the String type (schema overrides): scalars as Python's str() writes them
+            Kind::Int | Kind::F32 | Kind::F64 | Kind::Bool if self.utf8 => {
+                let mut s = String::new();
+                match c.peek_kind()? {
+                    Kind::Int => match c.read_int()? {
+                        Int::I(v) => s = v.to_string(),
+                        Int::U(v) => s = v.to_string(),
+                    },
+                    Kind::Bool => s.push_str(if c.read_bool()? { "True" } else { "False" }),
+                    k => {
+                        let x = if k == Kind::F32 {
+                            c.read_f32()? as f64
+                        } else {
+                            c.read_f64()?
+                        };
+                        crate::encode::values::py_float_repr(x, false, &mut s);
+                        if x.is_finite() && !s.contains(['.', 'e']) {
+                            s.push_str(".0");
+                        }
+                    }
+                }
+                self.b.append_value(s);
             }
             Kind::Map => {
                 // a 0-d U/S array
@@ -1009,7 +1094,15 @@ impl TensorDecoder {
             (Some((u1, n1)), Some((u2, n2))) => u1 == u2 && n1 <= n2,
             _ => false,
         };
-        if !narrower && native(&d) != self.native_dt {
+        // numbers of another numeric dtype are converted, element by element (`push_converted`)
+        let numeric = |t: &NumpyDtype| {
+            matches!(
+                t,
+                NumpyDtype::Bool | NumpyDtype::Int { .. } | NumpyDtype::Float { .. }
+            )
+        };
+        let convertible = numeric(&d) && numeric(&self.dt);
+        if !narrower && !convertible && native(&d) != self.native_dt {
             return Err(c.error_at(
                 nd.type_pos,
                 ErrorKind::TypeConflict(format!(
@@ -1023,6 +1116,28 @@ impl TensorDecoder {
             self.dtype_cache.push((nd.type_raw.to_vec(), d.clone()));
         }
         Ok(d)
+    }
+
+    /// A row of another numeric dtype, each element converted exactly (else: its index).
+    fn push_converted(
+        &mut self,
+        row_dt: &NumpyDtype,
+        data: &[u8],
+        n_elems: usize,
+    ) -> std::result::Result<(), usize> {
+        let ri = row_dt.itemsize();
+        let start = self.buf.len();
+        for i in 0..n_elems {
+            let n = num_at(row_dt, &data[i * ri..(i + 1) * ri]).ok_or(i)?;
+            if !put_num(&self.native_dt, n, &mut self.buf) {
+                self.buf.truncate(start);
+                return Err(i);
+            }
+        }
+        self.elems += n_elems;
+        self.rows += 1;
+        self.nulls.append_non_null();
+        Ok(())
     }
 
     fn push_row(&mut self, row_dt: &NumpyDtype, data: &[u8], n_elems: usize) {
@@ -1121,6 +1236,18 @@ impl ArrayDecoder for TensorDecoder {
                     }
                     Some(_) => {}
                     None => self.dims.extend_from_slice(&nd.shape),
+                }
+                if row_dt.text_width().is_none() && native(&row_dt) != self.native_dt {
+                    return self.push_converted(&row_dt, nd.data, nd.len).map_err(|i| {
+                        c.error_at(
+                            start,
+                            ErrorKind::TypeConflict(format!(
+                                "element {i} of this {} ndarray does not fit {} exactly",
+                                row_dt.to_dtype_str(),
+                                self.dt.to_dtype_str()
+                            )),
+                        )
+                    });
                 }
                 self.push_row(&row_dt, nd.data, nd.len);
                 let end = c.pos();

@@ -53,6 +53,7 @@ pub const DEFAULT_STREAM_INFER_ROWS: usize = 1000;
 #[derive(Debug, Clone)]
 pub struct ReaderBuilder {
     schema: Option<SchemaRef>,
+    overrides: Option<SchemaRef>,
     layout: Layout,
     batch_size: usize,
     projection: Option<Vec<String>>,
@@ -81,6 +82,7 @@ impl ReaderBuilder {
     pub fn new() -> Self {
         ReaderBuilder {
             schema: None,
+            overrides: None,
             layout: Layout::Auto,
             batch_size: DEFAULT_BATCH_SIZE,
             projection: None,
@@ -98,6 +100,15 @@ impl ReaderBuilder {
     /// Use this schema instead of inferring one (default: inferred). Keys not in it are skipped.
     pub fn with_schema(mut self, schema: SchemaRef) -> Self {
         self.schema = Some(schema);
+        self
+    }
+    /// Give some columns their type (records layout): their values are not inferred, so values
+    /// of several kinds (ints and floats, `<i4` and `<i8` ndarrays, ints and strings) that
+    /// inference would call a conflict are decoded into this type, each converted exactly (numbers
+    /// into a wider or other numeric type only when the value fits; any scalar into a string as
+    /// Python's `str()` writes it), or an error naming the value. Other columns are inferred.
+    pub fn with_schema_overrides(mut self, overrides: Option<SchemaRef>) -> Self {
+        self.overrides = overrides.filter(|s| !s.fields().is_empty());
         self
     }
     /// The layout (default [`Layout::Auto`]).
@@ -486,8 +497,13 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
         return Ok(p);
     }
     let mut inf = Inferrer::new(b.infer_options());
+    if let (Some(o), Layout::Records) = (&b.overrides, p.layout) {
+        inf.given = o.fields().iter().map(|f| f.name().clone()).collect();
+    }
     let mut c = Cursor::new(data, 0);
     let layout = p.layout;
+    // given columns (schema overrides) that hold ndarrays
+    let mut given_nd: Vec<String> = Vec::new();
     let ty_to_schema = |ty: Ty, inf: &Inferrer| -> Result<Schema> {
         match ty {
             // records and columns: one column per key
@@ -573,6 +589,13 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                 return Err(c.error(ErrorKind::Layout("data after the top-level array".into())));
             }
             p.rows = Some(rows);
+            if let Ty::Struct(fields) = &ty {
+                given_nd = fields
+                    .iter()
+                    .filter(|(_, t)| **t == Ty::Given(true))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+            }
             if b.schema.is_none() {
                 let schema = ty_to_schema(ty, &inf)?;
                 p.schema = Some(Arc::new(attach_empty_shapes(schema, empties)));
@@ -601,8 +624,57 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
     }
     if let Some(s) = &b.schema {
         p.schema = Some(s.clone());
+    } else if let (Some(o), Some(s), Layout::Records) = (&b.overrides, &p.schema, p.layout) {
+        // the given columns take the given types (without the inferred numpy metadata)
+        let fields: Vec<Field> = s
+            .fields()
+            .iter()
+            .map(|f| match o.field_with_name(f.name()) {
+                Ok(g) => {
+                    let field = Field::new(f.name(), g.data_type().clone(), true);
+                    match given_nd
+                        .contains(f.name())
+                        .then(|| leaf_dtype(g.data_type()))
+                    {
+                        // ndarrays: decoded as tensors of the given element type
+                        Some(Some(dt)) => field.with_metadata(HashMap::from([
+                            (meta::KIND.to_string(), "ndarray".to_string()),
+                            (meta::DTYPE.to_string(), dt.to_dtype_str()),
+                        ])),
+                        _ => field,
+                    }
+                }
+                Err(_) => f.as_ref().clone(),
+            })
+            .collect();
+        p.schema = Some(Arc::new(Schema::new_with_metadata(
+            fields,
+            s.metadata().clone(),
+        )));
     }
     Ok(p)
+}
+
+/// The numpy dtype (native order) of the numbers at the bottom of nested list types.
+fn leaf_dtype(t: &arrow_schema::DataType) -> Option<NumpyDtype> {
+    use arrow_schema::DataType as T;
+    let s = match t {
+        T::List(f) | T::LargeList(f) | T::FixedSizeList(f, _) => return leaf_dtype(f.data_type()),
+        T::Boolean => "|b1",
+        T::Int8 => "|i1",
+        T::Int16 => "<i2",
+        T::Int32 => "<i4",
+        T::Int64 => "<i8",
+        T::UInt8 => "|u1",
+        T::UInt16 => "<u2",
+        T::UInt32 => "<u4",
+        T::UInt64 => "<u8",
+        T::Float16 => "<f2",
+        T::Float32 => "<f4",
+        T::Float64 => "<f8",
+        _ => return None,
+    };
+    NumpyDtype::parse(s).ok().map(|d| values::native(&d))
 }
 
 /// The most shapes recorded per column (beyond it, such rows write back as `(0, 0, ...)`).
