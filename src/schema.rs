@@ -471,6 +471,18 @@ impl Inferrer {
         })
     }
 
+    /// A value of a given column, skipped: [`Ty::Given`], noting whether it is an ndarray.
+    pub(crate) fn given_value(&mut self, c: &mut Cursor<'_>) -> Result<Ty> {
+        let mut d = c.clone();
+        let nd = d.peek_kind()? == Kind::Map
+            && matches!(
+                probe(&mut d, self.opts.dialect, self.opts.max_depth),
+                Ok(Some(Special::Array(_)))
+            );
+        c.skip(self.opts.max_depth)?;
+        Ok(Ty::Given(nd))
+    }
+
     /// A user map (not an ndarray) at the cursor → Struct.
     pub(crate) fn map(&mut self, c: &mut Cursor<'_>, depth: usize) -> Result<Ty> {
         let n = c.read_map_len()?;
@@ -485,14 +497,7 @@ impl Inferrer {
                 ));
             }
             let t = if depth == 0 && self.given.iter().any(|g| g == key) {
-                let mut d = c.clone();
-                let nd = d.peek_kind()? == Kind::Map
-                    && matches!(
-                        probe(&mut d, self.opts.dialect, self.opts.max_depth - depth),
-                        Ok(Some(Special::Array(_)))
-                    );
-                c.skip(self.opts.max_depth)?;
-                Ty::Given(nd)
+                self.given_value(c)?
             } else {
                 self.value(c, depth + 1).map_err(|e| e.prepend_path(key))?
             };

@@ -365,9 +365,27 @@ impl Blobs {
     }
 
     fn reader(&self, grp: &Group) -> Result<msgpack_arrow::Reader, BlobError> {
+        self.reader_as(grp, None)
+    }
+
+    /// `target`: the values are not inferred but decoded into this type (so values of several
+    /// types that it can hold are no conflict).
+    fn reader_as(
+        &self,
+        grp: &Group,
+        target: Option<&DataType>,
+    ) -> Result<msgpack_arrow::Reader, BlobError> {
+        let given = target.map(|t| {
+            Arc::new(arrow_schema::Schema::new(vec![Field::new(
+                "value",
+                t.clone(),
+                true,
+            )]))
+        });
         ReaderBuilder::new()
             .with_layout(Layout::Values)
             .with_batch_size(grp.starts.len().max(1))
+            .with_schema_overrides(given)
             .build_from_buffer(grp.buf.clone())
             .map_err(|e| self.locate(grp, e))
     }
@@ -392,9 +410,9 @@ impl Blobs {
         Ok(msgpack_arrow::polars::polars_compatible_type(&t))
     }
 
-    fn decode_group(&self, grp: &Group) -> Result<ArrayRef, BlobError> {
+    fn decode_group(&self, grp: &Group, target: Option<&DataType>) -> Result<ArrayRef, BlobError> {
         let batches = self
-            .reader(grp)?
+            .reader_as(grp, target)?
             .collect_batches()
             .map_err(|e| self.locate(grp, e))?;
         let cols: Vec<&dyn Array> = batches.iter().map(|b| b.column(0).as_ref()).collect();
@@ -424,7 +442,16 @@ impl Blobs {
         }
         let mut out = Vec::with_capacity(self.groups.len());
         for (gi, g) in self.groups.iter().enumerate() {
-            let a = self.decode_group(g)?;
+            // inferred, then converted to the target (structs by name); where the rows disagree
+            // on their type, decoded straight into the target
+            let a = match (self.decode_group(g, None), target) {
+                (Ok(a), _) => a,
+                // (when that fails too, the first error says more: e.g. a malformed blob)
+                (Err(e), Some(t)) => self
+                    .decode_group(g, Some(&crate::reader::plain_type(t)))
+                    .map_err(|_| e)?,
+                (Err(e), None) => return Err(e),
+            };
             let a = match target {
                 Some(t) => conform(&a, t).map_err(|e| {
                     BlobError::msg(format!(

@@ -89,7 +89,7 @@ impl Source {
 
 /// Polars exports `string_view`, `binary_view` and large lists; the decoder builds the plain
 /// types, so an override type is mapped to them (same values).
-fn plain_type(t: &DataType) -> DataType {
+pub(crate) fn plain_type(t: &DataType) -> DataType {
     let item = |f: &Field| Arc::new(Field::new(f.name(), plain_type(f.data_type()), true));
     match t {
         DataType::Utf8View | DataType::LargeUtf8 => DataType::Utf8,

@@ -500,3 +500,21 @@ def test_zoned_datetimes_decode_to_their_zone(tz):
     back = blobs.select(pl.col("t").msgpack.decode(pl.Datetime("us", tz))).to_series()
     assert_series_equal(back, s)
     assert_series_equal(blobs["t"].msgpack.decode(pl.Datetime("us", tz)), s)
+
+
+def test_a_given_dtype_resolves_conflicts_whatever_the_chunks():
+    """Rows of several dtypes that the target holds decode the same in one chunk or several, in
+    the Series method and the expression (SPEC 3: an override resolves a conflict)."""
+    a, b = mn.packb(np.arange(2, dtype="<i4")), mn.packb(np.arange(2, dtype=">i8") * 3)
+    dtype = pl.Array(pl.Int64, 2)
+    want = pl.Series("b", [[0, 1], [0, 1], [0, 3], None, [0, 3]], dtype=dtype)
+    one = pl.Series("b", [a, a, b, None, b])
+    two = pl.concat([pl.Series("b", [a, a]), pl.Series("b", [b, None, b])], rechunk=False)
+    assert two.n_chunks() == 2
+    for s in (one, two):
+        assert_series_equal(s.msgpack.decode(dtype), want)
+        assert_series_equal(s.to_frame().select(pl.col("b").msgpack.decode(dtype)).to_series(), want)
+    mixed = pl.Series("b", [mn.packb(1), mn.packb("x"), mn.packb(2.5)])
+    assert mixed.msgpack.decode(pl.String).to_list() == ["1", "x", "2.5"]
+    with pytest.raises(ma.DecodeError, match="type conflict"):
+        mixed.msgpack.decode()

@@ -497,9 +497,11 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
         return Ok(p);
     }
     let mut inf = Inferrer::new(b.infer_options());
-    if let (Some(o), Layout::Records) = (&b.overrides, p.layout) {
+    if let Some(o) = &b.overrides {
         inf.given = o.fields().iter().map(|f| f.name().clone()).collect();
     }
+    // values layout: the one column is "value"
+    let given_value = p.layout == Layout::Values && inf.given.iter().any(|g| g == "value");
     let mut c = Cursor::new(data, 0);
     let layout = p.layout;
     // given columns (schema overrides) that hold ndarrays
@@ -569,6 +571,8 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                                 .at_record(rows as u64));
                         }
                         inf.map(&mut c, 0)
+                    } else if given_value {
+                        inf.given_value(&mut c)
                     } else {
                         inf.value(&mut c, 0)
                     }
@@ -589,12 +593,16 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                 return Err(c.error(ErrorKind::Layout("data after the top-level array".into())));
             }
             p.rows = Some(rows);
-            if let Ty::Struct(fields) = &ty {
-                given_nd = fields
-                    .iter()
-                    .filter(|(_, t)| **t == Ty::Given(true))
-                    .map(|(k, _)| k.clone())
-                    .collect();
+            match &ty {
+                Ty::Struct(fields) => {
+                    given_nd = fields
+                        .iter()
+                        .filter(|(_, t)| **t == Ty::Given(true))
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                }
+                Ty::Given(true) => given_nd = vec!["value".to_string()],
+                _ => {}
             }
             if b.schema.is_none() {
                 let schema = ty_to_schema(ty, &inf)?;
@@ -624,7 +632,9 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
     }
     if let Some(s) = &b.schema {
         p.schema = Some(s.clone());
-    } else if let (Some(o), Some(s), Layout::Records) = (&b.overrides, &p.schema, p.layout) {
+    } else if let (Some(o), Some(s), Layout::Records | Layout::Values) =
+        (&b.overrides, &p.schema, p.layout)
+    {
         // the given columns take the given types (without the inferred numpy metadata)
         let fields: Vec<Field> = s
             .fields()
