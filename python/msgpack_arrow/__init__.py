@@ -151,7 +151,7 @@ def read_arrow(
     schema_overrides: SchemaOverrides | None = None,
     tensor: Literal["array", "extension"] = "array",
     object_arrays: Literal["error", "raw"] = "error",
-    dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
+    dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
     infer_rows: int | None = None,
 ) -> ArrowStream:
@@ -213,7 +213,7 @@ def read_msgpack(
     schema_overrides: SchemaOverrides | None = None,
     tensor: Literal["array", "extension"] = "array",
     object_arrays: Literal["error", "raw"] = "error",
-    dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
+    dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
     infer_rows: int | None = None,
 ) -> pl.DataFrame:
@@ -236,10 +236,13 @@ def read_msgpack(
         Stop after this many rows.
     schema_overrides
         ``{column: polars dtype}``: give these columns these types instead of the inferred ones
-        (e.g. ``pl.Float32``, ``pl.Array(pl.Float64, 768)``, ``pl.List(pl.Int64)``). The
-        columns are decoded as inferred and cast in Rust (arrow-cast), batch by batch, before
-        they reach Polars; a value that does not fit the new type is an error, never a silent
-        null. Overridden columns lose the numpy dtype recorded in their Arrow field metadata.
+        (e.g. ``pl.Float32``, ``pl.Array(pl.Float64, 768)``, ``pl.List(pl.Int64)``). In the
+        records and values layouts the columns are not inferred but decoded straight into the
+        type, so an override also resolves a type conflict: ints and floats, ndarrays of
+        different numeric dtypes (converted element by element), any scalar into ``pl.String``
+        (as Python's ``str()`` writes it). A value that does not fit the type exactly is an
+        error naming it, never a silent null. Overridden columns lose the numpy dtype recorded
+        in their Arrow field metadata.
     tensor
         ``"array"`` (default): ndarrays become ``pl.Array`` (fixed shape) or ``pl.List``
         (ragged). ``"extension"``: Arrow's canonical tensor extension types (meant for
@@ -248,7 +251,8 @@ def read_msgpack(
         ``"error"`` (default): an object (``'O'``) array, whose data is a pickle, is refused with
         a :class:`DecodeError` and never unpickled. ``"raw"``: its pickle bytes as Binary.
     dialect
-        Which ndarray encoding to recognise: ``"auto"``, ``"msgpack-numpy"`` or ``"openpi"``.
+        Which ndarray encoding to recognise: ``"auto"`` (msgpack-numpy and openpi's), ``"msgpack-numpy"``,
+        ``"openpi"``, or ``"js"`` (msgpack-numpy-js, whose ``<U8`` means uint8; never guessed).
     batch_size
         Rows per internal Arrow batch (the DataFrame has one chunk per batch).
     infer_rows
@@ -312,7 +316,7 @@ def scan_msgpack(
     schema_overrides: SchemaOverrides | None = None,
     tensor: Literal["array", "extension"] = "array",
     object_arrays: Literal["error", "raw"] = "error",
-    dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
+    dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
     infer_rows: int | None = None,
 ) -> pl.LazyFrame:

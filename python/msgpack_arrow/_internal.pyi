@@ -34,7 +34,7 @@ class Reader:
         schema_overrides: Any | None = None,
         tensor: Literal["array", "extension"] = "array",
         object_arrays: Literal["error", "raw"] = "error",
-        dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
+        dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
         batch_size: int = 65536,
         infer_rows: int | None = None,
         n_rows: int | None = None,

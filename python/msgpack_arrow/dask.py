@@ -121,7 +121,7 @@ def read_msgpack(
     schema_overrides: Mapping[str, Any] | pa.Schema | None = None,
     tensor: Literal["array", "extension"] = "array",
     object_arrays: Literal["error", "raw"] = "error",
-    dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
+    dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
     infer_rows: int | None = None,
     include_path_column: bool | str = False,
