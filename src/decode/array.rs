@@ -1290,10 +1290,10 @@ impl ArrayDecoder for TensorDecoder {
 
     fn append_null(&mut self) {
         match &self.fixed {
-            Some(_) => {
-                let n = self.row_bytes;
-                self.buf.extend_zeros(n);
-                self.elems += if self.item == 0 { 0 } else { n / self.item };
+            Some(f) => {
+                self.buf.extend_zeros(self.row_bytes);
+                // from the shape: the bytes say nothing for U0/S0 elements
+                self.elems += f.iter().product::<usize>();
             }
             None => self.dims.extend(std::iter::repeat_n(0, self.shape.len())),
         }

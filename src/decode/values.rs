@@ -288,7 +288,7 @@ fn time_array(
     ticks: ScalarBuffer<i64>,
     nulls: Option<NullBuffer>,
 ) -> Result<ArrayRef> {
-    let nat = ticks.iter().any(|&v| v == i64::MIN);
+    let nat = ticks.contains(&i64::MIN);
     let nulls = if nat {
         let valid = BooleanBuffer::from_iter(ticks.iter().map(|&v| v != i64::MIN));
         NullBuffer::union(nulls.as_ref(), Some(&NullBuffer::new(valid)))

@@ -1487,7 +1487,7 @@ mod null_elements {
         )]));
         let b = RecordBatch::try_new(schema, vec![Arc::new(col)]).unwrap();
         for layout in [Layout::Records, Layout::Columns, Layout::Values] {
-            let e = write_batches(&[b.clone()], layout).unwrap_err();
+            let e = write_batches(std::slice::from_ref(&b), layout).unwrap_err();
             assert!(
                 e.to_string().contains("ndarrays cannot hold nulls"),
                 "{layout}: {e}"

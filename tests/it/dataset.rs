@@ -53,12 +53,10 @@ fn directory_to_parquet_dataset_is_resumable_and_partitioned() {
         mtime
     );
     // pyarrow reads each output as the msgpack file reads
-    let check = format!(
-        "import pyarrow.parquet as pq, sys\nt = pq.read_table(sys.argv[1])\nassert t.num_rows == 100, t.num_rows\nassert str(t.schema.field('emb').type) == 'fixed_size_list<item: float>[16]', t.schema\n"
-    );
+    let check = "import pyarrow.parquet as pq, sys\nt = pq.read_table(sys.argv[1])\nassert t.num_rows == 100, t.num_rows\nassert str(t.schema.field('emb').type) == 'fixed_size_list<item: float>[16]', t.schema\n";
     let o = Command::new(python())
         .arg("-c")
-        .arg(&check)
+        .arg(check)
         .arg(out.join("rec_embedding_100.parquet"))
         .output()
         .unwrap();
