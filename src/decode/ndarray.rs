@@ -289,8 +289,45 @@ impl<'a> NdArray<'a> {
             )))
             .at_offset(base + self.data_pos as u64));
         }
+        // A zero axis or zero-size elements describe structure that no data bytes back (shape
+        // (2**62, 0) holds 2**62 empty rows in 0 bytes): bound it, so a few hostile bytes cannot
+        // make the decoder allocate by the declared shape. Real data never comes near the
+        // bound: with elements of at least one byte, the entries are at most twice the data.
+        let entries = structure_entries(&self.shape, dt);
+        let limit = 2 * self.data.len() as u128 + MAX_EMPTY_ENTRIES;
+        if entries > limit {
+            return Err(Error::new(ErrorKind::InvalidNdarray(format!(
+                "shape {:?} of {} describes {entries} (sub-)array entries for {} data bytes \
+                 (at most {limit}): refused",
+                self.shape,
+                dt.to_dtype_str(),
+                self.data.len()
+            )))
+            .at_offset(base + self.type_pos as u64));
+        }
         Ok(())
     }
+}
+
+/// Entries without data bytes an ndarray may describe (empty sub-arrays, zero-size elements).
+const MAX_EMPTY_ENTRIES: u128 = 1 << 20;
+
+/// How many list/struct entries the Arrow form of an ndarray of `shape` and `dt` has: one per
+/// element of every leading axis, and per element, one per sub-array level of each field.
+fn structure_entries(shape: &[usize], dt: &NumpyDtype) -> u128 {
+    let mut entries = 0u128;
+    let mut prod = 1u128;
+    for &d in shape {
+        prod = prod.saturating_mul(d as u128);
+        entries = entries.saturating_add(prod);
+    }
+    if let NumpyDtype::Struct(fields) = dt {
+        let per_elem = fields.iter().fold(0u128, |acc, f| {
+            acc.saturating_add(structure_entries(&f.shape, &f.dtype).max(1))
+        });
+        entries = entries.saturating_add(prod.saturating_mul(per_elem));
+    }
+    entries
 }
 
 /// msgpack-numpy-js type codes (JavaScript typed arrays) → numpy dtypes.

@@ -941,6 +941,12 @@ def bad_cases():
     add("bad_nd_negative_shape_2d", "auto", BAD_ND, None, in_record(nd_map("<f4", [-2, -3], b"\0" * 24)), "shape [-2, -3]: product positive, entries negative")
     add("bad_nd_shape_overflow", "auto", BAD_ND, None, in_record(nd_map("<f8", [2**32, 2**32, 4], b"\0" * 16)), "shape product 2**66 overflows 64 bits")
     add("bad_nd_nbytes_overflow", "auto", BAD_ND, None, in_record(nd_map("<f8", [2**62], b"\0" * 16)), "prod(shape) fits, x itemsize 8 overflows 64 bits")
+    # shapes whose structure no data backs: a zero axis after huge ones, zero-size elements
+    add("bad_nd_empty_rows_huge", "auto", BAD_ND, None, in_record(nd_map("<i4", [2**62, 0], b"")), "shape (2**62, 0): 2**62 empty rows in 0 bytes")
+    add("bad_nd_empty_2d_huge", "records", BAD_ND, None, in_record(nd_map("<i4", [2**30, 2**30, 0], b"")) * 2, "shape (2**30, 2**30, 0) in records")
+    add("bad_nd_zero_size_elems_huge", "auto", BAD_ND, None, msgpack.packb({"x": nd_map("|S0", [2**62], b"")}, use_bin_type=True), "2**62 elements of S0 as a columns map")
+    add("bad_nd_struct_empty_field_huge", "auto", BAD_ND, None, in_record(nd_map([["a", "<i4", [0]]], [2**62], b"", b"V")), "structured, field of shape (0,), 2**62 elements")
+    add("bad_nd_bare_empty_huge", "auto", BAD_ND, None, msgpack.packb(nd_map("<f8", [2**62, 0], b""), use_bin_type=True), "one bare ndarray of shape (2**62, 0)")
     add("bad_nd_shape_not_array", "auto", BAD_ND, None, in_record(nd_map("<f4", 3, f4.tobytes())), "shape is the int 3")
     add("bad_nd_type_int", "auto", BAD_ND, None, in_record(nd_map(7, [3], f4.tobytes())), "nd true but type is the int 7")
     add("bad_nd_data_not_bin", "auto", BAD_ND, None, in_record(nd_map("<f4", [1], 5)), "data is the int 5")
