@@ -798,7 +798,19 @@ fn infer_columns_value(
             Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => {
                 let dt = inf.dtype(nd.type_raw, &nd, c.offset_of(0))?;
                 if matches!(dt, NumpyDtype::Object) {
-                    return Err(c.error_at(at, ErrorKind::ObjectArray));
+                    return Err(c.error_at(
+                        at,
+                        match b.object_arrays {
+                            ObjectArrays::Error => ErrorKind::ObjectArray,
+                            // raw keeps one pickle per value: it cannot be cut into rows
+                            ObjectArrays::Raw => ErrorKind::Layout(
+                                "an object (pickle) ndarray cannot give a column's rows: its \
+                                 pickle holds them all and is never unpickled; read with \
+                                 layout=\"records\" to keep it as one Binary value"
+                                    .into(),
+                            ),
+                        },
+                    ));
                 }
                 nd.check_len(&dt, c.offset_of(0))?;
                 let shape = nd.shape[1..].iter().map(|&d| Some(d)).collect();

@@ -266,7 +266,12 @@ impl<W: Write> Writer<W> {
             (Layout::Values, _) if self.schema.fields().is_empty() => {}
             (Layout::Values, Container::Ndarray) => {
                 let field = self.schema.field(0).clone();
-                let arrays: Vec<ArrayRef> = pending.iter().map(|b| b.column(0).clone()).collect();
+                let mut arrays: Vec<ArrayRef> =
+                    pending.iter().map(|b| b.column(0).clone()).collect();
+                if arrays.is_empty() {
+                    // no rows: the shape's other axes come from the type, e.g. (0, 3)
+                    arrays.push(arrow_array::new_empty_array(field.data_type()));
+                }
                 match values::ColumnNd::try_new(&field, &arrays, true)
                     .map_err(|e| e.prepend_path(field.name()))?
                 {

@@ -823,6 +823,12 @@ def _(rng):
     return pack(np.arange(15, dtype=">f8").reshape(5, 3) / 4)
 
 
+@good("val_bare_empty_2d", "auto", "values", True)
+def _(rng):
+    """One bare ndarray of shape (0, 2, 3): no rows, but written back with its shape."""
+    return pack(np.zeros((0, 2, 3), ">i2"))
+
+
 @good("val_bare_1d", "auto", "values", False)
 def _(rng):
     """One bare 1-d ndarray -> a plain UInt16 column."""
