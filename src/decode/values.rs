@@ -249,14 +249,18 @@ pub(crate) fn to_arrow(
                         m.extend_from_slice(&bytes[i * item + off..i * item + off + w]);
                     }
                     let mut a = to_arrow(&f.dtype, m.into(), n * per, false, None)?;
-                    for &d in f.shape.iter().rev() {
+                    // innermost axis first; each level's length from the axes outside it (not
+                    // from its values: a zero-length axis has none)
+                    for (k, &d) in f.shape.iter().enumerate().rev() {
                         let t = a.data_type().clone();
-                        a = Arc::new(FixedSizeListArray::try_new(
+                        let len = n * f.shape[..k].iter().product::<usize>();
+                        a = Arc::new(FixedSizeListArray::try_new_with_length(
                             Arc::new(Field::new("item", t, true)),
                             i32::try_from(d)
                                 .map_err(|_| ErrorKind::UnsupportedDtype(dt.to_dtype_str()))?,
                             a,
                             None,
+                            len,
                         )?);
                     }
                     out_fields.push(Field::new(&f.name, a.data_type().clone(), true));

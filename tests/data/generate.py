@@ -513,6 +513,14 @@ def _(rng):
     return stream(*rows)
 
 
+@good("rec_structured_empty_subarrays", "auto", "records", True)
+def _(rng):
+    """Structured dtypes whose sub-array fields have a zero-length axis ((0,), (2, 0)) next to
+    ordinary fields: valid numpy, no bytes for those fields."""
+    dt = np.dtype([("e", "<i4", (0,)), ("b", "<i2"), ("m", ">f4", (2, 0))])
+    return stream(*[{"x": np.array([((), i, ()), ((), -i, ())], dt), "k": i} for i in range(3)])
+
+
 @good("rec_structured", "auto", "records", True)
 def _(rng):
     """Structured dtypes: padding (descr has ['', '|V4']), big-endian fields, sub-array fields
