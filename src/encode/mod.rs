@@ -111,6 +111,9 @@ impl WriterBuilder {
         };
         // The container describes how rows sat in a file of the layout the reader used: it only
         // applies when writing that same layout.
+        // a file that was a record stream: written as one whatever it holds (byte-exact)
+        let was_stream = meta_layout == Some(layout)
+            && md.get(meta::CONTAINER).map(String::as_str) == Some("stream");
         let container = match md.get(meta::CONTAINER).map(String::as_str) {
             _ if meta_layout.is_some_and(|l| l != layout) => Container::Stream,
             Some("array") if layout != Layout::Columns => Container::Array,
@@ -133,7 +136,7 @@ impl WriterBuilder {
             flush_at: FLUSH_AT,
             pending: Vec::new(),
             rows: 0,
-            streaming: false,
+            streaming: layout == Layout::Records && was_stream,
             seg: Segment::default(),
             keys: Vec::new(),
         })
@@ -153,7 +156,8 @@ pub struct Writer<W: Write> {
     /// Batches held until `finish` (containers whose header needs the row count).
     pending: Vec<RecordBatch>,
     rows: u64,
-    /// `values` stream: more than one row seen, so rows are written as they come.
+    /// `values` or `records` stream: more than one row seen (or the input was a record stream),
+    /// so rows are written as they come.
     streaming: bool,
     seg: Segment,
     /// Column names encoded as msgpack str keys.
@@ -201,6 +205,20 @@ impl<W: Write> Writer<W> {
             (Layout::Values, Container::Stream) => {
                 self.encode_values(batch, self.rows)?;
                 self.rows += n;
+            }
+            // The first row is held back until a second one comes: one map of ndarrays or of
+            // equal-length lists alone would read back as a `columns` map (finish_records_stream)
+            (Layout::Records, Container::Stream) if !self.streaming => {
+                self.pending.push(batch.clone());
+                self.rows += n;
+                if self.rows > 1 {
+                    self.streaming = true;
+                    let mut row0 = 0;
+                    for b in std::mem::take(&mut self.pending) {
+                        self.encode_records(&b, row0)?;
+                        row0 += b.num_rows() as u64;
+                    }
+                }
             }
             (Layout::Records, Container::Stream) => {
                 self.encode_records(batch, self.rows)?;
@@ -257,7 +275,11 @@ impl<W: Write> Writer<W> {
                     row0 += b.num_rows() as u64;
                 }
             }
-            (Layout::Records, _) => {}
+            (Layout::Records, _) => {
+                if !self.streaming {
+                    self.finish_records_stream(&pending)?;
+                }
+            }
             (Layout::Columns, _) => self.encode_columns(&pending)?,
             // a file that was one empty top-level array (`[]`) is written back as one
             (Layout::Values, Container::Array) if self.schema.fields().is_empty() => {
@@ -297,6 +319,28 @@ impl<W: Write> Writer<W> {
                 }
             }
             (Layout::Auto, _) => unreachable!("resolved in build"),
+        }
+        Ok(())
+    }
+
+    /// A record stream of at most one row, held back: a row that `auto` would read as a
+    /// `columns` map (all values ndarrays or lists of one length) is wrapped in a one-element
+    /// top-level array, which reads back as one record.
+    fn finish_records_stream(&mut self, pending: &[RecordBatch]) -> Result<()> {
+        let start = self.out.buf.len();
+        let mut row0 = 0;
+        for b in pending {
+            self.encode_records(b, row0)?;
+            row0 += b.num_rows() as u64;
+        }
+        if row0 == 1 {
+            let row = &self.out.buf[start..];
+            let as_columns = crate::ReaderBuilder::new()
+                .build_from_slice(row)
+                .is_ok_and(|r| r.layout() == Layout::Columns);
+            if as_columns {
+                self.out.buf.insert(start, 0x91);
+            }
         }
         Ok(())
     }
@@ -736,8 +780,11 @@ mod tests {
             a,
         )
     }
+    /// The batch as a record stream, as read from one (so one row stays one bare map, as
+    /// `msgpack_numpy.packb` writes it).
     fn records(b: &RecordBatch) -> String {
-        hex(&write_batches(std::slice::from_ref(b), Layout::Records).unwrap())
+        let b = with_schema_md(b.clone(), "records", "stream");
+        hex(&write_batches(std::slice::from_ref(&b), Layout::Records).unwrap())
     }
     fn with_schema_md(b: RecordBatch, layout: &str, container: &str) -> RecordBatch {
         let mut m = HashMap::new();
@@ -1519,7 +1566,12 @@ mod per_row {
         let field = Field::new("v", col.data_type().clone(), true);
         let blobs = encode_values_per_row(&field, &col).unwrap();
         assert_eq!(blobs.len(), col.len());
-        let schema = Arc::new(Schema::new(vec![field]));
+        // a record stream (as read from one): one row stays one bare map
+        let md = std::collections::HashMap::from([
+            (meta::LAYOUT.to_string(), "records".to_string()),
+            (meta::CONTAINER.to_string(), "stream".to_string()),
+        ]);
+        let schema = Arc::new(Schema::new_with_metadata(vec![field], md));
         let b = RecordBatch::try_new(schema, vec![col.clone()]).unwrap();
         for row in 0..col.len() {
             if col.is_null(row) {
