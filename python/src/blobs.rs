@@ -524,6 +524,18 @@ fn conform_list<O: OffsetSizeTrait>(
 /// `a` as type `t`, exactly: struct fields are matched by name (a field missing from the data is
 /// all null; a map key the type lacks is an error), lists and arrays converted item by item, other
 /// values cast (arrow-cast; a value that does not fit is an error, never a silent null).
+/// A FixedSizeList with its items conformed to `item` (its length kept: width 0 has no items).
+fn conform_fsl(l: &FixedSizeListArray, item: &Arc<Field>, m: i32) -> Result<ArrayRef, ArrowError> {
+    let values = conform(l.values(), item.data_type())?;
+    Ok(Arc::new(FixedSizeListArray::try_new_with_length(
+        item.clone(),
+        m,
+        values,
+        l.nulls().cloned(),
+        l.len(),
+    )?))
+}
+
 pub fn conform(a: &ArrayRef, t: &DataType) -> Result<ArrayRef, ArrowError> {
     use DataType as T;
     if a.data_type() == t {
@@ -572,14 +584,7 @@ pub fn conform(a: &ArrayRef, t: &DataType) -> Result<ArrayRef, ArrowError> {
             conform_list::<i64>(&l, item)
         }
         (T::FixedSizeList(_, n), T::FixedSizeList(item, m)) if n == m => {
-            let l = a.as_fixed_size_list();
-            let values = conform(l.values(), item.data_type())?;
-            Ok(Arc::new(FixedSizeListArray::try_new(
-                item.clone(),
-                *m,
-                values,
-                l.nulls().cloned(),
-            )?))
+            conform_fsl(a.as_fixed_size_list(), item, *m)
         }
         // ragged rows that must all have the target's length, or an array of lists
         (T::List(_) | T::LargeList(_), T::FixedSizeList(item, m)) => {
@@ -587,14 +592,7 @@ pub fn conform(a: &ArrayRef, t: &DataType) -> Result<ArrayRef, ArrowError> {
                 a,
                 &T::FixedSizeList(Arc::new(Field::new("item", list_value_type(a), true)), *m),
             )?;
-            let l = fsl.as_fixed_size_list();
-            let values = conform(l.values(), item.data_type())?;
-            Ok(Arc::new(FixedSizeListArray::try_new(
-                item.clone(),
-                *m,
-                values,
-                l.nulls().cloned(),
-            )?))
+            conform_fsl(fsl.as_fixed_size_list(), item, *m)
         }
         (T::FixedSizeList(..), T::List(item) | T::LargeList(item)) => {
             let l = a.as_fixed_size_list();

@@ -189,15 +189,17 @@ impl<W: Write> Writer<W> {
         }
         let n = batch.num_rows() as u64;
         match (self.layout, self.container) {
-            (Layout::Values, Container::Stream) if !self.streaming => {
+            // The first row is held back until a second one comes: one row alone may read back
+            // as something else (a values row that is an array: its items; a record of ndarrays:
+            // a `columns` map); see finish_values_stream / finish_records_stream.
+            (Layout::Values | Layout::Records, Container::Stream) if !self.streaming => {
                 self.pending.push(batch.clone());
                 self.rows += n;
                 if self.rows > 1 {
-                    // More than one row: a stream reads back unambiguously; write what we held.
                     self.streaming = true;
                     let mut row0 = 0;
                     for b in std::mem::take(&mut self.pending) {
-                        self.encode_values(&b, row0)?;
+                        self.encode_rows(&b, row0)?;
                         row0 += b.num_rows() as u64;
                     }
                 }
@@ -205,20 +207,6 @@ impl<W: Write> Writer<W> {
             (Layout::Values, Container::Stream) => {
                 self.encode_values(batch, self.rows)?;
                 self.rows += n;
-            }
-            // The first row is held back until a second one comes: one map of ndarrays or of
-            // equal-length lists alone would read back as a `columns` map (finish_records_stream)
-            (Layout::Records, Container::Stream) if !self.streaming => {
-                self.pending.push(batch.clone());
-                self.rows += n;
-                if self.rows > 1 {
-                    self.streaming = true;
-                    let mut row0 = 0;
-                    for b in std::mem::take(&mut self.pending) {
-                        self.encode_records(&b, row0)?;
-                        row0 += b.num_rows() as u64;
-                    }
-                }
             }
             (Layout::Records, Container::Stream) => {
                 self.encode_records(batch, self.rows)?;
@@ -321,6 +309,13 @@ impl<W: Write> Writer<W> {
             (Layout::Auto, _) => unreachable!("resolved in build"),
         }
         Ok(())
+    }
+
+    fn encode_rows(&mut self, batch: &RecordBatch, row0: u64) -> Result<()> {
+        match self.layout {
+            Layout::Values => self.encode_values(batch, row0),
+            _ => self.encode_records(batch, row0),
+        }
     }
 
     /// A record stream of at most one row, held back: a row that `auto` would read as a
