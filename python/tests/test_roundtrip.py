@@ -224,3 +224,20 @@ def test_python_written_native_file_is_reproduced_through_polars():
     back = list(msgpack.Unpacker(io.BytesIO(ma.write_msgpack(df, None)), object_hook=mn.decode, raw=False))
     for r, b in zip(recs, back):
         assert math.isclose(r["x"], b["x"]) and b["emb"].dtype == np.float32
+
+
+def test_array_strings_with_trailing_nuls_keep_them():
+    """numpy's U/S types drop trailing NULs: such values are written as lists of str/bytes
+    instead (values exact; the column reads back as a List), never silently cut."""
+    import io
+
+    import msgpack
+    import msgpack_numpy as mn
+
+    df = pl.DataFrame({"s": pl.Series([["a", "b\x00"], ["c", "d"]], dtype=pl.Array(pl.String, 2)),
+                       "b": pl.Series([[b"x\x00", b""], [b"y", b"z"]], dtype=pl.Array(pl.Binary, 2))})
+    data = ma.write_msgpack(df, None)
+    back = ma.read_msgpack(data)
+    assert back["s"].to_list() == df["s"].to_list() and back["b"].to_list() == df["b"].to_list()
+    rows = list(msgpack.Unpacker(io.BytesIO(data), object_hook=mn.decode, raw=False))
+    assert rows[0] == {"s": ["a", "b\x00"], "b": [b"x\x00", b""]}

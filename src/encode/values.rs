@@ -1278,6 +1278,10 @@ fn native_dtype(leaves: &[ArrayRef], structs: bool) -> Option<NumpyDtype> {
                 let s = Strs::new(l.as_ref())?;
                 for i in 0..s.len() {
                     if !s.is_null(i) {
+                        // numpy drops trailing NULs: such strings have no U form
+                        if s.value(i).ends_with('\0') {
+                            return None;
+                        }
                         chars = chars.max(s.value(i).chars().count());
                     }
                 }
@@ -1293,6 +1297,9 @@ fn native_dtype(leaves: &[ArrayRef], structs: bool) -> Option<NumpyDtype> {
                 let s = Bins::new(l.as_ref())?;
                 for i in 0..s.len() {
                     if !s.is_null(i) {
+                        if s.value(i).last() == Some(&0) {
+                            return None;
+                        }
                         len = len.max(s.value(i).len());
                     }
                 }
