@@ -43,12 +43,14 @@ pub enum ObjectArrays {
 /// Which ndarray encoding to recognise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Dialect {
-    /// msgpack-numpy maps, and openpi's `{__ndarray__, dtype, shape, data}` maps.
+    /// msgpack-numpy maps, and openpi's `{__ndarray__, dtype, shape, data}` and
+    /// `{__npgeneric__, dtype, data}` maps.
     #[default]
     Auto,
     /// Only Python msgpack-numpy maps (`nd`, `type`, `kind`, `shape`, `data`).
     MsgpackNumpy,
-    /// openpi: `{b'__ndarray__': True, b'dtype': str, b'shape': [...], b'data': bytes}`.
+    /// openpi: `{b'__ndarray__': True, b'dtype': str, b'shape': [...], b'data': bytes}`, and numpy
+    /// scalars `{b'__npgeneric__': True, b'dtype': str, b'data': obj.item()}` (read as that dtype).
     Openpi,
     /// msgpack-numpy-js: `nd`/`type`/`shape`/`data` maps whose type codes follow JavaScript typed
     /// arrays (`<U8` is uint8, `<b`/`<B` int8, `<I4` uint32). Never chosen by `Auto`: `<U8` means

@@ -694,7 +694,7 @@ impl Inferrer {
         else {
             return None;
         };
-        if nd.data_pos + nd.data.len() != d.pos() {
+        if !nd.in_place() || nd.data_pos + nd.data.len() != d.pos() {
             return None;
         }
         let dt = self.dtype(nd.type_raw, &nd, c.offset_of(0)).ok()?;

@@ -260,7 +260,7 @@ fn numpy_scalar(c: &mut Cursor<'_>, ctx: &Ctx, want: &str) -> Result<Num> {
     };
     let dt = nd.parse_dtype(c.offset_of(nd.type_pos))?;
     nd.check_len(&dt, c.offset_of(0))?;
-    match num_at(&dt, nd.data) {
+    match num_at(&dt, &nd.data) {
         Some(n) => Ok(n),
         None => {
             c.set_pos(start);
@@ -551,7 +551,7 @@ impl ArrayDecoder for BytesDecoder {
                         dt.to_dtype_str()
                     ))));
                 }
-                let a = to_arrow(&dt, arrow_buffer::Buffer::from(nd.data), 1, false, None)?;
+                let a = to_arrow(&dt, arrow_buffer::Buffer::from(&*nd.data), 1, false, None)?;
                 let a = a
                     .as_any()
                     .downcast_ref::<GenericByteArray<GenericStringType<i32>>>()
@@ -1238,7 +1238,7 @@ impl ArrayDecoder for TensorDecoder {
                     None => self.dims.extend_from_slice(&nd.shape),
                 }
                 if row_dt.text_width().is_none() && native(&row_dt) != self.native_dt {
-                    return self.push_converted(&row_dt, nd.data, nd.len).map_err(|i| {
+                    return self.push_converted(&row_dt, &nd.data, nd.len).map_err(|i| {
                         c.error_at(
                             start,
                             ErrorKind::TypeConflict(format!(
@@ -1249,10 +1249,10 @@ impl ArrayDecoder for TensorDecoder {
                         )
                     });
                 }
-                self.push_row(&row_dt, nd.data, nd.len);
+                self.push_row(&row_dt, &nd.data, nd.len);
                 let end = c.pos();
                 // the fast path is valid when data is the map's last entry, as msgpack_numpy writes it
-                if nd.data_pos + nd.data.len() == end {
+                if nd.in_place() && nd.data_pos + nd.data.len() == end {
                     self.fast = Some(FastPath {
                         header: c.buf()[start..nd.data_pos].to_vec(),
                         data_len: nd.data.len(),

@@ -848,7 +848,7 @@ pub struct Reader {
 
 enum Inner {
     Empty,
-    Rows(RowsReader),
+    Rows(Box<RowsReader>),
     Batches(std::vec::IntoIter<RecordBatch>),
     Stream(Box<StreamRows>),
 }
@@ -881,6 +881,8 @@ struct Parallel {
     ctx: Ctx,
 }
 
+// one per reader, matched on every row: kept inline rather than boxed
+#[allow(clippy::large_enum_variant)]
 enum RowDecoder {
     Records(StructDecoder),
     Values(Box<dyn ArrayDecoder>),
@@ -1001,7 +1003,7 @@ impl Reader {
                     schema: Arc::new(projected.clone()),
                     layout: p.layout,
                     reason: p.reason,
-                    inner: Inner::Rows(RowsReader {
+                    inner: Inner::Rows(Box::new(RowsReader {
                         buf,
                         release: b.release_input,
                         limit: Limit::new(b.max_decoded_bytes),
@@ -1027,7 +1029,7 @@ impl Reader {
                                 ctx: ctx.clone(),
                             })
                         },
-                    }),
+                    })),
                 })
             }
             (Layout::Columns, _) | (Layout::Values, Container::NdArray) => {
@@ -1429,12 +1431,12 @@ fn decode_column_value(
     }
     let rows = nd.shape[0];
     // zero-copy when no swap is needed: a slice of the input buffer (to_arrow copies only if misaligned)
-    let bytes = if dt.swap_width() == 0 {
+    let bytes = if dt.swap_width() == 0 && nd.in_place() {
         buf.slice_with_length(nd.data_pos, nd.data.len())
     } else {
         let mut m = MutableBuffer::new(nd.data.len());
         values::advise_huge_pages(&mut m);
-        values::extend_native(&dt, nd.data, &mut m);
+        values::extend_native(&dt, &nd.data, &mut m);
         m.into()
     };
     let values = values::to_arrow(&values::native(&dt), bytes, nd.len, true, None)?;
@@ -1949,6 +1951,31 @@ mod tests {
                 .values()
                 .to_vec();
             assert_eq!(v, [1.5, -2.0, 3.25]);
+        }
+        // openpi's scalars hold obj.item(): a value the dtype cannot hold exactly is an error
+        for (data, dtype, want) in [
+            (
+                vec![0xcb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0],
+                "<i4",
+                "a non-integer does not fit",
+            ),
+            (vec![0xff], "|u1", "-1 does not fit"),
+            (vec![0x01], "<c8", "dtype <c8 is not supported"),
+            (s("abc"), "<U2", "\"abc\" does not fit"),
+        ] {
+            let nd = map(&[
+                ("__npgeneric__", vec![0xc3]),
+                ("data", data),
+                ("dtype", s(dtype)),
+            ]);
+            let mut rec = vec![0x81];
+            rec.extend(s("x"));
+            rec.extend(nd);
+            let e = ReaderBuilder::new()
+                .build_from_slice(&rec)
+                .and_then(|r| r.collect_batches())
+                .unwrap_err();
+            assert!(e.to_string().contains(want), "{dtype}: {e}");
         }
         // the msgpack-numpy dialect alone leaves it a user map
         let r = ReaderBuilder::new()

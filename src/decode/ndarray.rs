@@ -1,8 +1,10 @@
 //! Recognising msgpack-numpy maps: ndarrays (`nd: True`), numpy scalars (`nd: False`), Python
-//! complex numbers, and openpi's `__ndarray__` maps. A map is special only when it has the full key
-//! set; anything else is an ordinary user map.
+//! complex numbers, and openpi's `__ndarray__` and `__npgeneric__` maps. A map is special only when
+//! it has the full key set; anything else is an ordinary user map.
 
-use crate::dtype::{NumpyDtype, StructField};
+use std::borrow::Cow;
+
+use crate::dtype::{ByteOrder, NumpyDtype, StructField};
 use crate::error::{Error, ErrorKind, Result};
 use crate::msgpack::{Cursor, Int, Kind};
 use crate::options::Dialect;
@@ -36,9 +38,10 @@ pub(crate) struct NdArray<'a> {
     pub shape: Vec<usize>,
     /// Number of elements (product of the shape; checked for overflow).
     pub len: usize,
-    /// The `data` payload.
-    pub data: &'a [u8],
-    /// Position of the payload in the buffer.
+    /// The `data` payload: borrowed from the input, or (openpi's `__npgeneric__` scalars, whose
+    /// `data` is a plain msgpack number, bool or string) its value converted to the dtype's bytes.
+    pub data: Cow<'a, [u8]>,
+    /// Position of the payload (or of the converted value) in the buffer.
     pub data_pos: usize,
     /// read `type` with msgpack-numpy-js's type codes
     pub js: bool,
@@ -54,6 +57,7 @@ pub(crate) fn key_id(k: &[u8], dialect: Dialect) -> u8 {
         (b"complex", Dialect::Auto | Dialect::MsgpackNumpy) => 6,
         (b"__ndarray__", Dialect::Auto | Dialect::Openpi) => 7,
         (b"dtype", Dialect::Auto | Dialect::Openpi) => 8,
+        (b"__npgeneric__", Dialect::Auto | Dialect::Openpi) => 9,
         _ => 0,
     }
 }
@@ -72,7 +76,7 @@ pub(crate) fn probe<'a>(
         return Ok(None);
     }
     // positions of the values of the keys we care about, by key id
-    let mut at = [usize::MAX; 9];
+    let mut at = [usize::MAX; 10];
     for _ in 0..n {
         let id = match c.peek_kind()? {
             Kind::Str | Kind::Bin => key_id(c.read_str_or_bin()?.0, dialect),
@@ -136,6 +140,12 @@ pub(crate) fn probe<'a>(
             }
             _ => None,
         }
+    } else if has(9) && has(8) && has(5) && !has(7) {
+        // openpi's numpy scalar: {__npgeneric__: True, dtype, data: obj.item()}
+        match read_bool(c, 9) {
+            Some(true) => Some(npgeneric(c, &at)?),
+            _ => None,
+        }
     } else {
         None
     };
@@ -145,7 +155,7 @@ pub(crate) fn probe<'a>(
 
 fn ndarray<'a>(
     c: &mut Cursor<'a>,
-    at: &[usize; 9],
+    at: &[usize; 10],
     scalar: bool,
     dialect: Dialect,
 ) -> Result<Special<'a>> {
@@ -237,13 +247,137 @@ fn ndarray<'a>(
         scalar,
         shape,
         len,
-        data,
+        data: Cow::Borrowed(data),
         data_pos,
         js: dialect == Dialect::Js,
     }))
 }
 
+/// openpi's numpy scalar, `np.dtype(dtype).type(data)` in Python: `data` (a msgpack bool, int,
+/// float, str or bin, from `obj.item()`) is converted to the bytes of `dtype`, so the scalar reads
+/// like msgpack-numpy's `{nd: False}` one. A value `dtype` cannot hold exactly is an error.
+fn npgeneric<'a>(c: &mut Cursor<'a>, at: &[usize; 10]) -> Result<Special<'a>> {
+    let bad = |c: &Cursor<'a>, pos: usize, msg: String| {
+        c.error_at(
+            pos,
+            ErrorKind::InvalidNdarray(format!("openpi scalar: {msg}")),
+        )
+    };
+    let type_pos = at[8];
+    c.set_pos(type_pos);
+    let s = match c.peek_kind()? {
+        Kind::Str | Kind::Bin => c.read_str_or_bin()?.0,
+        k => {
+            return Err(bad(
+                c,
+                type_pos,
+                format!("'dtype' must be a dtype string, found {k:?}").to_lowercase(),
+            ))
+        }
+    };
+    let type_raw = &c.buf()[type_pos..c.pos()];
+    let dt = std::str::from_utf8(s)
+        .map_err(|_| {
+            c.error_at(
+                type_pos,
+                ErrorKind::UnsupportedDtype(String::from_utf8_lossy(s).into()),
+            )
+        })
+        .and_then(|s| NumpyDtype::parse(s).map_err(|e| e.at_offset(c.offset_of(type_pos))))?;
+    let data_pos = at[5];
+    c.set_pos(data_pos);
+    let misfit = |c: &Cursor<'a>, what: &str| {
+        bad(
+            c,
+            data_pos,
+            format!("{what} does not fit dtype {}", dt.to_dtype_str()),
+        )
+    };
+    let mut b: Vec<u8> = match &dt {
+        NumpyDtype::Bool => vec![c.read_bool().map_err(|_| misfit(c, "a non-bool"))? as u8],
+        NumpyDtype::Int { size, signed, .. } => {
+            let v: i128 = match c.read_int().map_err(|_| misfit(c, "a non-integer"))? {
+                Int::I(v) => v.into(),
+                Int::U(v) => v.into(),
+            };
+            let bits = 8 * u32::from(*size);
+            let (lo, hi) = if *signed {
+                (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+            } else {
+                (0, (1i128 << bits) - 1)
+            };
+            if v < lo || v > hi {
+                return Err(misfit(c, &format!("{v}")));
+            }
+            v.to_le_bytes()[..*size as usize].to_vec()
+        }
+        NumpyDtype::Float { size: 2, .. } => {
+            let v = c.read_f64().map_err(|_| misfit(c, "a non-number"))?;
+            half::f16::from_f64(v).to_le_bytes().to_vec()
+        }
+        NumpyDtype::Float { size: 4, .. } => {
+            let v = c.read_f32().map_err(|_| misfit(c, "a non-number"))?;
+            v.to_le_bytes().to_vec()
+        }
+        NumpyDtype::Float { .. } => {
+            let v = c.read_f64().map_err(|_| misfit(c, "a non-number"))?;
+            v.to_le_bytes().to_vec()
+        }
+        NumpyDtype::Unicode { chars, .. } => {
+            let v = c.read_str().map_err(|_| misfit(c, "a non-str"))?;
+            if v.chars().count() > *chars || v.contains('\0') {
+                return Err(misfit(c, &format!("{v:?}")));
+            }
+            let mut b: Vec<u8> = v.chars().flat_map(|ch| (ch as u32).to_le_bytes()).collect();
+            b.resize(4 * chars, 0);
+            b
+        }
+        NumpyDtype::Bytes { len } => {
+            let (v, _) = c
+                .read_str_or_bin()
+                .map_err(|_| misfit(c, "a non-bytes value"))?;
+            if v.len() > *len {
+                return Err(misfit(c, &format!("{} bytes", v.len())));
+            }
+            let mut b = v.to_vec();
+            b.resize(*len, 0);
+            b
+        }
+        _ => {
+            return Err(bad(
+                c,
+                type_pos,
+                format!("dtype {} is not supported", dt.to_dtype_str()),
+            ))
+        }
+    };
+    // the bytes above are little-endian; a '>' dtype stores each unit swapped
+    let unit = match dt {
+        NumpyDtype::Unicode { .. } => 4,
+        _ => dt.itemsize(),
+    };
+    if dt.order() == ByteOrder::Big {
+        b.chunks_mut(unit).for_each(|u| u.reverse());
+    }
+    Ok(Special::Array(NdArray {
+        type_raw,
+        type_pos,
+        kind: None,
+        scalar: true,
+        shape: Vec::new(),
+        len: 1,
+        data: Cow::Owned(b),
+        data_pos,
+        js: false,
+    }))
+}
+
 impl<'a> NdArray<'a> {
+    /// Whether `data` lies in the input at `data_pos` (fast paths and zero-copy slices rely on it).
+    pub fn in_place(&self) -> bool {
+        matches!(self.data, Cow::Borrowed(_))
+    }
+
     /// Parse the dtype (callers cache it by `type_raw`).
     pub fn parse_dtype(&self, base: u64) -> Result<NumpyDtype> {
         let mut c = Cursor::new(self.type_raw, base);

@@ -2,7 +2,7 @@
 
     python compare_python.py ORIGINAL OURS [ORIGINAL OURS ...]
 
-Both files are decoded with the real msgpack_numpy; the decoded objects must match: same numpy
+Both files are decoded with the real msgpack_numpy (openpi's maps by openpi's rules); the decoded objects must match: same numpy
 dtypes and shapes, bit-identical data, same plain values. Allowed differences, since Arrow has one
 type per column: an int where the original had an int in a float column, and a nil written for a
 key missing from the original record. Prints one line per mismatch; exits 1 if any.
@@ -14,9 +14,17 @@ import msgpack
 import msgpack_numpy
 import numpy as np
 
+from generate import openpi_hook
+
+
+def hook(m):
+    # an original in openpi's dialect (golden case rec_openpi) is read by openpi's rules
+    m = openpi_hook(m)
+    return msgpack_numpy.decode(m) if isinstance(m, dict) else m
+
 
 def load(path):
-    u = msgpack.Unpacker(object_hook=msgpack_numpy.decode, raw=False, strict_map_key=False)
+    u = msgpack.Unpacker(object_hook=hook, raw=False, strict_map_key=False)
     with open(path, "rb") as f:
         u.feed(f.read())
     return list(u)

@@ -340,6 +340,31 @@ def python_decode(data: bytes, raw: bool):
     return objs
 
 
+# openpi (openpi_client.msgpack_numpy) is not on PyPI; its wire format is two maps, written and
+# read here by its rules: ndarrays {__ndarray__: True, data, dtype, shape}, numpy scalars
+# {__npgeneric__: True, data: obj.item(), dtype}, read back as np.dtype(dtype).type(data).
+def openpi_encode(obj):
+    if isinstance(obj, np.ndarray):
+        return {b"__ndarray__": True, b"data": obj.tobytes(), b"dtype": obj.dtype.str, b"shape": obj.shape}
+    if isinstance(obj, np.generic):
+        return {b"__npgeneric__": True, b"data": obj.item(), b"dtype": obj.dtype.str}
+    return obj
+
+
+def openpi_hook(m):
+    if b"__ndarray__" in m:
+        return np.ndarray(buffer=m[b"data"], dtype=np.dtype(m[b"dtype"]), shape=m[b"shape"])
+    if b"__npgeneric__" in m:
+        return np.dtype(m[b"dtype"]).type(m[b"data"])
+    return m
+
+
+def openpi_decode(data: bytes):
+    unpacker = msgpack.Unpacker(object_hook=openpi_hook)
+    unpacker.feed(data)
+    return list(unpacker)
+
+
 def str_keys(o):
     if isinstance(o, dict):
         return {(k.decode() if isinstance(k, bytes) else k): str_keys(v) for k, v in o.items()}
@@ -415,6 +440,7 @@ class Good:
     byte_exact: bool
     build: Callable[[np.random.Generator], bytes]
     raw: bool = False            # decode with raw=True (legacy files without bin type)
+    openpi: bool = False         # written in openpi's dialect: decode with its rules
     float32_columns: tuple = ()  # columns written with use_single_float=True
     note: str = ""
 
@@ -422,9 +448,10 @@ class Good:
 GOOD = []
 
 
-def good(name, layout, auto, byte_exact, raw=False, float32_columns=()):
+def good(name, layout, auto, byte_exact, raw=False, float32_columns=(), openpi=False):
     def register(fn):
-        GOOD.append(Good(name, layout, auto, byte_exact, fn, raw, float32_columns, (fn.__doc__ or "").strip()))
+        GOOD.append(Good(name, layout, auto, byte_exact, fn, raw, openpi, float32_columns,
+                         (fn.__doc__ or "").strip()))
         return fn
     return register
 
@@ -495,6 +522,17 @@ def _(rng):
                      "c8": np.complex64(complex(i, 2)), "c16": np.complex128(complex(-i, 0.5)),
                      "f8": np.float64(2.5 * i), "i8": np.int64(-(2**63) + i), "u1": np.uint8(200 + i)}
                     for i in range(3)])
+
+
+@good("rec_openpi", "auto", "records", False, openpi=True)
+def _(rng):
+    """openpi's dialect (read under auto): ndarrays of both byte orders, fixed and ragged, and
+    numpy scalars as {__npgeneric__: True, data: obj.item(), dtype}; np.float64 is a plain float."""
+    rows = [{"obs": sample(rng, "<f4", (2, 3)), "ids": sample(rng, ">i8", (i + 1,)),
+             "step": np.int32(i - 1), "u8": np.uint64(2**64 - 1 - i), "reward": np.float32(0.5 * i),
+             "h": np.float16(-1.5 * i), "done": np.bool_(i == 2), "gain": np.float64(1.25 * i),
+             "tiny": np.int8(-128 + i), "name": "ep%d" % i} for i in range(3)]
+    return b"".join(msgpack.packb(r, default=openpi_encode, use_bin_type=True) for r in rows)
 
 
 @good("rec_datetime", "auto", "records", True)
@@ -978,6 +1016,12 @@ def bad_cases():
     add("bad_dtype_longdouble_scalar", "auto", BAD_DTYPE, None, pack({"id": 0, "x": ld}),
         "np.longdouble scalar as msgpack_numpy writes it: {nd: False, type: '<f16'}")
 
+    # openpi scalars whose value the dtype cannot hold (numpy would raise or wrap)
+    data = msgpack.packb({"id": 0, "x": {b"__npgeneric__": True, b"data": 300, b"dtype": "|i1"}},
+                         use_bin_type=True)
+    add("bad_openpi_scalar_range", "auto", BAD_ND, data.index(b"\xcd\x01\x2c"), data,
+        "openpi scalar {__npgeneric__: True, data: 300, dtype: '|i1'}: 300 does not fit int8")
+
     # object arrays: never unpickled
     add("bad_object_array", "auto", OBJECT, None, pack({"id": 0, "x": np.array([{"a": 1}, None], dtype=object)}),
         "np.array([{'a': 1}, None], dtype=object) written by msgpack_numpy: data is a pickle")
@@ -1031,7 +1075,7 @@ def main(outdir: str):
         assert case.name not in names, case.name
         names.add(case.name)
         data = case.build(case_rng(case.name))
-        objs = python_decode(data, case.raw)
+        objs = openpi_decode(data) if case.openpi else python_decode(data, case.raw)
         auto = auto_layout(objs)
         assert auto == case.auto_layout, (case.name, auto)
         intended = case.auto_layout if case.layout == "auto" else case.layout
