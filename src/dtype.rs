@@ -24,6 +24,9 @@ pub mod meta {
     /// Schema: how rows were contained: `stream` (concatenated objects), `array` (one top-level
     /// array), `ndarray` (one bare ndarray whose axis 0 are the rows).
     pub const CONTAINER: &str = "msgpack_arrow.container";
+    /// Schema of a `columns` file holding more than one map (chunks): the rows of each, comma
+    /// separated (`"3,2"`), so the writer writes the same maps back.
+    pub const CHUNKS: &str = "msgpack_arrow.chunks";
     /// Field of a ragged tensor column: the per-axis lengths that are the same in every row, as JSON
     /// (`[null, 3]`), so an empty row's shape `(0, 3)` can be written back.
     pub const SHAPE: &str = "msgpack_numpy.shape";

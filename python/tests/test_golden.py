@@ -131,8 +131,17 @@ _NATIVE = re.compile(r"^[<|=][biuf]\d+$")
 def polars_states_dtype(schema: pa.Schema) -> bool:
     """SPEC 4.2: the Polars dtype states the numpy dtype exactly: native-order numerics, bool,
     str, bin, Array/List/Struct of those (no big-endian, <U widths, complex, datetime, numpy
-    scalars), and rows that sat in a stream (a top-level array container is not a dtype)."""
+    scalars), and rows that sat in a stream (a top-level array container is not a dtype).
+    (The writer's choices where the dtype is silent are tested on their own.)"""
     if (schema.metadata or {}).get(b"msgpack_arrow.container") != b"stream":
+        return False
+    # a `columns` value that was a plain list of numbers: a DataFrame's numeric column is written
+    # as an ndarray (what msgpack_numpy users want), and nothing in its dtype says "list"
+    if (schema.metadata or {}).get(b"msgpack_arrow.layout") == b"columns" and any(
+        b"msgpack_numpy.kind" not in (f.metadata or {})
+        and not (pa.types.is_string(f.type) or pa.types.is_binary(f.type))
+        for f in schema
+    ):
         return False
 
     def ok(f: pa.Field) -> bool:

@@ -1033,8 +1033,20 @@ impl Reader {
                 })
             }
             (Layout::Columns, _) | (Layout::Values, Container::NdArray) => {
-                let schema = Arc::new(projected);
-                let batches = decode_columns(&b, &buf, &full, &schema, p.container, &ctx)?;
+                let mut schema = Arc::new(projected);
+                let (mut batches, chunks) =
+                    decode_columns(&b, &buf, &full, &schema, p.container, &ctx)?;
+                if chunks.len() > 1 {
+                    // a stream of column maps: the rows of each, for the writer
+                    let mut md = schema.metadata().clone();
+                    let rows: Vec<String> = chunks.iter().map(|n| n.to_string()).collect();
+                    md.insert(meta::CHUNKS.to_string(), rows.join(","));
+                    schema = Arc::new(schema.as_ref().clone().with_metadata(md));
+                    batches = batches
+                        .into_iter()
+                        .map(|x| x.with_schema(schema.clone()))
+                        .collect::<std::result::Result<_, _>>()?;
+                }
                 let mut limit = Limit::new(b.max_decoded_bytes);
                 for x in &batches {
                     limit.add(x, buf.len() as u64)?;
@@ -1302,10 +1314,11 @@ fn decode_columns(
     out: &SchemaRef,
     container: Container,
     ctx: &Ctx,
-) -> Result<Vec<RecordBatch>> {
+) -> Result<(Vec<RecordBatch>, Vec<usize>)> {
     let data = buf.as_slice();
     let mut c = Cursor::new(data, 0);
     let mut batches = Vec::new();
+    let mut chunk_rows = Vec::new();
     let mut chunk = 0u64;
     while !c.is_empty() {
         let mut cols: HashMap<String, ArrayRef> = HashMap::new();
@@ -1366,12 +1379,13 @@ fn decode_columns(
             batches.push(whole.slice(off, n));
             off += n;
         }
+        chunk_rows.push(rows);
         chunk += 1;
         if container == Container::NdArray {
             break;
         }
     }
-    Ok(batches)
+    Ok((batches, chunk_rows))
 }
 
 /// One column of a `columns` map: an ndarray (N, *s) taken whole, or a list decoded row by row.

@@ -461,6 +461,33 @@ impl<W: Write> Writer<W> {
 
     /// One map `{name: ndarray or list}` for the whole table.
     fn encode_columns(&mut self, batches: &[RecordBatch]) -> Result<()> {
+        let Some(chunks) = self.chunk_rows() else {
+            return self.encode_columns_map(batches);
+        };
+        // a file of several column maps is written back as those maps (byte-exact)
+        let mut row0 = 0;
+        for n in chunks {
+            self.encode_columns_map(&slice_rows(batches, row0, n))?;
+            row0 += n;
+        }
+        Ok(())
+    }
+
+    /// The rows of each column map of the file the table was read from ([`meta::CHUNKS`]), when
+    /// there were several and the table still has all of their rows.
+    fn chunk_rows(&self) -> Option<Vec<usize>> {
+        let s = self.schema.metadata().get(meta::CHUNKS)?;
+        let rows: Vec<usize> = s
+            .split(',')
+            .map(|x| x.parse().ok())
+            .collect::<Option<_>>()?;
+        let total = rows
+            .iter()
+            .try_fold(0u64, |a, &n| a.checked_add(n as u64))?;
+        (rows.len() > 1 && total == self.rows).then_some(rows)
+    }
+
+    fn encode_columns_map(&mut self, batches: &[RecordBatch]) -> Result<()> {
         let names = self.schema.fields().clone();
         // A table the reader made from a `columns` file marks its ndarray columns; the others
         // were lists there. Other tables (Polars, ...) write plain numeric columns as ndarrays.
@@ -514,6 +541,20 @@ impl<W: Write> Writer<W> {
         self.out.buf.clear();
         Ok(())
     }
+}
+
+/// Rows `start..start + n` of the table made of `batches`, as slices of them.
+fn slice_rows(batches: &[RecordBatch], start: usize, n: usize) -> Vec<RecordBatch> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for b in batches {
+        let (lo, hi) = (start.max(at), (start + n).min(at + b.num_rows()));
+        if lo < hi {
+            out.push(b.slice(lo - at, hi - lo));
+        }
+        at += b.num_rows();
+    }
+    out
 }
 
 /// One element of a map being assembled in aligned mode, before the next ndarray.

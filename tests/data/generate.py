@@ -513,7 +513,7 @@ def _(rng):
                     for i in range(3)])
 
 
-@good("rec_numpy_scalars", "auto", "records", False)
+@good("rec_numpy_scalars", "auto", "records", True)
 def _(rng):
     """numpy scalars: {nd: False} maps, always native byte order.  np.float64 is a float
     subclass, so msgpack packs it as a plain float64 (no ndarray map at all)."""
@@ -697,13 +697,13 @@ def _(rng):
     return stream({"x": 1, "lx": [1, 2.5]}, {"x": 2.5, "lx": [3]}, {"x": -3, "lx": []}, {"x": None, "lx": [0.5]})
 
 
-@good("rec_python_complex", "auto", "records", False)
+@good("rec_python_complex", "auto", "records", True)
 def _(rng):
     """Python complex -> {complex: True, data: '(1+2j)'} -> FixedSizeList(Float64, 2)."""
     return stream(*[{"z": z} for z in [1 + 2j, complex(-0.0, float("inf")), complex(float("nan"), 1), 3j, None]])
 
 
-@good("rec_timestamps", "auto", "records", False)
+@good("rec_timestamps", "auto", "records", True)
 def _(rng):
     """msgpack Timestamp (ext -1) in its 32-, 64- and 96-bit forms -> Timestamp(ns, UTC).
     (The 96-bit form for s >= 2**34 is past year 2262, outside Timestamp(ns): not a good case.)"""
@@ -716,7 +716,7 @@ def _(rng):
     return stream(*[{"t": t} for t in ts])
 
 
-@good("rec_single_float", "auto", "records", False, float32_columns=("f",))
+@good("rec_single_float", "auto", "records", True, float32_columns=("f",))
 def _(rng):
     """Floats written with use_single_float=True -> msgpack float32 -> Float32."""
     vals = [1.5, 0.1, float(F4_SPECIALS[0]), float("-inf"), -0.0]
@@ -754,7 +754,7 @@ def _(rng):
     return pack({"a": np.arange(3, dtype="<i4"), "b": np.ones(3, "<f8")})
 
 
-@good("rec_toplevel_list", "auto", "records", False)
+@good("rec_toplevel_list", "auto", "records", True)
 def _(rng):
     """One top-level array of maps -> records."""
     return pack([{"id": i, "v": sample(rng, "<f8", (2,))} for i in range(3)])
@@ -822,26 +822,26 @@ def _(rng):
     return pack({"s": s, "ts": writable(ts), "td": writable(td)})
 
 
-@good("col_mixed_list_str", "auto", "columns", False)
+@good("col_mixed_list_str", "auto", "columns", True)
 def _(rng):
     """A columns map mixing an ndarray column and a list-of-str column."""
     return pack({"x": np.arange(4, dtype="<f8"), "names": ["a", "b", "ç", "d"]})
 
 
-@good("col_lists_only", "auto", "columns", False)
+@good("col_lists_only", "auto", "columns", True)
 def _(rng):
     """A columns map of plain lists only (ints, str, lists)."""
     return pack({"a": [1, 2, 3], "b": ["x", "y", "z"], "c": [[1], [2, 3], []]})
 
 
-@good("col_chunks", "columns", "records", False)
+@good("col_chunks", "columns", "records", True)
 def _(rng):
     """A stream of 2 column maps = 2 chunks (auto sees 2 objects -> records)."""
     return stream({"a": np.arange(3, dtype="<i4"), "s": np.array(["x", "yy", "z"], "<U2"), "v": sample(rng, "<f4", (3, 2))},
                   {"a": np.arange(3, 5, dtype="<i4"), "s": np.array(["p", "q"], "<U2"), "v": sample(rng, "<f4", (2, 2))})
 
 
-@good("col_embedding_100", "auto", "columns", False)
+@good("col_embedding_100", "auto", "columns", True)
 def _(rng):
     """The embedding-like table as one columns map: id, label (list of str), score, emb (100, 16)."""
     n = 100
@@ -851,19 +851,19 @@ def _(rng):
 
 # --- values ----------------------------------------------------------------------------------
 
-@good("val_ndarray_stream", "auto", "values", False)
+@good("val_ndarray_stream", "auto", "values", True)
 def _(rng):
     """A stream of ndarrays of shape (3,): one row each -> FSL(Float32, 3)."""
     return stream(*[sample(rng, "<f4", (3,)) for _ in range(4)])
 
 
-@good("val_ndarray_stream_ragged", "auto", "values", False)
+@good("val_ndarray_stream_ragged", "auto", "values", True)
 def _(rng):
     """A stream of ndarrays of differing lengths -> List(Int16)."""
     return stream(*[sample(rng, ">i2", (n,)) for n in [2, 0, 5]])
 
 
-@good("val_bare_2d", "auto", "values", False)
+@good("val_bare_2d", "auto", "values", True)
 def _(rng):
     """One bare 2-d ndarray (5, 3): its axis 0 are the rows -> FSL(Float64, 3)."""
     return pack(np.arange(15, dtype=">f8").reshape(5, 3) / 4)
@@ -875,19 +875,19 @@ def _(rng):
     return pack(np.zeros((0, 2, 3), ">i2"))
 
 
-@good("val_bare_1d", "auto", "values", False)
+@good("val_bare_1d", "auto", "values", True)
 def _(rng):
     """One bare 1-d ndarray -> a plain UInt16 column."""
     return pack(np.array([0, 1, 65535, 7], "<u2"))
 
 
-@good("val_list_of_ints", "auto", "values", False)
+@good("val_list_of_ints", "auto", "values", True)
 def _(rng):
     """One top-level list of ints -> Int64."""
     return pack([1, -2, 3, 2**40, -(2**63)])
 
 
-@good("val_str_stream", "auto", "values", False)
+@good("val_str_stream", "auto", "values", True)
 def _(rng):
     """A stream of str."""
     return stream("a", "bé", "", "🎉")
@@ -899,7 +899,7 @@ def _(rng):
     return stream(1, 2.5, None, -3)
 
 
-@good("val_nested_lists", "auto", "values", False)
+@good("val_nested_lists", "auto", "values", True)
 def _(rng):
     """One top-level list of lists -> List(Int64)."""
     return pack([[1, 2], [3], []])
@@ -907,7 +907,7 @@ def _(rng):
 
 # --- empty -----------------------------------------------------------------------------------
 
-@good("empty_file", "auto", "values", False)
+@good("empty_file", "auto", "values", True)
 def _(rng):
     """0 bytes -> empty table, no columns."""
     return b""

@@ -142,3 +142,30 @@ fn write_then_read_returns_the_same_table_in_every_layout() {
         failures.join("\n")
     );
 }
+
+#[test]
+fn column_map_chunks_are_kept_only_while_all_their_rows_are() {
+    // col_chunks: two column maps of 3 and 2 rows (byte-exact above); a table holding fewer rows
+    // than the file had is written as one map, which reads back as those rows
+    let input = std::fs::read(good("col_chunks")).unwrap();
+    let (batches, schema, layout) = read_bytes(&input, Layout::Columns).unwrap();
+    assert_eq!(
+        schema
+            .metadata()
+            .get("msgpack_arrow.chunks")
+            .map(String::as_str),
+        Some("3,2")
+    );
+    let all = arrow_select::concat::concat_batches(&schema, &batches).unwrap();
+    let head = all.slice(0, 4);
+    let out = write(std::slice::from_ref(&head), schema.clone(), layout).unwrap();
+    // auto takes a file of one column map for `columns` (two maps would be records)
+    let (back, s2, l2) = read_bytes(&out, Layout::Auto).unwrap();
+    assert_eq!(l2, Layout::Columns);
+    assert!(!s2.metadata().contains_key("msgpack_arrow.chunks"));
+    let back = arrow_select::concat::concat_batches(&back[0].schema(), &back).unwrap();
+    assert_eq!(back.num_rows(), 4);
+    for (i, col) in back.columns().iter().enumerate() {
+        assert_eq!(col.as_ref(), head.column(i).as_ref(), "column {i}");
+    }
+}
