@@ -27,6 +27,9 @@ pub mod meta {
     /// Schema of a `columns` file holding more than one map (chunks): the rows of each, comma
     /// separated (`"3,2"`), so the writer writes the same maps back.
     pub const CHUNKS: &str = "msgpack_arrow.chunks";
+    /// Field (a top-level column): `"bin"` when its key was first seen as msgpack bin (Python
+    /// `bytes` keys), so the writer writes it back as bin.
+    pub const KEY: &str = "msgpack_numpy.key";
     /// Field of a ragged tensor column: the per-axis lengths that are the same in every row, as JSON
     /// (`[null, 3]`), so an empty row's shape `(0, 3)` can be written back.
     pub const SHAPE: &str = "msgpack_numpy.shape";

@@ -333,6 +333,8 @@ pub(crate) struct Inferrer {
     dtypes: Vec<(Vec<u8>, NumpyDtype)>,
     /// ndarray headers already checked by [`Inferrer::fits_row`]
     headers: Vec<NdHeader>,
+    /// top-level keys (column names) as first seen: `true` if that key was msgpack bin
+    pub top_keys: HashMap<String, bool>,
 }
 
 /// The bytes of an ndarray map up to its data payload (msgpack_numpy writes `data` last), as
@@ -354,6 +356,7 @@ impl Inferrer {
             given: Vec::new(),
             dtypes: Vec::new(),
             headers: Vec::new(),
+            top_keys: HashMap::new(),
         }
     }
 
@@ -471,6 +474,28 @@ impl Inferrer {
         })
     }
 
+    /// A column name ([`read_key`]), noting how it was first seen (str or bin).
+    pub(crate) fn top_key<'a>(&mut self, c: &mut Cursor<'a>) -> Result<&'a str> {
+        let bin = c.peek_kind()? == Kind::Bin;
+        let key = read_key(c)?;
+        if !self.top_keys.contains_key(key) {
+            self.top_keys.insert(key.to_string(), bin);
+        }
+        Ok(key)
+    }
+
+    /// The field of column `name` of type `t`, tagged [`meta::KEY`] if its key was bin.
+    pub(crate) fn column_field(&self, name: &str, t: &Ty) -> Result<Field> {
+        let f = t.to_field(name, &self.opts)?;
+        Ok(if self.top_keys.get(name) == Some(&true) {
+            let mut md = f.metadata().clone();
+            md.insert(meta::KEY.to_string(), "bin".to_string());
+            f.with_metadata(md)
+        } else {
+            f
+        })
+    }
+
     /// A value of a given column, skipped: [`Ty::Given`], noting whether it is an ndarray.
     pub(crate) fn given_value(&mut self, c: &mut Cursor<'_>) -> Result<Ty> {
         let mut d = c.clone();
@@ -489,7 +514,11 @@ impl Inferrer {
         let mut fields: IndexMap<String, Ty> = IndexMap::with_capacity(n.min(256));
         for _ in 0..n {
             let kp = c.pos();
-            let key = read_key(c)?;
+            let key = if depth == 0 {
+                self.top_key(c)?
+            } else {
+                read_key(c)?
+            };
             if fields.contains_key(key) {
                 return Err(c.error_at(
                     kp,

@@ -146,6 +146,8 @@ def polars_states_dtype(schema: pa.Schema) -> bool:
 
     def ok(f: pa.Field) -> bool:
         md = f.metadata or {}
+        if b"msgpack_numpy.key" in md:  # a bin key: Polars keeps no field metadata
+            return False
         dt, kind = md.get(b"msgpack_numpy.dtype"), md.get(b"msgpack_numpy.kind")
         if dt is not None and not _NATIVE.match(dt.decode()):
             return False

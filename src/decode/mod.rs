@@ -512,7 +512,7 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             Ty::Struct(fields) if layout != Layout::Values => Ok(Schema::new(
                 fields
                     .iter()
-                    .map(|(k, v)| v.to_field(k, &inf.opts))
+                    .map(|(k, v)| inf.column_field(k, v))
                     .collect::<Result<Vec<Field>>>()?,
             )),
             // values: one column, whatever it holds (maps are a Struct column, all-nil a Null one)
@@ -754,7 +754,7 @@ fn infer_columns_map(c: &mut Cursor<'_>, inf: &mut Inferrer, b: &ReaderBuilder) 
     let mut len: Option<(usize, String)> = None;
     for _ in 0..n {
         let kp = c.pos();
-        let key = crate::schema::read_key(c)?;
+        let key = inf.top_key(c)?;
         if fields.contains_key(key) {
             return Err(c.error_at(
                 kp,

@@ -27,7 +27,7 @@ pub(crate) mod values;
 use std::io::Write;
 
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::SchemaRef;
+use arrow_schema::{Field, SchemaRef};
 
 use crate::dtype::meta;
 use crate::error::{Error, ErrorKind, Result};
@@ -393,7 +393,7 @@ impl<W: Write> Writer<W> {
                 .iter()
                 .map(|f| {
                     let mut k = Vec::with_capacity(f.name().len() + 1);
-                    wire::str(&mut k, f.name());
+                    write_key(&mut k, f);
                     k
                 })
                 .collect();
@@ -518,7 +518,7 @@ impl<W: Write> Writer<W> {
         } else {
             wire::map_hdr(&mut self.out.buf, encs.len());
             for (c, enc) in encs.iter_mut().enumerate() {
-                wire::str(&mut self.out.buf, names[c].name());
+                write_key(&mut self.out.buf, &names[c]);
                 enc.encode(0, &mut self.out).map_err(|e| fail(c, e))?;
             }
         }
@@ -540,6 +540,20 @@ impl<W: Write> Writer<W> {
         self.out.base += self.out.buf.len() as u64;
         self.out.buf.clear();
         Ok(())
+    }
+}
+
+/// Whether a column's key is written as bin: the file read had it so ([`meta::KEY`]).
+fn bin_key(f: &Field) -> bool {
+    f.metadata().get(meta::KEY).map(String::as_str) == Some("bin")
+}
+
+/// The key of a column: str, or bin ([`bin_key`]).
+fn write_key(b: &mut Vec<u8>, f: &Field) {
+    if bin_key(f) {
+        wire::bin(b, f.name().as_bytes())
+    } else {
+        wire::str(b, f.name())
     }
 }
 
@@ -597,7 +611,12 @@ impl Segment {
                 Item::Key(c) => {
                     let n = names[c].name().len();
                     fixed += n;
-                    (wire::str_forms(n), None)
+                    let forms = if bin_key(&names[c]) {
+                        wire::bin_forms(n)
+                    } else {
+                        wire::str_forms(n)
+                    };
+                    (forms, None)
                 }
                 Item::Val(s, e) => match wire::read_int(&self.scratch[s..e]) {
                     Some(v) => (v.forms(), Some(v)),
@@ -641,7 +660,11 @@ impl Segment {
                 Item::MapHdr(k) => wire::map_hdr_sized(b, k, self.sizes[i]),
                 Item::Key(c) => {
                     let name = names[c].name();
-                    wire::str_hdr_sized(b, name.len(), self.sizes[i]);
+                    if bin_key(&names[c]) {
+                        wire::bin_hdr_sized(b, name.len(), self.sizes[i]);
+                    } else {
+                        wire::str_hdr_sized(b, name.len(), self.sizes[i]);
+                    }
                     b.extend_from_slice(name.as_bytes());
                 }
                 Item::Val(s, e) => match self.ints[i] {

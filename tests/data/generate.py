@@ -334,10 +334,8 @@ def python_decode(data: bytes, raw: bool):
     """Python's own decode: msgpack_numpy.Unpacker (object_hook = msgpack_numpy.decode)."""
     unpacker = mn.Unpacker(raw=raw)
     unpacker.feed(data)
-    objs = list(unpacker)
-    if raw:  # legacy files: keys come back as bytes; user keys are str to us
-        objs = [str_keys(o) for o in objs]
-    return objs
+    # bytes keys (legacy raw files; bytes keys in Python) are str to us (SPEC section 2)
+    return [str_keys(o) for o in unpacker]
 
 
 # openpi (openpi_client.msgpack_numpy) is not on PyPI; its wire format is two maps, written and
@@ -533,6 +531,19 @@ def _(rng):
              "h": np.float16(-1.5 * i), "done": np.bool_(i == 2), "gain": np.float64(1.25 * i),
              "tiny": np.int8(-128 + i), "name": "ep%d" % i} for i in range(3)]
     return b"".join(msgpack.packb(r, default=openpi_encode, use_bin_type=True) for r in rows)
+
+
+@good("rec_bin_keys", "auto", "records", True)
+def _(rng):
+    """Python bytes keys (msgpack bin): read as str column names, written back as bin."""
+    return stream(*[{b"id": i, b"emb": sample(rng, "<f4", (3,)), "name": "r%d" % i, b"tags": [b"x"] * i}
+                    for i in range(3)])
+
+
+@good("col_bin_keys", "auto", "columns", True)
+def _(rng):
+    """A columns map with bytes keys."""
+    return pack({b"x": sample(rng, "<i2", (4, 2)), b"y": ["a", "b", "c", "d"]})
 
 
 @good("rec_datetime", "auto", "records", True)
