@@ -368,40 +368,34 @@ def scan_msgpack(
         if not read:
             # a query needing no column (pl.len()): decode the first column for the row count
             read = all_columns[:1]
-        # two budgets: rows of input (scan_msgpack's n_rows, before the predicate) and rows of
-        # output (Polars' n_rows, pushed down from head/slice, after the predicate)
-        in_left = limit
-        out_left = n_rows
+        # Polars pushes n_rows down only from a head/slice that comes before any filter
+        # (`head(9).filter(p)`; `filter(p).head(9)` passes None): like scan_msgpack's own n_rows,
+        # it limits the rows read, and the predicate applies to those
+        budgets = [n for n in (limit, n_rows) if n is not None]
+        left = min(budgets) if budgets else None
         for src in sources:
-            if in_left == 0 or out_left == 0:
+            if left == 0:
                 return
-            budget = in_left if predicate is not None or out_left is None else (
-                out_left if in_left is None else min(in_left, out_left)
-            )
             r = _reader(
                 src,
                 columns=read,
                 schema=full_schema,
                 schema_overrides=overrides,
                 for_polars=True,
-                n_rows=budget,
+                n_rows=left,
                 batch_size=batch_size,
                 **opts,
             )
             for chunk in r:
                 df = _to_polars(chunk)
-                if in_left is not None:
-                    in_left -= df.height
+                if left is not None:
+                    left -= df.height
                 if predicate is not None:
                     df = df.filter(predicate)
                 if read != want:
                     df = df.select(want)
-                if out_left is not None:
-                    if df.height > out_left:
-                        df = df.head(out_left)
-                    out_left -= df.height
                 yield df
-                if in_left == 0 or out_left == 0:
+                if left == 0:
                     return
 
     return pl.io.plugins.register_io_source(io_source, schema=pl_schema)

@@ -55,6 +55,9 @@ QUERIES = {
     "filter_other_column": lambda lf: lf.filter(pl.col("score") > 0).select("label"),
     "head": lambda lf: lf.head(17),
     "filter_head": lambda lf: lf.filter(pl.col("label") == "l3").head(5),
+    # Polars pushes head(n) with the predicate: n rows are read, then filtered
+    "head_filter": lambda lf: lf.head(40).filter(pl.col("label") == "l3"),
+    "head_filter_select": lambda lf: lf.head(33).filter(pl.col("score") > 0.5).select("id"),
     "slice": lambda lf: lf.slice(250, 100),
     "len": lambda lf: lf.select(pl.len()),
     "agg": lambda lf: lf.group_by("label").agg(pl.col("score").sum()).sort("label"),
