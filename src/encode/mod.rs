@@ -350,14 +350,16 @@ impl<W: Write> Writer<W> {
             let field = self.schema.field(0).clone();
             let mut enc = values::make_encoder(&field, b.column(0))
                 .map_err(|e| e.prepend_path(field.name()))?;
-            let is_nd = enc
-                .nd_probe(0)
-                .map_err(|e| e.at_record(0).prepend_path(field.name()))?
-                .is_some();
             let mut tmp = Out::new(false);
             enc.encode(0, &mut tmp)
                 .map_err(|e| e.at_record(0).prepend_path(field.name()))?;
             let is_array = matches!(tmp.buf.first(), Some(0x90..=0x9f | 0xdc | 0xdd));
+            // a bare ndarray's rows are its axis 0; a 0-d one is one row, as written
+            let mut c = crate::msgpack::Cursor::new(&tmp.buf, 0);
+            let is_nd = matches!(
+                crate::decode::ndarray::probe(&mut c, crate::options::Dialect::MsgpackNumpy, 64),
+                Ok(Some(crate::decode::ndarray::Special::Array(nd))) if !nd.shape.is_empty()
+            );
             if is_nd || is_array {
                 self.out.buf.push(0x91);
                 let mut enc = values::make_encoder(&field, b.column(0))?;

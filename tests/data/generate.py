@@ -886,6 +886,12 @@ def _(rng):
     return pack(np.zeros((0, 2, 3), ">i2"))
 
 
+@good("val_bare_0d", "auto", "values", True)
+def _(rng):
+    """One bare 0-d ndarray: one row, written back bare (no array around it)."""
+    return pack(np.array(1.5, "<f8"))
+
+
 @good("val_bare_1d", "auto", "values", True)
 def _(rng):
     """One bare 1-d ndarray -> a plain UInt16 column."""
