@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use arrow_array::ffi::{from_ffi, to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::{make_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 use polars_arrow::ffi as pl_ffi;
 use polars_core::prelude::{
     Column, CompatLevel, DataFrame, DataType as PlDataType, PlSmallStr, PolarsError, PolarsResult,
@@ -49,7 +49,8 @@ fn to_error(e: PolarsError) -> Error {
     Error::new(ErrorKind::Unsupported(format!("polars: {e}")))
 }
 
-/// The type Polars can import: `FixedSizeList` of width 0, at any level, becomes `List`.
+/// The type Polars can import: `FixedSizeList` of width 0, at any level, becomes `List`; seconds
+/// (Timestamp, Duration) become milliseconds.
 pub fn polars_compatible_type(t: &DataType) -> DataType {
     let item = |f: &Arc<Field>| {
         Arc::new(
@@ -69,6 +70,11 @@ pub fn polars_compatible_type(t: &DataType) -> DataType {
         DataType::Struct(fs) => {
             DataType::Struct(Fields::from(fs.iter().map(item).collect::<Vec<_>>()))
         }
+        // Polars has no seconds: it would scale them to milliseconds itself, wrapping on overflow
+        DataType::Timestamp(TimeUnit::Second, tz) => {
+            DataType::Timestamp(TimeUnit::Millisecond, tz.clone())
+        }
+        DataType::Duration(TimeUnit::Second) => DataType::Duration(TimeUnit::Millisecond),
         other => other.clone(),
     }
 }
@@ -85,7 +91,12 @@ fn export_array(
     let a = if &t == a.data_type() {
         a.clone()
     } else {
-        arrow_cast::cast(a, &t).map_err(compute_err)?
+        // not `safe`: a value that does not fit (seconds beyond the milliseconds range) is an error
+        let opts = arrow_cast::CastOptions {
+            safe: false,
+            ..Default::default()
+        };
+        arrow_cast::cast_with_options(a, &t, &opts).map_err(compute_err)?
     };
     let (array, schema) = to_ffi(&a.to_data()).map_err(compute_err)?;
     // SAFETY: arrow-rs' and polars-arrow's C Data Interface structs are both `#[repr(C)]`

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+use msgpack_arrow::polars::polars_compatible_type;
 use msgpack_arrow::{Dialect, Layout, ObjectArrays, Reader, ReaderBuilder, TensorMode};
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -17,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
 use crate::errors::{guarded, to_pyerr, Op};
-use crate::stream::{import_schema, schema_capsule, ArrowStream};
+use crate::stream::{import_schema, nul_in_name, nul_message, schema_capsule, ArrowStream};
 
 /// Where the bytes come from.
 enum Source {
@@ -108,32 +109,8 @@ pub(crate) fn plain_type(t: &DataType) -> DataType {
     }
 }
 
-/// The type Polars can import: a `FixedSizeList` of width 0 at any level becomes a `List`
-/// (Polars 2.1 panics importing `Array` width 0, pola-rs/polars#24409; see INTEROP.md).
-fn polars_type(t: &DataType) -> DataType {
-    let item = |f: &Arc<Field>| {
-        Arc::new(Field::new(
-            f.name(),
-            polars_type(f.data_type()),
-            f.is_nullable(),
-        ))
-    };
-    match t {
-        DataType::FixedSizeList(f, 0) => DataType::List(item(f)),
-        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(item(f), *n),
-        DataType::List(f) => DataType::List(item(f)),
-        DataType::LargeList(f) => DataType::LargeList(item(f)),
-        DataType::Struct(fs) => DataType::Struct(Fields::from(
-            fs.iter()
-                .map(|f| Field::new(f.name(), polars_type(f.data_type()), f.is_nullable()))
-                .collect::<Vec<_>>(),
-        )),
-        other => other.clone(),
-    }
-}
-
 /// The output schema: the decoded one with the fields named in `overrides` given their types
-/// and, `for_polars`, the types Polars cannot import mapped (see [`polars_type`]); with the
+/// and, `for_polars`, the types Polars cannot import mapped (see [`polars_compatible_type`]); with the
 /// type each column is cast to (`None`: kept as decoded). `strict`: an override naming no
 /// column is an error (without a projection; with one, an override of a column left out is
 /// ignored).
@@ -164,7 +141,7 @@ fn output_schema(
             .map(|o| plain_type(o.data_type()));
         let mut t = over.clone().unwrap_or_else(|| f.data_type().clone());
         if for_polars {
-            t = polars_type(&t);
+            t = polars_compatible_type(&t);
         }
         if &t == f.data_type() {
             casts.push(None);
@@ -302,6 +279,17 @@ impl PyReader {
                 guarded(|| {
                     let reader = source.build(builder.with_projection(columns))?;
                     let decoded = reader.schema();
+                    if let Some((f, p)) = decoded
+                        .fields()
+                        .iter()
+                        .find_map(|f| Some((f, nul_in_name(f.name(), f.data_type())?)))
+                    {
+                        return Err(msgpack_arrow::Error::new(msgpack_arrow::ErrorKind::Key(
+                            nul_message(&p),
+                        ))
+                        .prepend_path(f.name())
+                        .into());
+                    }
                     let (schema, casts) =
                         output_schema(&decoded, overrides.as_deref(), strict, for_polars)?;
                     let schema = if casts.iter().all(Option::is_none) {

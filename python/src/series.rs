@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 
 use crate::blobs::{self, BlobError, Blobs};
 use crate::errors::{guarded, positioned_error, to_pyerr, Op};
-use crate::stream::{import_schema, import_stream, ArrowStream};
+use crate::stream::{import_schema, import_stream, nul_in_name, nul_message, ArrowStream};
 
 /// The single column of an Arrow stream: its name and chunks.
 fn one_column(data: &Bound<'_, PyAny>) -> PyResult<(String, Vec<ArrayRef>)> {
@@ -70,6 +70,21 @@ fn decode_guarded<T: Send>(
     }
 }
 
+/// A `DecodeError` if a key decoded into column `name` cannot cross the Arrow C interface.
+fn c_names(py: Python<'_>, name: &str, t: &DataType) -> PyResult<()> {
+    match nul_in_name(name, t) {
+        Some(p) => Err(positioned_error(
+            py,
+            Op::Decode,
+            &format!("bad key: {}", nul_message(&p)),
+            None,
+            None,
+            Some(name.to_string()),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Decode a one-column Arrow stream of msgpack blobs (Binary; one object per row) into one
 /// column of the same name: of the type `dtype` describes (a token from `dtype_token`), else of
 /// the type inferred from all rows.
@@ -88,6 +103,9 @@ pub fn decode_blobs(
     let out = decode_guarded(py, || {
         gather(&chunks)?.decode(target.as_ref().map(|f| f.data_type()))
     })?;
+    if let Some(a) = out.first() {
+        c_names(py, &name, a.data_type())?;
+    }
     column_stream(&name, out)
 }
 
@@ -96,6 +114,7 @@ pub fn decode_blobs(
 pub fn infer_blobs(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<ArrowStream> {
     let (name, chunks) = one_column(data)?;
     let t: DataType = decode_guarded(py, || gather(&chunks)?.infer())?;
+    c_names(py, &name, &t)?;
     let schema = Arc::new(Schema::new(vec![Field::new(name, t, true)]));
     Ok(ArrowStream::new(schema, Vec::new()))
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::ffi::FFI_ArrowSchema;
-use arrow_schema::{ArrowError, SchemaRef};
+use arrow_schema::{ArrowError, DataType, SchemaRef};
 use msgpack_arrow::dtype::meta;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -149,4 +149,32 @@ pub fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
         return Ok(Arc::new(schema));
     }
     Ok(Arc::clone(&import_stream(obj)?.schema()))
+}
+
+/// The Arrow C interface carries names as NUL-terminated strings, so a key holding a NUL byte
+/// (legal in msgpack and Python) cannot cross it: the path of the first such name in a column
+/// `name` of type `t`, if any.
+pub fn nul_in_name(name: &str, t: &DataType) -> Option<String> {
+    if name.contains('\0') {
+        return Some(name.to_string());
+    }
+    let children: Vec<_> = match t {
+        DataType::Struct(fs) => fs.iter().collect(),
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => vec![f],
+        _ => Vec::new(),
+    };
+    children
+        .into_iter()
+        .find_map(|f| nul_in_name(f.name(), f.data_type()).map(|p| format!("{name}.{p}")))
+}
+
+/// The message for [`nul_in_name`]'s finding.
+pub fn nul_message(path: &str) -> String {
+    format!(
+        "{path:?} holds a NUL byte, which the Arrow C interface (pyarrow, Polars) cannot \
+         carry; the Rust crate and the CLI read it"
+    )
 }

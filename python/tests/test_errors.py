@@ -7,9 +7,11 @@ import pickle
 import threading
 import time
 
+import msgpack
 import msgpack_numpy as mn
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pytest
 
 import msgpack_arrow as ma
@@ -126,3 +128,42 @@ def test_gil_is_released_while_decoding():
     during = [x for x in ticks if start < x < end]
     # with the GIL held for the whole call, the ticker would not run at all in between
     assert end - start < 0.02 or len(during) >= 3, (end - start, len(during))
+
+
+def test_a_key_with_a_nul_byte_is_a_decode_error():
+    # Python reads these keys; the Arrow C interface (pyarrow, Polars) cannot carry them
+    cases = [
+        msgpack.packb({"a\x00b": 1}),
+        msgpack.packb({"x": {"in\x00ner": 1}}),
+        mn.packb({"x": np.zeros(2, [("a\x00", "<i4")])}),
+    ]
+    for data in cases:
+        assert "\\x00" in repr(mn.unpackb(data))  # Python reads it
+        for read in (ma.read_msgpack, lambda d: pa.table(ma.read_arrow(d))):
+            with pytest.raises(ma.DecodeError, match="NUL byte") as info:
+                read(data)
+            assert info.value.column is not None
+    s = pl.Series("b", [msgpack.packb({"k\x00": 1})], dtype=pl.Binary)
+    with pytest.raises(ma.DecodeError, match="NUL byte"):
+        s.msgpack.decode()
+
+
+def _seconds(dtype: str, values) -> bytes:
+    # msgpack_numpy cannot write datetime64 arrays (numpy refuses their buffer); its decoder
+    # reads them: the map as msgpack_numpy.encode would make it
+    return msgpack.packb({"t": {b"nd": True, b"type": dtype, b"kind": b"", b"shape": [len(values)],
+                                b"data": np.array(values, "<i8").tobytes()}})
+
+
+@pytest.mark.parametrize("dtype", ["<M8[s]", "<m8[s]"])
+def test_seconds_beyond_the_millisecond_range_are_a_decode_error(dtype):
+    # Polars has no seconds unit: they become milliseconds, checked (Polars' own import wraps)
+    ok = [0, 1_700_000_000, -5, np.iinfo("<i8").min]  # the last is NaT: null
+    want = mn.unpackb(_seconds(dtype, ok))["t"]
+    got = ma.read_msgpack(_seconds(dtype, ok))["t"]
+    assert got.null_count() == 1
+    assert got.to_physical().to_list()[:3] == [v * 1000 for v in want[:3].astype("<i8").tolist()]
+    for big in [10**17, 2**62, np.iinfo("<i8").min + 1]:
+        with pytest.raises(ma.DecodeError) as info:
+            ma.read_msgpack(_seconds(dtype, [1, big]))
+        assert info.value.column == "t"

@@ -144,7 +144,9 @@ def polars_states_dtype(schema: pa.Schema) -> bool:
     ):
         return False
 
-    def ok(f: pa.Field) -> bool:
+    columns = (schema.metadata or {}).get(b"msgpack_arrow.layout") == b"columns"
+
+    def ok(f: pa.Field, top: bool = True) -> bool:
         md = f.metadata or {}
         if b"msgpack_numpy.key" in md:  # a bin key: Polars keeps no field metadata
             return False
@@ -154,10 +156,14 @@ def polars_states_dtype(schema: pa.Schema) -> bool:
         if kind not in (None, b"ndarray"):
             return False
         t = f.type
-        if pa.types.is_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_large_list(t):
-            return ok(t.value_field) and not (pa.types.is_fixed_size_list(t) and t.list_size == 0)
+        listlike = pa.types.is_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_large_list(t)
+        # 0-d ndarrays: a plain dtype (rows of a `columns` value are its axis 0, an ndarray again)
+        if kind == b"ndarray" and not listlike and not (columns and top):
+            return False
+        if listlike:
+            return ok(t.value_field, False) and not (pa.types.is_fixed_size_list(t) and t.list_size == 0)
         if pa.types.is_struct(t):
-            return all(ok(t.field(i)) for i in range(t.num_fields))
+            return all(ok(t.field(i), False) for i in range(t.num_fields))
         return True
 
     return all(ok(f) for f in schema)
