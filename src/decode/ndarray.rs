@@ -529,6 +529,10 @@ fn parse_descr(c: &mut Cursor<'_>, depth: usize) -> Result<NumpyDtype> {
                 return Err(bad(c, "field shape has too many dimensions"));
             }
         }
+        // numpy refuses a repeated name (unnamed padding fields are all "")
+        if !name.is_empty() && fields.iter().any(|f: &StructField| f.name == name) {
+            return Err(bad(c, &format!("field name {name:?} appears twice")));
+        }
         fields.push(StructField { name, dtype, shape });
     }
     // a descr of one unnamed field is a plain void dtype ('|V8')

@@ -1025,6 +1025,14 @@ def bad_cases():
     add("bad_dtype_c32", "auto", BAD_DTYPE, None, in_record(nd_map("<c32", [1], b"\0" * 32)), "type '<c32' (complex256)")
     add("bad_dtype_M8Y", "auto", BAD_DTYPE, None, in_record(nd_map("<M8[Y]", [2], b"\0" * 16)), "type '<M8[Y]'")
     add("bad_dtype_garbage", "auto", BAD_DTYPE, None, in_record(nd_map("zz", [1], b"\0")), "type 'zz'")
+    dup = in_record(nd_map([["a", "<i4"], ["a", "<i4"]], [1], b"\0" * 8, kind=b"V"))
+    try:
+        mn.unpackb(dup)
+        raise AssertionError("numpy took a repeated field name")
+    except ValueError:
+        pass  # numpy refuses it too
+    add("bad_dtype_struct_duplicate_name", "auto", BAD_DTYPE, None, dup,
+        "structured descr [['a', '<i4'], ['a', '<i4']]: a repeated field name")
     # np.longdouble(1.5) would carry 6 uninitialised padding bytes (the file would differ run to
     # run); a scalar taken from a zero-padded buffer of the x87 80-bit 1.5 is deterministic.
     # (On x86-64 long double is 16 bytes: 80-bit value + 6 padding; elsewhere the bytes stay the
