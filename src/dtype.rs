@@ -30,6 +30,9 @@ pub mod meta {
     /// Field (a top-level column): `"bin"` when its key was first seen as msgpack bin (Python
     /// `bytes` keys), so the writer writes it back as bin.
     pub const KEY: &str = "msgpack_numpy.key";
+    /// Field of a `columns` file: `"list"` when its value was a msgpack list (of ndarrays, say),
+    /// not one ndarray, so the writer writes a list again.
+    pub const COLUMN: &str = "msgpack_arrow.column";
     /// Field of a ragged tensor column: the per-axis lengths that are the same in every row, as JSON
     /// (`[null, 3]`), so an empty row's shape `(0, 3)` can be written back.
     pub const SHAPE: &str = "msgpack_numpy.shape";

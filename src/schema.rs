@@ -335,6 +335,8 @@ pub(crate) struct Inferrer {
     headers: Vec<NdHeader>,
     /// top-level keys (column names) as first seen: `true` if that key was msgpack bin
     pub top_keys: HashMap<String, bool>,
+    /// `columns` layout: the columns whose value was first seen as a list (not an ndarray)
+    pub list_columns: HashMap<String, bool>,
 }
 
 /// The bytes of an ndarray map up to its data payload (msgpack_numpy writes `data` last), as
@@ -357,6 +359,7 @@ impl Inferrer {
             dtypes: Vec::new(),
             headers: Vec::new(),
             top_keys: HashMap::new(),
+            list_columns: HashMap::new(),
         }
     }
 
@@ -484,16 +487,18 @@ impl Inferrer {
         Ok(key)
     }
 
-    /// The field of column `name` of type `t`, tagged [`meta::KEY`] if its key was bin.
+    /// The field of column `name` of type `t`, tagged [`meta::KEY`] if its key was bin and
+    /// [`meta::COLUMN`] if it was a list in a `columns` map.
     pub(crate) fn column_field(&self, name: &str, t: &Ty) -> Result<Field> {
         let f = t.to_field(name, &self.opts)?;
-        Ok(if self.top_keys.get(name) == Some(&true) {
-            let mut md = f.metadata().clone();
+        let mut md = f.metadata().clone();
+        if self.top_keys.get(name) == Some(&true) {
             md.insert(meta::KEY.to_string(), "bin".to_string());
-            f.with_metadata(md)
-        } else {
-            f
-        })
+        }
+        if self.list_columns.get(name) == Some(&true) {
+            md.insert(meta::COLUMN.to_string(), "list".to_string());
+        }
+        Ok(f.with_metadata(md))
     }
 
     /// A value of a given column, skipped: [`Ty::Given`], noting whether it is an ndarray.

@@ -148,7 +148,8 @@ def polars_states_dtype(schema: pa.Schema) -> bool:
 
     def ok(f: pa.Field, top: bool = True) -> bool:
         md = f.metadata or {}
-        if b"msgpack_numpy.key" in md:  # a bin key: Polars keeps no field metadata
+        # a bin key, a list in a columns map: only field metadata says so, which Polars drops
+        if b"msgpack_numpy.key" in md or b"msgpack_arrow.column" in md:
             return False
         dt, kind = md.get(b"msgpack_numpy.dtype"), md.get(b"msgpack_numpy.kind")
         if dt is not None and not _NATIVE.match(dt.decode()):

@@ -761,6 +761,10 @@ fn infer_columns_map(c: &mut Cursor<'_>, inf: &mut Inferrer, b: &ReaderBuilder) 
                 ErrorKind::Key(format!("duplicate key {key:?} in one map")),
             ));
         }
+        if !inf.list_columns.contains_key(key) {
+            let list = c.peek_kind()? == Kind::Array;
+            inf.list_columns.insert(key.to_string(), list);
+        }
         let (l, t) = infer_columns_value(c, inf, b).map_err(|e| e.prepend_path(key))?;
         match &len {
             Some((l0, k0)) if *l0 != l => {

@@ -2457,6 +2457,10 @@ pub(crate) fn column_encoder(
     arrays: &[ArrayRef],
     plain_nd: bool,
 ) -> Result<Box<dyn ColumnEncoder>> {
+    // a list in the file read (of ndarrays, say): a list again, one value per row
+    if field.metadata().get(meta::COLUMN).map(String::as_str) == Some("list") {
+        return Ok(Box::new(ColumnList::new(field, arrays)?));
+    }
     Ok(match ColumnNd::try_new(field, arrays, plain_nd)? {
         Some(nd) => Box::new(nd),
         None => Box::new(ColumnList::new(field, arrays)?),

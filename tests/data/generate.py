@@ -845,6 +845,13 @@ def _(rng):
     return pack({"a": [1, 2, 3], "b": ["x", "y", "z"], "c": [[1], [2, 3], []]})
 
 
+@good("col_list_of_ndarrays", "auto", "columns", True)
+def _(rng):
+    """A columns map whose value is a list of same-shape ndarrays (one per row), beside an ndarray."""
+    return pack({"frames": [sample(rng, "<f4", (2, 3)) for _ in range(4)], "t": np.arange(4, dtype="<i8"),
+                 "masks": [sample(rng, "|b1", (3,)) for _ in range(4)]})
+
+
 @good("col_chunks", "columns", "records", True)
 def _(rng):
     """A stream of 2 column maps = 2 chunks (auto sees 2 objects -> records)."""
