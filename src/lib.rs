@@ -43,6 +43,6 @@ pub mod tensor;
 #[doc(hidden)] // for the Python extension's blob decoder
 pub use decode::values::advise_huge_pages;
 pub use decode::{infer_schema, Reader, ReaderBuilder};
-pub use encode::{Writer, WriterBuilder};
+pub use encode::{mark_ragged_ndarrays, Writer, WriterBuilder};
 pub use error::{Error, ErrorKind, Result};
 pub use options::{Dialect, Layout, ObjectArrays, TensorMode};

@@ -442,21 +442,27 @@ def write_msgpack(
     bytes, and Array/List/Struct of those) is written as that dtype, so
     ``msgpack_numpy.unpackb`` gives it back. What only Arrow field metadata records (big-endian
     data, ``<U5`` widths, complex numbers, ...) is lost in a Polars DataFrame: use
-    :func:`read_arrow` to keep it.
+    :func:`read_arrow` to keep it. A List column of narrow numbers (int8..uint32, float16/32),
+    which no plain msgpack value reads as, is written as one ndarray per row (ragged tensors)
+    when every row can be one.
     """
     if isinstance(df, pl.LazyFrame):
         df = df.collect()
     elif isinstance(df, pl.Series):
         df = df.to_frame()
-    if isinstance(df, pl.DataFrame):
+    # a DataFrame is in memory: the writer looks at all of it first, so List columns that held
+    # ndarrays (narrow numbers, every row rectangular) are written as ndarrays again
+    whole = isinstance(df, pl.DataFrame)
+    if whole:
         df = _without_null_dtype(df)
+    opts = dict(layout=layout, aligned=aligned, whole_table=whole)
     if target is None:
-        return _write(df, None, layout=layout, aligned=aligned)
+        return _write(df, None, **opts)
     if _is_path(target):
-        _write(df, _path(target), layout=layout, aligned=aligned)
+        _write(df, _path(target), **opts)
         return None
     write = getattr(target, "write", None)
     if not callable(write):
         raise TypeError(f"target must be a path or a binary file object, got {type(target).__name__}")
-    write(_write(df, None, layout=layout, aligned=aligned))
+    write(_write(df, None, **opts))
     return None

@@ -59,6 +59,7 @@ def write(
     *,
     layout: Literal["auto", "records", "columns", "values"] = "records",
     aligned: bool = False,
+    whole_table: bool = False,
 ) -> bytes | None: ...
 
 # the `msgpack` namespace (msgpack_arrow/expressions.py; python/src/series.rs)

@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use arrow_array::RecordBatchReader;
+use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use msgpack_arrow::io::AtomicFile;
-use msgpack_arrow::{Layout, Writer, WriterBuilder};
+use msgpack_arrow::{mark_ragged_ndarrays, Layout, Writer, WriterBuilder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -20,23 +20,39 @@ use crate::stream::import_stream;
 /// a failed write leaves any previous file untouched. Without `path`, the bytes are returned.
 /// The GIL is released while encoding; Ctrl-C is checked between batches.
 #[pyfunction]
-#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false))]
+#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false, whole_table = false))]
 pub fn write<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     path: Option<PathBuf>,
     layout: &str,
     aligned: bool,
+    whole_table: bool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let layout: Layout = layout
         .parse()
         .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))?;
-    let mut stream = import_stream(data)?;
     let builder = WriterBuilder::new()
         .with_layout(layout)
         .with_aligned(aligned);
-    let schema = stream.schema();
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
+    let stream = import_stream(data)?;
+    // `whole_table` (a DataFrame, in memory anyway): its batches (imported without a copy) are
+    // looked at first, for List columns that held ndarrays (msgpack_arrow::mark_ragged_ndarrays)
+    let mut stream: Box<dyn RecordBatchReader + Send> = if whole_table {
+        let schema = stream.schema();
+        let batches = py
+            .detach(|| guarded(|| Ok(stream.collect::<Result<Vec<RecordBatch>, _>>()?)))
+            .map_err(err)?;
+        let schema = mark_ragged_ndarrays(&schema, &batches);
+        Box::new(RecordBatchIterator::new(
+            batches.into_iter().map(Ok),
+            schema,
+        ))
+    } else {
+        Box::new(stream)
+    };
+    let schema = stream.schema();
     match path {
         Some(path) => {
             let w = py

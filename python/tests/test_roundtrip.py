@@ -241,3 +241,29 @@ def test_array_strings_with_trailing_nuls_keep_them():
     assert back["s"].to_list() == df["s"].to_list() and back["b"].to_list() == df["b"].to_list()
     rows = list(msgpack.Unpacker(io.BytesIO(data), object_hook=mn.decode, raw=False))
     assert rows[0] == {"s": ["a", "b\x00"], "b": [b"x\x00", b""]}
+
+
+@pytest.mark.parametrize("dtype", ["<f4", "<f2", "|i1", "<i2", "<i4", "|u1", "<u2", "<u4"])
+def test_ragged_ndarrays_through_polars_are_byte_exact(dtype):
+    # SPEC 4.2: a Polars List of a narrow number (no plain msgpack value reads as one) was an
+    # ndarray per row; 1-d and 2-d, with an empty row and a null row
+    rng = np.random.default_rng(7)
+    rows = [{"x": rng.integers(0, 100, size=shape).astype(dtype)} for shape in [(3,), (0,), (5,)]]
+    rows2 = [{"m": rng.integers(0, 100, size=shape).astype(dtype)} for shape in [(2, 3), (1, 3), (4, 3)]]
+    for rs in (rows, rows2, rows + [{"x": None}]):
+        data = b"".join(mn.packb(r) for r in rs)
+        df = ma.read_msgpack(data)
+        assert ma.write_msgpack(df, None) == data, rs
+
+
+def test_lists_that_cannot_be_ndarrays_stay_lists():
+    df = pl.DataFrame(
+        {"x": [[[1.0, 2.0], [3.0]], [[1.0]]], "y": [[1, None], [3]]},
+        schema={"x": pl.List(pl.List(pl.Float32)), "y": pl.List(pl.Int16)},
+    )
+    out = list(msgpack.Unpacker(io.BytesIO(ma.write_msgpack(df, None)), object_hook=mn.decode))
+    assert out == [{"x": [[1.0, 2.0], [3.0]], "y": [1, None]}, {"x": [[1.0]], "y": [3]}]
+    # Int64/Float64/Boolean lists are what plain msgpack lists read as: they stay lists
+    df = pl.DataFrame({"a": [[1, 2], [3]], "b": [[0.5], []], "c": [[True], [False, True]]})
+    raw = list(msgpack.Unpacker(io.BytesIO(ma.write_msgpack(df, None))))
+    assert raw == [{"a": [1, 2], "b": [0.5], "c": [True]}, {"a": [3], "b": [], "c": [False, True]}]

@@ -545,6 +545,52 @@ impl<W: Write> Writer<W> {
     }
 }
 
+/// `schema` with the List columns of `batches` that held ndarrays marked so (`msgpack_numpy.kind`
+/// = `ndarray`), for a table msgpack-arrow did not read (from Polars, pyarrow, ...), which says
+/// nothing of ndarrays: a List of numbers narrower than msgpack's int64/float64 (int8..uint32,
+/// float16/32) can only have been ndarrays (ragged ones: the rows' shapes differ), when every row
+/// can be one (nested lists rectangular, no null elements). A table with reader metadata, or a
+/// column that has some, is left as it is. The whole table is looked at, so a column is written
+/// one way throughout.
+pub fn mark_ragged_ndarrays(schema: &SchemaRef, batches: &[RecordBatch]) -> SchemaRef {
+    use arrow_schema::DataType as T;
+    fn narrow_leaf(t: &T) -> bool {
+        match t {
+            T::List(f) | T::LargeList(f) | T::FixedSizeList(f, _) => narrow_leaf(f.data_type()),
+            T::Int8 | T::Int16 | T::Int32 | T::UInt8 | T::UInt16 | T::UInt32 => true,
+            T::Float16 | T::Float32 => true,
+            _ => false,
+        }
+    }
+    if schema.metadata().contains_key(meta::LAYOUT) {
+        return schema.clone();
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(c, f)| {
+            let mut f = f.as_ref().clone();
+            let ragged = matches!(f.data_type(), T::List(_) | T::LargeList(_))
+                && narrow_leaf(f.data_type())
+                && !f.metadata().contains_key(meta::KIND)
+                && batches
+                    .iter()
+                    .all(|b| values::rows_are_ndarrays(b.column(c)));
+            if ragged {
+                let mut md = f.metadata().clone();
+                md.insert(meta::KIND.to_string(), "ndarray".to_string());
+                f = f.with_metadata(md);
+            }
+            f
+        })
+        .collect();
+    std::sync::Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    ))
+}
+
 /// Whether a column's key is written as bin: the file read had it so ([`meta::KEY`]).
 fn bin_key(f: &Field) -> bool {
     f.metadata().get(meta::KEY).map(String::as_str) == Some("bin")

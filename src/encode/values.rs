@@ -1398,6 +1398,14 @@ impl Tensor {
             _ => Ok(()),
         }
     }
+    /// Whether every non-null row is an ndarray: its nested lists rectangular, no null elements.
+    fn rows_are_ndarrays(&self) -> bool {
+        let mut shape = Vec::new();
+        (0..self.len).filter(|&r| !self.is_null(r)).all(|r| {
+            shape.clear();
+            matches!(self.range(r, r + 1, &mut shape), Ok((a, b)) if self.check_elems(a, b).is_ok())
+        })
+    }
     fn fixed_shape(&self) -> Option<Vec<usize>> {
         self.levels
             .iter()
@@ -2452,6 +2460,12 @@ impl ColumnEncoder for ColumnList {
 }
 
 /// The whole-column encoder for a `columns` map value: one ndarray when possible, else a list.
+/// Whether every non-null row of a List column can be written as an ndarray (rectangular, no
+/// null elements, a numpy dtype for its leaf).
+pub(crate) fn rows_are_ndarrays(arr: &ArrayRef) -> bool {
+    TensorEnc::new(arr, None, true, false, &[]).is_ok_and(|t| t.t.rows_are_ndarrays())
+}
+
 pub(crate) fn column_encoder(
     field: &Field,
     arrays: &[ArrayRef],
