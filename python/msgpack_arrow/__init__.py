@@ -325,7 +325,9 @@ def scan_msgpack(
     ``source`` is what :func:`read_msgpack` takes, or a glob (``"data/*.msgpack"``, matches in
     sorted order), a directory (its files, sorted), or a list of paths: their rows are
     concatenated in that order. The schema is inferred from the first file (with
-    ``schema_overrides`` applied) and every later file is decoded with it.
+    ``schema_overrides`` applied) and every later file is decoded with it; a key the first file
+    does not have is a :class:`DecodeError` (as Polars' ``scan_parquet`` raises on extra columns).
+    Keys of the first file missing in a later one are nulls.
 
     Projection (only the columns the query needs are decoded), the predicate and ``head``/
     ``n_rows`` are applied by the source itself, batch by batch: Polars does not re-apply them.
@@ -376,10 +378,13 @@ def scan_msgpack(
         for src in sources:
             if left == 0:
                 return
+            # every file is read with the first one's schema; a key it lacks is an error (as
+            # Polars' scan_parquet: extra columns raise), not a column silently lost
             r = _reader(
                 src,
                 columns=read,
                 schema=full_schema,
+                strict_schema=True,
                 schema_overrides=overrides,
                 for_polars=True,
                 n_rows=left,

@@ -39,6 +39,7 @@ class Reader:
         infer_rows: int | None = None,
         n_rows: int | None = None,
         for_polars: bool = False,
+        strict_schema: bool = False,
     ) -> None: ...
     @property
     def layout(self) -> str: ...

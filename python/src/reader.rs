@@ -197,14 +197,15 @@ fn cast_batch(
 ///
 /// `Reader(source, *, layout="auto", columns=None, schema=None, schema_overrides=None, tensor="array",
 /// object_arrays="error", dialect="auto", batch_size=65536, infer_rows=None, n_rows=None,
-/// for_polars=False)`
+/// for_polars=False, strict_schema=False)`
 ///
 /// `source` is a path (`str`) or a bytes-like object (read-only buffers are decoded in place).
 /// `schema` (an object with `__arrow_c_schema__` or `__arrow_c_stream__`) is used instead of
 /// inferring one. `schema_overrides` (likewise; e.g. an empty Polars DataFrame) gives the types
 /// of the columns it names: they are decoded as inferred and cast (arrow-cast, values that do not
 /// fit are errors) batch by batch. `for_polars` maps the types Polars cannot import (`Array`
-/// of width 0 → `List`). Iterating yields one `ArrowStream`
+/// of width 0 → `List`; seconds → milliseconds). `strict_schema`: with `schema`, a key it does
+/// not have is a `DecodeError` (default: skipped). Iterating yields one `ArrowStream`
 /// per batch; `read_all()` gives them all as one.
 #[pyclass(module = "msgpack_arrow._internal", name = "Reader")]
 pub struct PyReader {
@@ -226,7 +227,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, infer_rows = None, n_rows = None, for_polars = false))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, infer_rows = None, n_rows = None, for_polars = false, strict_schema = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -242,6 +243,7 @@ impl PyReader {
         infer_rows: Option<usize>,
         n_rows: Option<usize>,
         for_polars: bool,
+        strict_schema: bool,
     ) -> PyResult<Self> {
         if batch_size == 0 {
             return Err(PyValueError::new_err("batch_size must be at least 1"));
@@ -257,7 +259,8 @@ impl PyReader {
             .with_object_arrays(parse::<ObjectArrays>(object_arrays)?)
             .with_dialect(parse::<Dialect>(dialect)?)
             .with_batch_size(batch_size)
-            .with_infer_rows(infer_rows);
+            .with_infer_rows(infer_rows)
+            .with_strict_schema(strict_schema);
         let builder = match schema {
             Some(s) => builder.with_schema(import_schema(s)?),
             None => builder,

@@ -133,3 +133,16 @@ def test_decode_error_during_collect_is_a_decode_error():
         with pytest.raises(ma.DecodeError) as info:
             lf.collect(engine=engine)
         assert info.value.record == 10 and info.value.column == "id"
+
+
+@pytest.mark.parametrize("engine", ["in-memory", "streaming"])
+def test_a_key_only_a_later_file_has_is_an_error_not_a_lost_column(tmp_path, engine):
+    a, b = tmp_path / "a.msgpack", tmp_path / "b.msgpack"
+    a.write_bytes(b"".join(mn.packb({"id": i, "emb": np.zeros(2, "<f4")}) for i in range(3)))
+    b.write_bytes(b"".join(mn.packb({"id": i, "emb": np.ones(2, "<f4"), "extra": "x"}) for i in range(3)))
+    with pytest.raises(ma.DecodeError, match="extra") as info:
+        ma.scan_msgpack([a, b]).collect(engine=engine)
+    assert info.value.record == 0
+    # a key of the first file that a later one lacks: nulls there
+    got = ma.scan_msgpack([b, a]).collect(engine=engine)
+    assert got["extra"].to_list() == ["x"] * 3 + [None] * 3

@@ -18,13 +18,25 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::msgpack::{Cursor, Int, Kind};
 use crate::options::Dialect;
 
+/// The error for a key the schema does not have (when that is an error: `Ctx::strict_keys`).
+pub(crate) fn unknown_key(name: &str, ctx: &Ctx) -> ErrorKind {
+    ErrorKind::Key(if ctx.given_schema {
+        format!("key {name:?} is not in the schema the reader was given")
+    } else {
+        format!("key {name:?} is not in the schema, which was inferred from the first rows; infer from more rows (infer_rows=None) or pass a schema")
+    })
+}
+
 /// Settings every decoder needs.
 #[derive(Debug, Clone)]
 pub(crate) struct Ctx {
     pub dialect: Dialect,
     pub max_depth: usize,
-    /// Keys not in the schema are errors (the schema was inferred from a sample) rather than skipped.
+    /// Keys not in the schema are errors (the schema was inferred from a sample, or given with
+    /// `with_strict_schema`) rather than skipped.
     pub strict_keys: bool,
+    /// the schema was given, not inferred (for the message of an unknown key)
+    pub given_schema: bool,
 }
 
 /// Decodes values of one column, appending them; `finish` returns the batch's array and resets.
@@ -853,9 +865,7 @@ impl StructDecoder {
                             )
                         })?;
                         if self.ctx.strict_keys {
-                            return Err(c.error_at(kp, ErrorKind::Key(format!(
-                                "key {name:?} is not in the schema, which was inferred from the first rows; infer from more rows (infer_rows=None) or pass a schema"
-                            ))));
+                            return Err(c.error_at(kp, unknown_key(name, &self.ctx)));
                         }
                         c.skip(self.ctx.max_depth)?;
                         continue;

@@ -25,7 +25,7 @@ use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_buffer::{Buffer, MutableBuffer};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
-use self::array::{make_decoder, nest_fixed, ArrayDecoder, Ctx, StructDecoder};
+use self::array::{make_decoder, nest_fixed, unknown_key, ArrayDecoder, Ctx, StructDecoder};
 use self::ndarray::{probe, Special};
 use crate::dtype::{meta, NumpyDtype};
 use crate::error::{Error, ErrorKind, Result};
@@ -69,6 +69,8 @@ pub struct ReaderBuilder {
     /// rows that add nothing to the type so far skip full inference ([`Inferrer::fits_row`]);
     /// off only in tests, which compare both ways
     fast_infer: bool,
+    /// with a given schema, a key it does not have is an error
+    strict_schema: bool,
 }
 
 impl Default for ReaderBuilder {
@@ -95,11 +97,20 @@ impl ReaderBuilder {
             threads: None,
             release_input: false,
             fast_infer: true,
+            strict_schema: false,
         }
     }
-    /// Use this schema instead of inferring one (default: inferred). Keys not in it are skipped.
+    /// Use this schema instead of inferring one (default: inferred). Keys not in it are skipped
+    /// (see [`ReaderBuilder::with_strict_schema`]).
     pub fn with_schema(mut self, schema: SchemaRef) -> Self {
         self.schema = Some(schema);
+        self
+    }
+    /// With a schema given ([`ReaderBuilder::with_schema`]), make a key it does not have an error
+    /// that names it (default `false`: skipped). For reading many files with the schema of the
+    /// first: a column only later files have is not lost without a word.
+    pub fn with_strict_schema(mut self, strict: bool) -> Self {
+        self.strict_schema = strict;
         self
     }
     /// Give some columns their type (records layout): their values are not inferred, so values
@@ -981,7 +992,8 @@ impl Reader {
         let ctx = Ctx {
             dialect: b.dialect,
             max_depth: b.max_depth,
-            strict_keys: b.schema.is_none(),
+            strict_keys: b.schema.is_none() || b.strict_schema,
+            given_schema: b.schema.is_some(),
         };
         let Some(full) = p.schema.clone() else {
             return Ok(Reader {
@@ -1075,7 +1087,8 @@ impl Reader {
         let ctx = Ctx {
             dialect: b.dialect,
             max_depth: b.max_depth,
-            strict_keys: b.schema.is_none(),
+            strict_keys: b.schema.is_none() || b.strict_schema,
+            given_schema: b.schema.is_some(),
         };
         let full = with_layout_metadata(
             p.schema.as_deref().unwrap_or(&Schema::empty()),
@@ -1336,9 +1349,13 @@ fn decode_columns(
             let at = c.offset();
             let n = c.read_map_len().map_err(|e| e.at_record(chunk))?;
             for _ in 0..n {
+                let kp = c.pos();
                 let key = crate::schema::read_key(&mut c)?.to_string();
                 let wanted = out.field_with_name(&key).is_ok();
                 let Ok(f) = full.field_with_name(&key) else {
+                    if ctx.strict_keys {
+                        return Err(c.error_at(kp, unknown_key(&key, ctx)).at_record(chunk));
+                    }
                     c.skip(b.max_depth)?;
                     continue;
                 };
@@ -1935,6 +1952,43 @@ mod tests {
                 }
             };
             assert_eq!(run(true), run(false), "case {i}");
+        }
+    }
+
+    #[test]
+    fn a_strict_given_schema_refuses_keys_it_lacks() {
+        // {"a": 1, "b": 2} as a record, then as a columns map {"a": [1], "b": [2]}
+        let rec = [vec![0x82], s("a"), vec![0x01], s("b"), vec![0x02]].concat();
+        let col = [
+            vec![0x82],
+            s("a"),
+            vec![0x91, 0x01],
+            s("b"),
+            vec![0x91, 0x02],
+        ]
+        .concat();
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "a",
+            arrow_schema::DataType::Int64,
+            true,
+        )]));
+        for (data, layout, at) in [(&rec, Layout::Records, 4), (&col, Layout::Columns, 5)] {
+            let read = |strict: bool| {
+                ReaderBuilder::new()
+                    .with_layout(layout)
+                    .with_schema(schema.clone())
+                    .with_strict_schema(strict)
+                    .build_from_slice(data)
+                    .and_then(|r| r.collect_batches())
+            };
+            assert_eq!(read(false).unwrap()[0].num_columns(), 1);
+            let e = read(true).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("key \"b\" is not in the schema the reader was given"),
+                "{e}"
+            );
+            assert_eq!(e.offset(), Some(at), "{layout:?}: the offset of key b");
         }
     }
 
