@@ -652,18 +652,22 @@ fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             .iter()
             .map(|f| match o.field_with_name(f.name()) {
                 Ok(g) => {
-                    let field = Field::new(f.name(), g.data_type().clone(), true);
-                    match given_nd
+                    // a bin key stays one
+                    let mut md: HashMap<String, String> = f
+                        .metadata()
+                        .get(meta::KEY)
+                        .map(|v| (meta::KEY.to_string(), v.clone()))
+                        .into_iter()
+                        .collect();
+                    // ndarrays: decoded as tensors of the given element type
+                    if let Some(Some(dt)) = given_nd
                         .contains(f.name())
                         .then(|| leaf_dtype(g.data_type()))
                     {
-                        // ndarrays: decoded as tensors of the given element type
-                        Some(Some(dt)) => field.with_metadata(HashMap::from([
-                            (meta::KIND.to_string(), "ndarray".to_string()),
-                            (meta::DTYPE.to_string(), dt.to_dtype_str()),
-                        ])),
-                        _ => field,
+                        md.insert(meta::KIND.to_string(), "ndarray".to_string());
+                        md.insert(meta::DTYPE.to_string(), dt.to_dtype_str());
                     }
+                    Field::new(f.name(), g.data_type().clone(), true).with_metadata(md)
                 }
                 Err(_) => f.as_ref().clone(),
             })
@@ -700,6 +704,9 @@ fn leaf_dtype(t: &arrow_schema::DataType) -> Option<NumpyDtype> {
 
 /// The most shapes recorded per column (beyond it, such rows write back as `(0, 0, ...)`).
 const MAX_EMPTY_SHAPES: usize = 4096;
+/// Column maps (chunks) of one file recorded in the schema, at most ([`meta::CHUNKS`]: more are
+/// written back as one map).
+const MAX_CHUNKS: usize = 4096;
 
 /// Remember row shapes that nested Lists lose (a 0 axis followed by non-zero ones: `(0, 5)`).
 fn note_empty_shapes(
@@ -960,6 +967,8 @@ fn with_layout_metadata(schema: &Schema, layout: Layout, container: Container) -
     let mut md = schema.metadata().clone();
     md.insert(meta::LAYOUT.to_string(), layout.to_string());
     md.insert(meta::CONTAINER.to_string(), container.as_str().to_string());
+    // chunks are a fact of one file (decode_columns sets them), not of a schema given for others
+    md.remove(meta::CHUNKS);
     Schema::new_with_metadata(schema.fields().clone(), md)
 }
 
@@ -1052,7 +1061,7 @@ impl Reader {
                 let mut schema = Arc::new(projected);
                 let (mut batches, chunks) =
                     decode_columns(&b, &buf, &full, &schema, p.container, &ctx)?;
-                if chunks.len() > 1 {
+                if chunks.len() > 1 && chunks.len() <= MAX_CHUNKS {
                     // a stream of column maps: the rows of each, for the writer
                     let mut md = schema.metadata().clone();
                     let rows: Vec<String> = chunks.iter().map(|n| n.to_string()).collect();
@@ -2024,7 +2033,24 @@ mod tests {
                 .to_vec();
             assert_eq!(v, [1.5, -2.0, 3.25]);
         }
-        // openpi's scalars hold obj.item(): a value the dtype cannot hold exactly is an error
+        // openpi's scalars hold obj.item(); nanosecond datetimes are ints
+        let rec = [
+            vec![0x81],
+            s("t"),
+            map(&[
+                ("__npgeneric__", vec![0xc3]),
+                ("data", vec![0xd3, 0, 0, 0, 0, 0, 0, 0x30, 0x39]),
+                ("dtype", s(">M8[ns]")),
+            ]),
+        ]
+        .concat();
+        let b = ReaderBuilder::new().build_from_slice(&rec).unwrap();
+        let b = b.collect_batches().unwrap().remove(0);
+        let t = b
+            .column(0)
+            .as_primitive::<arrow_array::types::TimestampNanosecondType>();
+        assert_eq!(t.value(0), 12345);
+        // a value the dtype cannot hold exactly is an error
         for (data, dtype, want) in [
             (
                 vec![0xcb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0],

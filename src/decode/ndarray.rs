@@ -323,6 +323,13 @@ fn npgeneric<'a>(c: &mut Cursor<'a>, at: &[usize; 10]) -> Result<Special<'a>> {
             let v = c.read_f64().map_err(|_| misfit(c, "a non-number"))?;
             v.to_le_bytes().to_vec()
         }
+        // `.item()` of a nanosecond datetime64/timedelta64 is an int (coarser units give Python
+        // datetime objects, which msgpack cannot write); openpi's own decoder refuses these
+        // (np.datetime64(int) wants a unit), the dtype here has one
+        NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. } => match c.read_int() {
+            Ok(Int::I(v)) => v.to_le_bytes().to_vec(),
+            _ => return Err(misfit(c, "a non-int64")),
+        },
         NumpyDtype::Unicode { chars, .. } => {
             let v = c.read_str().map_err(|_| misfit(c, "a non-str"))?;
             if v.chars().count() > *chars || v.contains('\0') {

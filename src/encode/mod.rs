@@ -27,7 +27,7 @@ pub(crate) mod values;
 use std::io::Write;
 
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{Field, SchemaRef};
+use arrow_schema::{DataType, Field, SchemaRef};
 
 use crate::dtype::meta;
 use crate::error::{Error, ErrorKind, Result};
@@ -127,6 +127,10 @@ impl WriterBuilder {
                 schema.fields().len()
             ))));
         }
+        let seg = Segment {
+            bin: schema.fields().iter().map(|f| bin_key(f)).collect(),
+            ..Segment::default()
+        };
         Ok(Writer {
             w,
             schema,
@@ -137,7 +141,7 @@ impl WriterBuilder {
             pending: Vec::new(),
             rows: 0,
             streaming: layout == Layout::Records && was_stream,
-            seg: Segment::default(),
+            seg,
             keys: Vec::new(),
         })
     }
@@ -350,16 +354,19 @@ impl<W: Write> Writer<W> {
             let field = self.schema.field(0).clone();
             let mut enc = values::make_encoder(&field, b.column(0))
                 .map_err(|e| e.prepend_path(field.name()))?;
+            // a bare ndarray's rows are its axis 0 (a 0-d one, of a plain type, is one row)
+            let is_nd = enc
+                .nd_probe(0)
+                .map_err(|e| e.at_record(0).prepend_path(field.name()))?
+                .is_some()
+                && matches!(
+                    field.data_type(),
+                    DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)
+                );
             let mut tmp = Out::new(false);
             enc.encode(0, &mut tmp)
                 .map_err(|e| e.at_record(0).prepend_path(field.name()))?;
             let is_array = matches!(tmp.buf.first(), Some(0x90..=0x9f | 0xdc | 0xdd));
-            // a bare ndarray's rows are its axis 0; a 0-d one is one row, as written
-            let mut c = crate::msgpack::Cursor::new(&tmp.buf, 0);
-            let is_nd = matches!(
-                crate::decode::ndarray::probe(&mut c, crate::options::Dialect::MsgpackNumpy, 64),
-                Ok(Some(crate::decode::ndarray::Special::Array(nd))) if !nd.shape.is_empty()
-            );
             if is_nd || is_array {
                 self.out.buf.push(0x91);
                 let mut enc = values::make_encoder(&field, b.column(0))?;
@@ -641,6 +648,8 @@ struct Segment {
     ints: Vec<Option<IntVal>>,
     sizes: Vec<u8>,
     suf: Vec<u128>,
+    /// per column: its key is bin ([`bin_key`]), looked up once
+    bin: Vec<bool>,
 }
 
 impl Segment {
@@ -659,7 +668,7 @@ impl Segment {
                 Item::Key(c) => {
                     let n = names[c].name().len();
                     fixed += n;
-                    let forms = if bin_key(&names[c]) {
+                    let forms = if self.bin[c] {
                         wire::bin_forms(n)
                     } else {
                         wire::str_forms(n)
@@ -708,7 +717,7 @@ impl Segment {
                 Item::MapHdr(k) => wire::map_hdr_sized(b, k, self.sizes[i]),
                 Item::Key(c) => {
                     let name = names[c].name();
-                    if bin_key(&names[c]) {
+                    if self.bin[c] {
                         wire::bin_hdr_sized(b, name.len(), self.sizes[i]);
                     } else {
                         wire::str_hdr_sized(b, name.len(), self.sizes[i]);

@@ -2459,13 +2459,13 @@ impl ColumnEncoder for ColumnList {
     }
 }
 
-/// The whole-column encoder for a `columns` map value: one ndarray when possible, else a list.
 /// Whether every non-null row of a List column can be written as an ndarray (rectangular, no
 /// null elements, a numpy dtype for its leaf).
 pub(crate) fn rows_are_ndarrays(arr: &ArrayRef) -> bool {
     TensorEnc::new(arr, None, true, false, &[]).is_ok_and(|t| t.t.rows_are_ndarrays())
 }
 
+/// The whole-column encoder for a `columns` map value: one ndarray when possible, else a list.
 pub(crate) fn column_encoder(
     field: &Field,
     arrays: &[ArrayRef],

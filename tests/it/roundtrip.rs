@@ -163,6 +163,12 @@ fn column_map_chunks_are_kept_only_while_all_their_rows_are() {
     let (back, s2, l2) = read_bytes(&out, Layout::Auto).unwrap();
     assert_eq!(l2, Layout::Columns);
     assert!(!s2.metadata().contains_key("msgpack_arrow.chunks"));
+    // ... also when read with the schema of the chunked file: chunks are a fact of one file
+    let r = ReaderBuilder::new()
+        .with_schema(schema.clone())
+        .build_from_slice(&out)
+        .unwrap();
+    assert!(!r.schema().metadata().contains_key("msgpack_arrow.chunks"));
     let back = arrow_select::concat::concat_batches(&back[0].schema(), &back).unwrap();
     assert_eq!(back.num_rows(), 4);
     for (i, col) in back.columns().iter().enumerate() {
