@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
 use crate::errors::{guarded, to_pyerr, Op};
-use crate::stream::{import_schema, nul_in_name, nul_message, schema_capsule, ArrowStream};
+use crate::stream::{check_c_names, import_schema, schema_capsule, ArrowStream};
 
 /// Where the bytes come from.
 enum Source {
@@ -282,16 +282,8 @@ impl PyReader {
                 guarded(|| {
                     let reader = source.build(builder.with_projection(columns))?;
                     let decoded = reader.schema();
-                    if let Some((f, p)) = decoded
-                        .fields()
-                        .iter()
-                        .find_map(|f| Some((f, nul_in_name(f.name(), f.data_type())?)))
-                    {
-                        return Err(msgpack_arrow::Error::new(msgpack_arrow::ErrorKind::Key(
-                            nul_message(&p),
-                        ))
-                        .prepend_path(f.name())
-                        .into());
+                    for f in decoded.fields() {
+                        check_c_names(f.name(), f.data_type())?;
                     }
                     let (schema, casts) =
                         output_schema(&decoded, overrides.as_deref(), strict, for_polars)?;

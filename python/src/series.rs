@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 
 use crate::blobs::{self, BlobError, Blobs};
 use crate::errors::{guarded, positioned_error, to_pyerr, Op};
-use crate::stream::{import_schema, import_stream, nul_in_name, nul_message, ArrowStream};
+use crate::stream::{check_c_names, import_schema, import_stream, ArrowStream};
 
 /// The single column of an Arrow stream: its name and chunks.
 fn one_column(data: &Bound<'_, PyAny>) -> PyResult<(String, Vec<ArrayRef>)> {
@@ -72,17 +72,7 @@ fn decode_guarded<T: Send>(
 
 /// A `DecodeError` if a key decoded into column `name` cannot cross the Arrow C interface.
 fn c_names(py: Python<'_>, name: &str, t: &DataType) -> PyResult<()> {
-    match nul_in_name(name, t) {
-        Some(p) => Err(positioned_error(
-            py,
-            Op::Decode,
-            &format!("bad key: {}", nul_message(&p)),
-            None,
-            None,
-            Some(name.to_string()),
-        )),
-        None => Ok(()),
-    }
+    check_c_names(name, t).map_err(|e| to_pyerr(py, Op::Decode, e.into()))
 }
 
 /// Decode a one-column Arrow stream of msgpack blobs (Binary; one object per row) into one

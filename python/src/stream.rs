@@ -152,9 +152,23 @@ pub fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
 }
 
 /// The Arrow C interface carries names as NUL-terminated strings, so a key holding a NUL byte
-/// (legal in msgpack and Python) cannot cross it: the path of the first such name in a column
-/// `name` of type `t`, if any.
-pub fn nul_in_name(name: &str, t: &DataType) -> Option<String> {
+/// (legal in msgpack and Python) cannot cross it: a `bad key` error naming the first such name
+/// in column `name` of type `t`.
+pub fn check_c_names(name: &str, t: &DataType) -> msgpack_arrow::Result<()> {
+    match nul_in_name(name, t) {
+        Some(path) => Err(
+            msgpack_arrow::Error::new(msgpack_arrow::ErrorKind::Key(format!(
+                "{path:?} holds a NUL byte, which the Arrow C interface (pyarrow, Polars) cannot \
+             carry; the Rust crate and the CLI read it"
+            )))
+            .prepend_path(name),
+        ),
+        None => Ok(()),
+    }
+}
+
+/// The path of the first name holding a NUL byte in column `name` of type `t`, if any.
+fn nul_in_name(name: &str, t: &DataType) -> Option<String> {
     if name.contains('\0') {
         return Some(name.to_string());
     }
@@ -169,12 +183,4 @@ pub fn nul_in_name(name: &str, t: &DataType) -> Option<String> {
     children
         .into_iter()
         .find_map(|f| nul_in_name(f.name(), f.data_type()).map(|p| format!("{name}.{p}")))
-}
-
-/// The message for [`nul_in_name`]'s finding.
-pub fn nul_message(path: &str) -> String {
-    format!(
-        "{path:?} holds a NUL byte, which the Arrow C interface (pyarrow, Polars) cannot \
-         carry; the Rust crate and the CLI read it"
-    )
 }
