@@ -102,8 +102,12 @@ fn export_array(
     // SAFETY: arrow-rs' and polars-arrow's C Data Interface structs are both `#[repr(C)]`
     // definitions of the same C structs (ArrowArray, ArrowSchema): moving one into the other moves
     // ownership of the release callbacks, which run exactly once (by whichever is dropped last).
-    let (array, schema): (pl_ffi::ArrowArray, pl_ffi::ArrowSchema) =
-        unsafe { (std::mem::transmute(array), std::mem::transmute(schema)) };
+    let (array, schema) = unsafe {
+        (
+            std::mem::transmute::<arrow_array::ffi::FFI_ArrowArray, pl_ffi::ArrowArray>(array),
+            std::mem::transmute::<arrow_schema::ffi::FFI_ArrowSchema, pl_ffi::ArrowSchema>(schema),
+        )
+    };
     // SAFETY: both structs were just produced by arrow-rs' exporter, so they are valid.
     let field = unsafe { pl_ffi::import_field_from_c(&schema)? };
     let arr = unsafe { pl_ffi::import_array_from_c(array, field.dtype().clone())? };
@@ -236,8 +240,12 @@ pub fn series_to_arrays(s: &Series) -> Result<Vec<ArrayRef>> {
         let array = pl_ffi::export_array_to_c(arr);
         let schema = pl_ffi::export_field_to_c(&field);
         // SAFETY: same C structs, see `export_array`; Polars' exporter made them valid.
-        let (array, schema): (FFI_ArrowArray, FFI_ArrowSchema) =
-            unsafe { (std::mem::transmute(array), std::mem::transmute(schema)) };
+        let (array, schema) = unsafe {
+            (
+                std::mem::transmute::<pl_ffi::ArrowArray, FFI_ArrowArray>(array),
+                std::mem::transmute::<pl_ffi::ArrowSchema, FFI_ArrowSchema>(schema),
+            )
+        };
         let data = unsafe { from_ffi(array, &schema)? };
         let a = make_array(data);
         out.push(if a.data_type() == target.data_type() {
