@@ -578,6 +578,37 @@ pub fn list(item: DataType) -> DataType {
     DataType::List(Arc::new(Field::new("item", item, true)))
 }
 
+/// The type Polars can import (the core maps to it without the `polars` feature, e.g. for the
+/// Python reader, which hands Arrow streams to Polars): `FixedSizeList` of width 0, at any level, becomes `List`; seconds
+/// (Timestamp, Duration) become milliseconds.
+pub fn polars_compatible_type(t: &DataType) -> DataType {
+    let item = |f: &Arc<Field>| {
+        Arc::new(
+            Field::new(
+                f.name(),
+                polars_compatible_type(f.data_type()),
+                f.is_nullable(),
+            )
+            .with_metadata(f.metadata().clone()),
+        )
+    };
+    match t {
+        DataType::FixedSizeList(f, 0) => DataType::List(item(f)),
+        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(item(f), *n),
+        DataType::List(f) => DataType::List(item(f)),
+        DataType::LargeList(f) => DataType::LargeList(item(f)),
+        DataType::Struct(fs) => {
+            DataType::Struct(Fields::from(fs.iter().map(item).collect::<Vec<_>>()))
+        }
+        // Polars has no seconds: it would scale them to milliseconds itself, wrapping on overflow
+        DataType::Timestamp(TimeUnit::Second, tz) => {
+            DataType::Timestamp(TimeUnit::Millisecond, tz.clone())
+        }
+        DataType::Duration(TimeUnit::Second) => DataType::Duration(TimeUnit::Millisecond),
+        other => other.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

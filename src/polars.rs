@@ -49,35 +49,7 @@ fn to_error(e: PolarsError) -> Error {
     Error::new(ErrorKind::Unsupported(format!("polars: {e}")))
 }
 
-/// The type Polars can import: `FixedSizeList` of width 0, at any level, becomes `List`; seconds
-/// (Timestamp, Duration) become milliseconds.
-pub fn polars_compatible_type(t: &DataType) -> DataType {
-    let item = |f: &Arc<Field>| {
-        Arc::new(
-            Field::new(
-                f.name(),
-                polars_compatible_type(f.data_type()),
-                f.is_nullable(),
-            )
-            .with_metadata(f.metadata().clone()),
-        )
-    };
-    match t {
-        DataType::FixedSizeList(f, 0) => DataType::List(item(f)),
-        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(item(f), *n),
-        DataType::List(f) => DataType::List(item(f)),
-        DataType::LargeList(f) => DataType::LargeList(item(f)),
-        DataType::Struct(fs) => {
-            DataType::Struct(Fields::from(fs.iter().map(item).collect::<Vec<_>>()))
-        }
-        // Polars has no seconds: it would scale them to milliseconds itself, wrapping on overflow
-        DataType::Timestamp(TimeUnit::Second, tz) => {
-            DataType::Timestamp(TimeUnit::Millisecond, tz.clone())
-        }
-        DataType::Duration(TimeUnit::Second) => DataType::Duration(TimeUnit::Millisecond),
-        other => other.clone(),
-    }
-}
+pub use crate::dtype::polars_compatible_type;
 
 /// One arrow-rs array as a Polars array (zero-copy), after mapping the types Polars cannot import
 /// ([`polars_compatible_type`]).

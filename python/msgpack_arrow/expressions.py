@@ -56,8 +56,19 @@ def _polars_version_ok(version: str) -> bool:
     return bool(m) and lo <= (int(m[1]), int(m[2])) < hi
 
 
+#: How to get the plugin when this build left it out (it needs the polars crates, most of a cold build).
+PLUGIN_INSTALL = 'MATURIN_PEP517_ARGS="--features plugin" pip install ./python'
+
+
 def _check_plugin_polars(version: str | None = None) -> None:
-    """Raise unless the installed Polars can load the expression plugin (or the user opted in)."""
+    """Raise unless this build has the expression plugin and the installed Polars can load it (or
+    the user opted in to an untested Polars)."""
+    if not _internal.HAS_PLUGIN:
+        raise RuntimeError(
+            "pl.col(...).msgpack expressions need the expression plugin, which this build of "
+            f"msgpack_arrow leaves out. Rebuild with it ({PLUGIN_INSTALL}), or use the Series "
+            "methods (s.msgpack.decode(), s.msgpack.encode()), which need no plugin."
+        )
     version = pl.__version__ if version is None else version
     if _polars_version_ok(version) or os.environ.get(ALLOW_ENV) == "1":
         return

@@ -297,7 +297,9 @@ fn spans(a: &dyn Array) -> Result<(Vec<Option<(usize, usize, usize)>>, Vec<Buffe
 }
 
 impl Blobs {
-    /// Check and gather blobs given as slices (`None`: a null row); they are copied.
+    /// Check and gather blobs given as slices (`None`: a null row); they are copied. Used by the
+    /// expression plugin only.
+    #[cfg_attr(not(feature = "plugin"), allow(dead_code))]
     pub fn new<'a>(blobs: impl IntoIterator<Item = Option<&'a [u8]>>) -> Result<Blobs, BlobError> {
         let mut g = Gather::new();
         for (row, b) in blobs.into_iter().enumerate() {
@@ -407,7 +409,7 @@ impl Blobs {
             [t, rest @ ..] if rest.iter().all(|r| r == t) => t.clone(),
             _ => return self.coalesced().infer(),
         };
-        Ok(msgpack_arrow::polars::polars_compatible_type(&t))
+        Ok(msgpack_arrow::dtype::polars_compatible_type(&t))
     }
 
     fn decode_group(&self, grp: &Group, target: Option<&DataType>) -> Result<ArrayRef, BlobError> {
@@ -460,7 +462,7 @@ impl Blobs {
                     ))
                 })?,
                 None => {
-                    let t = msgpack_arrow::polars::polars_compatible_type(a.data_type());
+                    let t = msgpack_arrow::dtype::polars_compatible_type(a.data_type());
                     if &t == a.data_type() {
                         a
                     } else {

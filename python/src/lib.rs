@@ -2,13 +2,14 @@
 //!
 //! Data crosses to Python through the Arrow PyCapsule interface (`__arrow_c_stream__`): Polars
 //! (`pl.DataFrame(obj)`) and pyarrow (`pa.table(obj)`) import it without a copy, so reading and
-//! writing do not depend on the Polars version. The same library is also the Polars expression
-//! plugin of `pl.col(c).msgpack.decode/encode` (`plugin.rs`, pyo3-polars against the polars
-//! crate 0.55: Python polars 2.0 and 2.1). The Python API (`read_msgpack`, `scan_msgpack`, ...) is
+//! writing do not depend on the Polars version. Built with the `plugin` feature, the same library is
+//! also the Polars expression plugin of `pl.col(c).msgpack.decode/encode` (`plugin.rs`,
+//! pyo3-polars against the polars crate 0.55: Python polars 2.0 and 2.1). The Python API (`read_msgpack`, `scan_msgpack`, ...) is
 //! in `msgpack_arrow/__init__.py`.
 
 mod blobs;
 mod errors;
+#[cfg(feature = "plugin")]
 mod plugin;
 mod reader;
 mod series;
@@ -28,5 +29,7 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(series::infer_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(series::dtype_token, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // Python checks this before registering `pl.col(c).msgpack` expressions against this library
+    m.add("HAS_PLUGIN", cfg!(feature = "plugin"))?;
     Ok(())
 }
