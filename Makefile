@@ -9,7 +9,7 @@ OUT ?= $(CARGO_TARGET_DIR)/demo
 GOLDEN ?= $(CARGO_TARGET_DIR)/golden
 CLI := $(CARGO_TARGET_DIR)/release/msgpack-arrow
 
-.PHONY: demo test test-rust test-python test-python-lowest wheel test-polars golden venv bench clean
+.PHONY: demo test test-rust test-python test-python-lowest wheel wheel-plugin test-polars golden venv bench clean
 
 $(VENV)/.installed: tests/requirements.txt
 	python3 -m venv $(VENV)
@@ -37,22 +37,29 @@ demo: venv $(CLI) python-package
 test-rust: golden
 	MSGPACK_ARROW_GOLDEN=$(GOLDEN) MSGPACK_ARROW_PYTHON=$(abspath $(PY)) cargo test --workspace --exclude msgpack-arrow-python
 
-# The Python package: maturin builds the extension once (release profile, in the exported
-# CARGO_TARGET_DIR, so cargo only recompiles what changed) into an abi3 wheel, which both test
-# venvs install. The extension includes the `.msgpack` expression plugin, i.e. the polars
-# crates: the first (cold) build takes much longer.
+# The Python package: maturin builds the extension (release profile, in the exported
+# CARGO_TARGET_DIR, so cargo only recompiles what changed) into an abi3 wheel. `wheel`: the base
+# package, without the polars crates (what `pip install ./python` builds; make demo). `wheel-plugin`:
+# with the `.msgpack` expression plugin (cargo feature `plugin`: the polars crates, most of a cold
+# build); make test builds only this one and both test venvs install it.
 WHEELS := $(CARGO_TARGET_DIR)/wheels
 wheel: venv
-	rm -f $(WHEELS)/msgpack_arrow-*.whl
-	$(VENV)/bin/maturin build --release -m python/Cargo.toml -o $(WHEELS)
+	rm -f $(WHEELS)/base/msgpack_arrow-*.whl
+	$(VENV)/bin/maturin build --release -m python/Cargo.toml -o $(WHEELS)/base
 
-test-python: golden wheel
-	$(PY) -m pip install -q --force-reinstall --no-deps $(WHEELS)/msgpack_arrow-*.whl
-	MSGPACK_ARROW_GOLDEN=$(GOLDEN) $(PY) -m pytest python/tests -q
+wheel-plugin: venv
+	rm -f $(WHEELS)/plugin/msgpack_arrow-*.whl
+	$(VENV)/bin/maturin build --release -m python/Cargo.toml --features plugin -o $(WHEELS)/plugin
 
-# The tested Polars range (python/pyproject.toml: polars>=2.0,<2.2) is tested at both ends:
-# test-python uses the upper end pinned in tests/requirements.txt (2.1.0); this target runs all
-# of python/tests again with the lowest release (2.0.0) in a venv of its own, same wheel.
+# MSGPACK_ARROW_REQUIRE_PLUGIN: the plugin tests run (and fail if the wheel lacks it), never skip
+test-python: golden wheel-plugin
+	$(PY) -m pip install -q --force-reinstall --no-deps $(WHEELS)/plugin/msgpack_arrow-*.whl
+	MSGPACK_ARROW_REQUIRE_PLUGIN=1 MSGPACK_ARROW_GOLDEN=$(GOLDEN) $(PY) -m pytest python/tests -q
+
+# The expression plugin's Polars range (msgpack_arrow.TESTED_POLARS: >=2.0,<2.2; the base package
+# only needs polars>=2.0) is tested at both ends: test-python uses the upper end pinned in
+# tests/requirements.txt (2.1.0); this target runs all of python/tests again with the lowest
+# release (2.0.0) in a venv of its own, same wheel.
 VENV_LOWEST ?= $(CARGO_TARGET_DIR)/venv-polars-lowest
 POLARS_LOWEST := polars==2.0.0 polars-runtime-32==2.0.0
 $(VENV_LOWEST)/.installed: tests/requirements.txt
@@ -62,10 +69,10 @@ $(VENV_LOWEST)/.installed: tests/requirements.txt
 	$(VENV_LOWEST)/bin/python -m pip install -q -r $(VENV_LOWEST)/requirements.txt $(POLARS_LOWEST)
 	touch $@
 
-test-python-lowest: golden wheel $(VENV_LOWEST)/.installed
-	$(VENV_LOWEST)/bin/python -m pip install -q --force-reinstall --no-deps $(WHEELS)/msgpack_arrow-*.whl
+test-python-lowest: golden wheel-plugin $(VENV_LOWEST)/.installed
+	$(VENV_LOWEST)/bin/python -m pip install -q --force-reinstall --no-deps $(WHEELS)/plugin/msgpack_arrow-*.whl
 	$(VENV_LOWEST)/bin/python -c 'import polars; print("lowest tested polars:", polars.__version__)'
-	MSGPACK_ARROW_GOLDEN=$(GOLDEN) $(VENV_LOWEST)/bin/python -m pytest python/tests -q
+	MSGPACK_ARROW_REQUIRE_PLUGIN=1 MSGPACK_ARROW_GOLDEN=$(GOLDEN) $(VENV_LOWEST)/bin/python -m pytest python/tests -q
 
 # The core's `polars` feature (src/polars.rs: DataFrame in and out for Rust users). Its build
 # of polars-core (debug profile, core features only) shares nothing with the Python extension's
@@ -88,7 +95,7 @@ BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 .PHONY: bench-quick python-package
 
 python-package: wheel
-	$(PY) -m pip install -q --force-reinstall --no-deps $(WHEELS)/msgpack_arrow-*.whl
+	$(PY) -m pip install -q --force-reinstall --no-deps $(WHEELS)/base/msgpack_arrow-*.whl
 
 bench: venv python-package $(CLI)
 	$(BENCH_ENV) cargo bench --bench peers --bench decode

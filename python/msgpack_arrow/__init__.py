@@ -14,7 +14,9 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import glob as _glob
+import io
 import os
 import re
 import warnings
@@ -23,12 +25,15 @@ from typing import IO, TYPE_CHECKING, Any, Literal, Union
 
 import polars as pl
 
+from ._internal import MSGPACK_EXTENSIONS as _EXTS
 from ._internal import ArrowStream, Reader, __version__
 from ._internal import write as _write
-from .exceptions import DecodeError, EncodeError, MsgpackArrowError
+from ._internal import write_iter as _write_iter
+from .exceptions import DecodeError, EncodeError, MsgpackArrowError, _Positioned
 
 # registers the `msgpack` namespace of pl.Expr and pl.Series (decode/encode blobs)
 from .expressions import TESTED_POLARS, MsgpackExprNamespace, MsgpackSeriesNamespace, _no_null
+from .tensors import to_numpy, to_torch
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
@@ -38,6 +43,9 @@ __all__ = [
     "read_arrow",
     "scan_msgpack",
     "write_msgpack",
+    "sink_msgpack",
+    "to_numpy",
+    "to_torch",
     "ArrowStream",
     "Reader",
     "MsgpackArrowError",
@@ -50,22 +58,20 @@ __all__ = [
 ]
 
 
-def _check_polars_version(version: str = pl.__version__) -> bool:
-    """Warn when Polars is outside the tested range (:data:`TESTED_POLARS`); True when inside.
+#: The oldest Polars the package is tested with. Reading, scanning and writing use the Arrow C
+#: stream interface, which later versions keep: there is no upper bound. Only the optional
+#: ``pl.col(c).msgpack`` expression plugin is tied to a range (:data:`TESTED_POLARS`).
+MIN_POLARS = (2, 0)
 
-    Data crosses through the Arrow C stream interface, which does not depend on the Polars
-    version, so another version only gets a warning; the ``pl.col(c).msgpack`` expressions (a
-    plugin compiled against one Polars) refuse to run instead (``expressions._check_plugin_polars``).
-    """
+
+def _check_polars_version(version: str = pl.__version__) -> bool:
+    """Warn when Polars is older than :data:`MIN_POLARS`; True when it is recent enough."""
     m = re.match(r"(\d+)\.(\d+)", version)
-    lo, hi = TESTED_POLARS
-    if m and lo <= (int(m[1]), int(m[2])) < hi:
+    if m and (int(m[1]), int(m[2])) >= MIN_POLARS:
         return True
     warnings.warn(
-        f"msgpack_arrow {__version__} is tested with polars >={lo[0]}.{lo[1]},<{hi[0]}.{hi[1]}; "
-        f"polars {version} is installed. Reading and writing use the Arrow C stream interface and "
-        "should still work (please report any problem); the pl.col(...).msgpack expressions are "
-        "disabled (the Series methods s.msgpack.decode/encode still work).",
+        f"msgpack_arrow {__version__} needs polars >={MIN_POLARS[0]}.{MIN_POLARS[1]}; polars "
+        f"{version} is installed: upgrade it (pip install -U polars)",
         RuntimeWarning,
         stacklevel=3,
     )
@@ -80,6 +86,9 @@ Source = Union[PathLike, bytes, bytearray, memoryview, IO[bytes]]
 SchemaOverrides = Union[Mapping[str, "PolarsDataType"], Any]
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
+
+#: The file names a directory source expands to (msgpack files, plain or compressed), as in the CLI.
+MSGPACK_EXTENSIONS: tuple[str, ...] = tuple(_EXTS)
 
 
 def _is_path(x: Any) -> bool:
@@ -98,6 +107,8 @@ def _one_source(source: Source) -> str | bytes | bytearray | memoryview:
         return source
     read = getattr(source, "read", None)
     if callable(read):
+        if isinstance(source, io.TextIOBase) or "b" not in getattr(source, "mode", "b"):
+            raise TypeError("source is a text file object; open it in binary mode ('rb')")
         data = read()
         if isinstance(data, str):
             raise TypeError("source is a text file object; open it in binary mode ('rb')")
@@ -138,8 +149,50 @@ def _overrides(schema_overrides: SchemaOverrides | None) -> Any:
     raise TypeError("schema_overrides must be a dict of column name -> polars dtype")
 
 
-def _reader(source, *, columns=None, **kw) -> Reader:
-    return Reader(source, columns=_columns(columns), **kw)
+def _reader(source, *, columns=None, infer_rows=None, **kw) -> Reader:
+    if infer_rows is not None and infer_rows < 1:
+        raise ValueError("infer_rows must be >= 1 (None: infer from every row)")
+    return Reader(source, columns=_columns(columns), infer_rows=infer_rows, **kw)
+
+
+@contextlib.contextmanager
+def _naming(source: Any, in_message: bool = False) -> Iterator[None]:
+    """Errors raised inside carry the file they came from in ``e.path`` and, when several files
+    are read (``in_message``), at the start of the message."""
+    try:
+        yield
+    except _Positioned as e:
+        if isinstance(source, str) and e.path is None:
+            if in_message:
+                raise e.with_path(source) from None
+            e.path = source
+        raise
+
+
+def _is_multi(source: Any) -> bool:
+    """A list of sources, a directory or a glob pattern (several files, read as scan_msgpack does)."""
+    if isinstance(source, (list, tuple)):
+        return True
+    if not _is_path(source):
+        return False
+    p = _path(source)
+    return os.path.isdir(p) or bool(_GLOB_CHARS.search(p) and not os.path.exists(p))
+
+
+#: Polars' row index type (UInt32, or UInt64 with the 64-bit runtime)
+def _idx_dtype() -> Any:
+    return pl.DataFrame({"a": [0]}).with_row_index("i").schema["i"]
+
+
+def _virtual(
+    df: pl.DataFrame, row_index_name: str | None, row0: int, include_file_paths: str | None, path: Any
+) -> pl.DataFrame:
+    """Add the row index (first) and the file path (last) columns, as Polars' readers do."""
+    if row_index_name is not None:
+        df = df.with_row_index(row_index_name, offset=row0)
+    if include_file_paths is not None:
+        df = df.with_columns(pl.lit(path, dtype=pl.String).alias(include_file_paths))
+    return df
 
 
 def read_arrow(
@@ -177,14 +230,16 @@ def _kw(args: dict) -> dict:
 
 
 def _read_stream(source, *, for_polars: bool, n_rows, schema_overrides, **kw) -> ArrowStream:
-    r = _reader(
-        _one_source(source),
-        schema_overrides=_overrides(schema_overrides),
-        n_rows=_n_rows(n_rows),
-        for_polars=for_polars,
-        **kw,
-    )
-    return r.read_all()
+    src = _one_source(source)
+    with _naming(src):
+        r = _reader(
+            src,
+            schema_overrides=_overrides(schema_overrides),
+            n_rows=_n_rows(n_rows),
+            for_polars=for_polars,
+            **kw,
+        )
+        return r.read_all()
 
 
 def _to_polars(stream: Any) -> pl.DataFrame:
@@ -216,6 +271,9 @@ def read_msgpack(
     dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
     infer_rows: int | None = None,
+    row_index_name: str | None = None,
+    row_index_offset: int = 0,
+    include_file_paths: str | None = None,
 ) -> pl.DataFrame:
     """Read a msgpack-numpy file (or bytes) into a Polars DataFrame.
 
@@ -225,7 +283,9 @@ def read_msgpack(
         A path (``str`` or ``os.PathLike``; plain files are memory-mapped, ``.zst``, ``.gz`` and
         ``.lz4`` are decompressed on the fly), a bytes-like object (``bytes`` and read-only
         buffers are decoded in place, a ``bytearray`` is copied once), or a binary file object
-        (read to the end first).
+        (read to the end first, so open it in binary mode). A list of paths, a glob
+        (``"dumps/*.msgpack"``) or a directory (its msgpack files) is read as
+        ``scan_msgpack(source, ...).collect()``: rows of every file, in sorted order.
     layout
         How the file becomes rows: ``"records"`` (a stream of maps, one row each),
         ``"columns"`` (one map of name -> ndarray/list), ``"values"`` (one column ``value``), or
@@ -256,7 +316,13 @@ def read_msgpack(
     batch_size
         Rows per internal Arrow batch (the DataFrame has one chunk per batch).
     infer_rows
-        Infer the schema from this many rows (default: all).
+        Infer the schema from this many rows (default: all; at least 1).
+    row_index_name
+        Add a row index column of this name, first (as Polars' readers).
+    row_index_offset
+        The row index of the first row.
+    include_file_paths
+        Add a String column of this name holding each row's source path (path sources only).
 
     Raises
     ------
@@ -279,7 +345,15 @@ def read_msgpack(
     │ 1   ┆ [1.0, 1.0, 1.0] │
     └─────┴─────────────────┘
     """
-    return _to_polars(_read_stream(source, for_polars=True, **_kw(locals())))
+    kw = _kw(locals())
+    extra = {k: kw.pop(k) for k in ("row_index_name", "row_index_offset", "include_file_paths")}
+    if _is_multi(source):
+        return scan_msgpack(source, **kw, **extra).collect()
+    if extra["include_file_paths"] is not None and not _is_path(source):
+        raise ValueError("include_file_paths needs a path source (this one is in memory)")
+    df = _to_polars(_read_stream(source, for_polars=True, **kw))
+    path = _path(source) if _is_path(source) else None
+    return _virtual(df, extra["row_index_name"], extra["row_index_offset"], extra["include_file_paths"], path)
 
 
 def _expand(source: Any) -> list[str | bytes | bytearray | memoryview]:
@@ -299,11 +373,15 @@ def _expand(source: Any) -> list[str | bytes | bytearray | memoryview]:
             raise FileNotFoundError(f"no file matches {p!r}")
         return [f for f in found if os.path.isfile(f)]
     if os.path.isdir(p):
-        return sorted(
+        # as the CLI: only msgpack files (a notes.txt beside the dumps is not one of them)
+        found = sorted(
             os.path.join(p, f)
             for f in os.listdir(p)
-            if not f.startswith(".") and os.path.isfile(os.path.join(p, f))
+            if f.lower().endswith(MSGPACK_EXTENSIONS) and os.path.isfile(os.path.join(p, f))
         )
+        if not found:
+            raise FileNotFoundError(f"directory {p!r} holds no {', '.join(MSGPACK_EXTENSIONS)} files")
+        return found
     return [p]
 
 
@@ -319,6 +397,9 @@ def scan_msgpack(
     dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
     infer_rows: int | None = None,
+    row_index_name: str | None = None,
+    row_index_offset: int = 0,
+    include_file_paths: str | None = None,
 ) -> pl.LazyFrame:
     """Lazily read msgpack-numpy files as a Polars LazyFrame (a Polars IO source).
 
@@ -331,6 +412,8 @@ def scan_msgpack(
 
     Projection (only the columns the query needs are decoded), the predicate and ``head``/
     ``n_rows`` are applied by the source itself, batch by batch: Polars does not re-apply them.
+    An error names the file it is in (message and ``e.path``). The file is read when the query
+    runs: records appended to it after that are not seen (nor are files a glob matches later).
     The other arguments are those of :func:`read_msgpack`.
 
     >>> import msgpack_numpy as mn
@@ -345,7 +428,8 @@ def scan_msgpack(
         layout=layout, tensor=tensor, object_arrays=object_arrays, dialect=dialect, infer_rows=infer_rows
     )
     overrides = _overrides(schema_overrides)
-    first = _reader(sources[0], schema_overrides=overrides, batch_size=1, for_polars=True, **opts)
+    with _naming(sources[0], len(sources) > 1):
+        first = _reader(sources[0], schema_overrides=overrides, batch_size=1, for_polars=True, **opts)
     # the full (unprojected) schema the first file decodes to: every file is read with it
     full_schema = first.decoded_schema()
     all_columns = first.columns
@@ -356,6 +440,20 @@ def scan_msgpack(
     pl_schema = _to_polars(first.empty()).select(base).schema
     del first
     limit = _n_rows(n_rows)
+    virtual = [c for c in (row_index_name, include_file_paths) if c is not None]
+    if include_file_paths is not None and not all(isinstance(s, str) for s in sources):
+        raise ValueError("include_file_paths needs path sources (this one is in memory)")
+    for name in virtual:
+        if name in all_columns:
+            raise pl.exceptions.DuplicateError(f"column {name!r} is in the input already")
+    if virtual:
+        fields = list(pl_schema.items())
+        if row_index_name is not None:
+            fields.insert(0, (row_index_name, _idx_dtype()))
+        if include_file_paths is not None:
+            fields.append((include_file_paths, pl.String))
+        pl_schema = pl.Schema(fields)
+    order = list(pl_schema.names())
 
     def io_source(
         with_columns: list[str] | None,
@@ -363,10 +461,10 @@ def scan_msgpack(
         n_rows: int | None,
         _batch_size: int | None,
     ) -> Iterator[pl.DataFrame]:
-        want = list(with_columns) if with_columns is not None else list(base)
-        read = list(want)
+        want = list(with_columns) if with_columns is not None else order
+        read = [c for c in want if c not in virtual]
         if predicate is not None:
-            read += [c for c in predicate.meta.root_names() if c not in read]
+            read += [c for c in predicate.meta.root_names() if c not in read and c not in virtual]
         if not read:
             # a query needing no column (pl.len()): decode the first column for the row count
             read = all_columns[:1]
@@ -375,35 +473,78 @@ def scan_msgpack(
         # it limits the rows read, and the predicate applies to those
         budgets = [n for n in (limit, n_rows) if n is not None]
         left = min(budgets) if budgets else None
+        row0 = row_index_offset  # the row index counts rows read, before the predicate
         for src in sources:
             if left == 0:
                 return
             # every file is read with the first one's schema; a key it lacks is an error (as
             # Polars' scan_parquet: extra columns raise), not a column silently lost
-            r = _reader(
-                src,
-                columns=read,
-                schema=full_schema,
-                strict_schema=True,
-                schema_overrides=overrides,
-                for_polars=True,
-                n_rows=left,
-                batch_size=batch_size,
-                **opts,
-            )
-            for chunk in r:
-                df = _to_polars(chunk)
-                if left is not None:
-                    left -= df.height
-                if predicate is not None:
-                    df = df.filter(predicate)
-                if read != want:
-                    df = df.select(want)
-                yield df
-                if left == 0:
-                    return
+            with _naming(src, len(sources) > 1):
+                r = _reader(
+                    src,
+                    columns=read,
+                    schema=full_schema,
+                    strict_schema=True,
+                    schema_overrides=overrides,
+                    for_polars=True,
+                    n_rows=left,
+                    batch_size=batch_size,
+                    **opts,
+                )
+            with _naming(src, len(sources) > 1):
+                for chunk in r:
+                    df = _to_polars(chunk)
+                    height = df.height
+                    if virtual:
+                        df = _virtual(df, row_index_name, row0, include_file_paths, src)
+                    row0 += height
+                    if left is not None:
+                        left -= height
+                    if predicate is not None:
+                        df = df.filter(predicate)
+                    if df.columns != want:
+                        df = df.select(want)
+                    yield df
+                    if left == 0:
+                        return
 
     return pl.io.plugins.register_io_source(io_source, schema=pl_schema)
+
+
+#: Polars dtypes with no msgpack-numpy form, and what to do instead (README: "Polars dtypes on write").
+_UNWRITABLE = {
+    "Object": "Python objects have no msgpack-numpy form (msgpack_numpy would pickle them); "
+    "convert them to a supported type first",
+    "Int128": "numpy has no 128-bit integers: cast to pl.Int64 if the values fit, or to pl.String",
+    "UInt128": "numpy has no 128-bit integers: cast to pl.UInt64 if the values fit, or to pl.String",
+    "Decimal": "numpy has no decimal dtype: cast to pl.Float64 (rounds) or pl.String (exact)",
+    "Time": "numpy has no time-of-day dtype: cast to pl.Duration (time since midnight) or pl.String",
+}
+
+
+def _unwritable(name: str, dtype: Any) -> tuple[str, Any, str] | None:
+    """The first (column path, dtype, hint) inside ``dtype`` that has no msgpack-numpy form."""
+    base = dtype.base_type().__name__ if hasattr(dtype, "base_type") else type(dtype).__name__
+    if base in _UNWRITABLE:
+        return name, dtype, _UNWRITABLE[base]
+    if isinstance(dtype, (pl.List, pl.Array)):
+        return _unwritable(name, dtype.inner)
+    if isinstance(dtype, pl.Struct):
+        for f in dtype.fields:
+            found = _unwritable(f"{name}.{f.name}", f.dtype)
+            if found:
+                return found
+    return None
+
+
+def _check_writable(df: pl.DataFrame) -> None:
+    """Refuse (EncodeError, before anything is written) a column no msgpack-numpy value can hold,
+    instead of writing something else: Polars exports an Object column as pointers."""
+    for name, dtype in df.schema.items():
+        found = _unwritable(name, dtype)
+        if found:
+            path, t, hint = found
+            raise EncodeError(f"cannot write column {path!r} of dtype {t}: {hint}", column=path)
 
 
 def _without_null_dtype(df: pl.DataFrame) -> pl.DataFrame:
@@ -459,6 +600,7 @@ def write_msgpack(
     # ndarrays (narrow numbers, every row rectangular) are written as ndarrays again
     whole = isinstance(df, pl.DataFrame)
     if whole:
+        _check_writable(df)
         df = _without_null_dtype(df)
     opts = dict(layout=layout, aligned=aligned, whole_table=whole)
     if target is None:
@@ -471,3 +613,56 @@ def write_msgpack(
         raise TypeError(f"target must be a path or a binary file object, got {type(target).__name__}")
     write(_write(df, None, **opts))
     return None
+
+
+def sink_msgpack(
+    lf: pl.LazyFrame,
+    target: PathLike | IO[bytes],
+    *,
+    layout: Layout = "records",
+    aligned: bool = False,
+    chunk_size: int | None = None,
+) -> None:
+    """Write a LazyFrame as msgpack-numpy in batches, without collecting it: a query larger than
+    memory streams through, one batch (Polars' ``collect_batches()``) in memory at a time.
+
+    Parameters
+    ----------
+    lf
+        The query (a DataFrame is written as its lazy form).
+    target
+        A path (written atomically, as :func:`write_msgpack`: a temporary file beside it, renamed
+        over it when complete; on any error, Ctrl-C included, the previous file stays) or a binary
+        file object (written in chunks as the batches are encoded).
+    layout
+        ``"records"`` (default) or ``"values"``, streamed; ``"columns"`` is one map, built whole
+        by the writer (bounded by the table, not the batch).
+    aligned
+        As :func:`write_msgpack`.
+    chunk_size
+        Rows per batch (Polars' default when None).
+
+    Unlike :func:`write_msgpack`, which sees the whole table, a List column of narrow numbers is
+    written as lists (a stream cannot know that every later row would fit an ndarray).
+
+    >>> import io, polars as pl, msgpack_numpy as mn
+    >>> buf = io.BytesIO()
+    >>> sink_msgpack(pl.LazyFrame({"x": [1, 2, 3]}).filter(pl.col("x") > 1), buf)
+    >>> list(mn.Unpacker(io.BytesIO(buf.getvalue()), raw=False))
+    [{'x': 2}, {'x': 3}]
+    """
+    if isinstance(lf, pl.DataFrame):
+        lf = lf.lazy()
+    if not isinstance(lf, pl.LazyFrame):
+        raise TypeError(f"sink_msgpack takes a LazyFrame, got {type(lf).__name__}")
+    schema = lf.collect_schema()
+    empty = _without_null_dtype(pl.DataFrame(schema=schema))
+    _check_writable(empty)
+    batches = (_without_null_dtype(b) for b in lf.collect_batches(chunk_size=chunk_size))
+    opts = dict(layout=layout, aligned=aligned)
+    if _is_path(target):
+        _write_iter(empty, batches, _path(target), **opts)
+        return
+    if not callable(getattr(target, "write", None)):
+        raise TypeError(f"target must be a path or a binary file object, got {type(target).__name__}")
+    _write_iter(empty, batches, None, target, **opts)

@@ -16,6 +16,7 @@ class _Positioned(MsgpackArrowError):
         offset: int | None = None,
         record: int | None = None,
         column: str | None = None,
+        path: str | None = None,
     ) -> None:
         super().__init__(message)
         #: Byte offset in the (decompressed) input where the problem was found, or None.
@@ -24,9 +25,17 @@ class _Positioned(MsgpackArrowError):
         self.record = record
         #: Column path such as ``"frames.depth"``, or None.
         self.column = column
+        #: The file the error is in (set when a path was read), or None.
+        self.path = path
+
+    def with_path(self, path: str) -> _Positioned:
+        """The same error, naming ``path`` (a read of several files says which one failed)."""
+        msg = self.args[0] if self.args else ""
+        return type(self)(f"{path}: {msg}", self.offset, self.record, self.column, path)
 
     def __reduce__(self):  # keep the attributes through pickle (multiprocessing)
-        return (type(self), (self.args[0] if self.args else "", self.offset, self.record, self.column))
+        msg = self.args[0] if self.args else ""
+        return (type(self), (msg, self.offset, self.record, self.column, self.path))
 
 
 class DecodeError(_Positioned, ValueError):

@@ -24,11 +24,16 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::ArrowStream>()?;
     m.add_class::<reader::PyReader>()?;
     m.add_function(wrap_pyfunction!(writer::write, m)?)?;
+    m.add_function(wrap_pyfunction!(writer::write_iter, m)?)?;
     m.add_function(wrap_pyfunction!(series::decode_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(series::encode_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(series::infer_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(series::dtype_token, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add(
+        "MSGPACK_EXTENSIONS",
+        msgpack_arrow::io::compress::MSGPACK_EXTENSIONS.to_vec(),
+    )?;
     // Python checks this before registering `pl.col(c).msgpack` expressions against this library
     m.add("HAS_PLUGIN", cfg!(feature = "plugin"))?;
     Ok(())

@@ -1,9 +1,14 @@
-//! `write`: Arrow data from Python (anything with `__arrow_c_stream__`) → msgpack-numpy.
+//! `write`: Arrow data from Python (anything with `__arrow_c_stream__`) → msgpack-numpy;
+//! `write_iter`: the same from an iterator of such objects (`sink_msgpack`: a LazyFrame's
+//! `collect_batches()`), one batch in memory at a time.
 
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
+use arrow_array::ffi_stream::RecordBatchStreamReader;
 use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
 use msgpack_arrow::io::AtomicFile;
 use msgpack_arrow::{mark_ragged_ndarrays, Layout, Writer, WriterBuilder};
 use pyo3::exceptions::PyValueError;
@@ -11,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::errors::{guarded, to_pyerr, Failure, Op};
-use crate::stream::import_stream;
+use crate::stream::{import_schema, import_stream};
 
 /// Write the batches of `data` (an object with `__arrow_c_stream__`, or such a capsule) as
 /// msgpack-numpy.
@@ -98,4 +103,143 @@ fn pump<W: Write + Send>(
         py.check_signals()?;
     }
     py.detach(|| guarded(|| Ok(w.finish()?))).map_err(err)
+}
+
+/// Write an iterator of Arrow objects (each with `__arrow_c_stream__`: the DataFrames of a
+/// LazyFrame's `collect_batches()`) whose schema is `schema`'s, holding one batch at a time.
+///
+/// `path`: atomic, as [`write`]. `target`: a binary file object, written to in chunks as the
+/// batches are encoded. An exception raised by the iterator (a query error, Ctrl-C) is re-raised
+/// as it was, after the partial output is discarded.
+#[pyfunction]
+#[pyo3(signature = (schema, batches, path = None, target = None, *, layout = "records", aligned = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn write_iter<'py>(
+    py: Python<'py>,
+    schema: &Bound<'py, PyAny>,
+    batches: &Bound<'py, PyAny>,
+    path: Option<PathBuf>,
+    target: Option<Bound<'py, PyAny>>,
+    layout: &str,
+    aligned: bool,
+) -> PyResult<()> {
+    let layout: Layout = layout
+        .parse()
+        .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))?;
+    let builder = WriterBuilder::new()
+        .with_layout(layout)
+        .with_aligned(aligned);
+    let err = |f: Failure| to_pyerr(py, Op::Encode, f);
+    let schema = import_schema(schema)?;
+    let pending = Arc::new(Mutex::new(None));
+    let mut stream = PyBatches {
+        schema: schema.clone(),
+        iter: batches.try_iter()?.unbind(),
+        current: None,
+        pending: pending.clone(),
+    };
+    // an exception the iterator raised goes back to Python as it was
+    let reraise = |e: PyErr| pending.lock().ok().and_then(|mut p| p.take()).unwrap_or(e);
+    match (path, target) {
+        (Some(path), None) => {
+            let w = py
+                .detach(|| guarded(|| Ok(builder.build(AtomicFile::create(&path)?, schema)?)))
+                .map_err(err)?;
+            let file = pump(py, &mut stream, w).map_err(reraise)?;
+            py.detach(|| guarded(|| Ok(file.commit()?))).map_err(err)?;
+        }
+        (None, Some(target)) => {
+            let out = BufWriter::with_capacity(
+                1 << 20,
+                PyFileWriter {
+                    file: target.unbind(),
+                },
+            );
+            let w = builder.build(out, schema).map_err(|e| err(e.into()))?;
+            let out = pump(py, &mut stream, w).map_err(reraise)?;
+            out.into_inner()
+                .map_err(|e| PyErr::from(e.into_error()))?;
+        }
+        _ => {
+            return Err(PyValueError::new_err(
+                "write_iter takes exactly one of path and target",
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// The batches of a Python iterator of Arrow objects, as one `RecordBatchReader`. `next` takes
+/// the GIL only to fetch the next object.
+struct PyBatches {
+    schema: SchemaRef,
+    iter: Py<pyo3::types::PyIterator>,
+    current: Option<RecordBatchStreamReader>,
+    /// The Python exception behind the last error, to re-raise unchanged.
+    pending: Arc<Mutex<Option<PyErr>>>,
+}
+
+impl Iterator for PyBatches {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(batch) = self.current.as_mut().and_then(|c| c.next()) {
+                return Some(batch);
+            }
+            let next = Python::attach(|py| -> PyResult<Option<RecordBatchStreamReader>> {
+                match self.iter.bind(py).clone().next() {
+                    None => Ok(None),
+                    Some(obj) => Ok(Some(import_stream(&obj?)?)),
+                }
+            });
+            match next {
+                Ok(None) => return None,
+                Ok(Some(reader)) => {
+                    if reader.schema().fields() != self.schema.fields() {
+                        return Some(Err(ArrowError::SchemaError(format!(
+                            "a batch's schema {:?} differs from the first one's {:?}",
+                            reader.schema(),
+                            self.schema
+                        ))));
+                    }
+                    self.current = Some(reader)
+                }
+                Err(e) => {
+                    let msg = e.to_string();
+                    if let Ok(mut p) = self.pending.lock() {
+                        *p = Some(e);
+                    }
+                    return Some(Err(ArrowError::ExternalError(msg.into())));
+                }
+            }
+        }
+    }
+}
+
+impl RecordBatchReader for PyBatches {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+/// A binary Python file object as a `Write` (`file.write(bytes)` under the GIL).
+struct PyFileWriter {
+    file: Py<PyAny>,
+}
+
+impl Write for PyFileWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Python::attach(|py| {
+            self.file
+                .bind(py)
+                .call_method1("write", (PyBytes::new(py, buf),))
+                .map(|_| buf.len())
+                .map_err(std::io::Error::other)
+        })
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

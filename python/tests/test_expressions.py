@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import doctest
 import math
+import os
 
 import msgpack
 import msgpack_numpy as mn
@@ -17,7 +18,14 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal, assert_series_equal
 
 import msgpack_arrow as ma
-from msgpack_arrow import expressions
+from msgpack_arrow import _internal, expressions
+
+# The expression plugin is the extension's optional `plugin` feature: `make test` builds it and
+# sets MSGPACK_ARROW_REQUIRE_PLUGIN=1, so there these tests run (and fail if it is missing).
+pytestmark = pytest.mark.skipif(
+    not _internal.HAS_PLUGIN and os.environ.get("MSGPACK_ARROW_REQUIRE_PLUGIN") != "1",
+    reason="this build has no expression plugin (cargo feature 'plugin'); make test builds it",
+)
 
 # ---- values as msgpack_numpy.packb writes them -----------------------------------------------------
 
