@@ -38,6 +38,7 @@ pub mod options;
 #[cfg(feature = "polars")]
 pub mod polars;
 pub(crate) mod schema;
+pub mod sniff;
 pub mod tensor;
 
 #[doc(hidden)] // for the Python extension's blob decoder

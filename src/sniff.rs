@@ -1,0 +1,254 @@
+//! What the first bytes of an input are: MessagePack, a compressed stream, another file format,
+//! or text. One detection for every entry point (the CLI, the Rust readers, Python), so that a
+//! `.parquet`, a gzip stream named `.msgpack` or a `notes.txt` is never decoded as msgpack.
+//!
+//! Why text needs a rule: every ASCII byte is a positive fixint, so any text file is a valid msgpack
+//! stream of small integers. A msgpack map, array, str or bin starts with a byte >= 0x80, so only a
+//! `values` stream of small integers can look like text; [`sniff`] calls an input text only when it
+//! also has the shape of text (see [`looks_like_text`]).
+
+/// How many leading bytes [`sniff`] looks at (at most).
+pub const SNIFF_LEN: usize = 4096;
+
+/// Inputs shorter than this are never called text.
+pub const MIN_TEXT: usize = 8;
+
+/// A compression recognised by its magic bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// gzip (`1f 8b`)
+    Gzip,
+    /// Zstandard frame (`28 b5 2f fd`)
+    Zstd,
+    /// LZ4 frame (`04 22 4d 18`)
+    Lz4,
+    /// zlib stream (RFC 1950: `78 01`, `78 5e`, `78 9c`, `78 da`)
+    Zlib,
+}
+
+/// Another file format, recognised by its magic bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtherFormat {
+    /// Apache Parquet (`PAR1`)
+    Parquet,
+    /// Arrow IPC file / Feather v2 (`ARROW1`)
+    ArrowFile,
+    /// Feather v1 (`FEA1`)
+    FeatherV1,
+    /// a zip archive, e.g. NumPy's `.npz` (`PK\x03\x04`)
+    Zip,
+    /// NumPy `.npy` (`\x93NUMPY`)
+    Npy,
+}
+
+impl OtherFormat {
+    /// The format's usual name.
+    pub fn name(self) -> &'static str {
+        match self {
+            OtherFormat::Parquet => "a Parquet file",
+            OtherFormat::ArrowFile => "an Arrow IPC (Feather) file",
+            OtherFormat::FeatherV1 => "a Feather v1 file",
+            OtherFormat::Zip => "a zip archive (NumPy .npz?)",
+            OtherFormat::Npy => "a NumPy .npy file",
+        }
+    }
+}
+
+/// What the start of an input is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sniffed {
+    /// MessagePack (or too short to tell otherwise)
+    Msgpack,
+    /// compressed: decompress, then sniff again
+    Compressed(Compression),
+    /// another format: read it as that format, or refuse naming it
+    Other(OtherFormat),
+    /// text: a hint of its kind (`"JSON"`, `"CSV"`, or `""`)
+    Text(&'static str),
+}
+
+/// Classify an input by its first bytes (pass at least [`SNIFF_LEN`] bytes when there are that
+/// many; fewer are fine for short inputs).
+pub fn sniff(head: &[u8]) -> Sniffed {
+    let starts = |m: &[u8]| head.starts_with(m);
+    if starts(&[0x1f, 0x8b]) {
+        return Sniffed::Compressed(Compression::Gzip);
+    }
+    if starts(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        return Sniffed::Compressed(Compression::Zstd);
+    }
+    if starts(&[0x04, 0x22, 0x4d, 0x18]) {
+        return Sniffed::Compressed(Compression::Lz4);
+    }
+    if is_zlib(head) {
+        return Sniffed::Compressed(Compression::Zlib);
+    }
+    if starts(b"PAR1") {
+        return Sniffed::Other(OtherFormat::Parquet);
+    }
+    if starts(b"ARROW1") {
+        return Sniffed::Other(OtherFormat::ArrowFile);
+    }
+    if starts(b"FEA1") {
+        return Sniffed::Other(OtherFormat::FeatherV1);
+    }
+    if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") {
+        return Sniffed::Other(OtherFormat::Zip);
+    }
+    if starts(b"\x93NUMPY") {
+        return Sniffed::Other(OtherFormat::Npy);
+    }
+    match looks_like_text(head) {
+        Some(kind) => Sniffed::Text(kind),
+        None => Sniffed::Msgpack,
+    }
+}
+
+/// A zlib header (`78 01/5e/9c/da`, the four levels zlib writes) followed by a deflate block
+/// header that is not reserved. `0x78` is also the msgpack int 120, so a stream of small ints
+/// could start the same way: the block check halves what remains of that chance, and a false
+/// match fails to inflate at once (an error, never wrong rows).
+fn is_zlib(head: &[u8]) -> bool {
+    match head {
+        [0x78, flg, block, ..] if matches!(flg, 0x01 | 0x5e | 0x9c | 0xda) => {
+            // BTYPE (bits 1-2 of the first deflate byte) 0b11 is reserved
+            (block >> 1) & 0b11 != 0b11
+        }
+        _ => false,
+    }
+}
+
+/// `Some(hint)` when `head` reads as text: valid UTF-8 (a character cut at the end of the window
+/// is fine), no control characters but tab, line feed, carriage return and form feed, and the shape
+/// of text: at least [`MIN_TEXT`] bytes, a word (two ASCII letters in a row), and a line break or
+/// a start like JSON (`{`, `[`, `"`). The hint is `"JSON"` for a JSON-like
+/// start, `"CSV"` when the first line has a comma, tab or semicolon, else `""`.
+///
+/// Never true for msgpack that starts with a map, array, str, bin, nil, bool, float or a negative
+/// int (their first byte is not printable ASCII): only a `values` stream of small positive ints can
+/// match, and such a stream is read with an explicit `values` layout.
+pub fn looks_like_text(head: &[u8]) -> Option<&'static str> {
+    let window = &head[..head.len().min(SNIFF_LEN)];
+    let first = *window.first()?;
+    if !(first.is_ascii_graphic() || first.is_ascii_whitespace()) {
+        return None;
+    }
+    let text = match std::str::from_utf8(window) {
+        Ok(t) => t,
+        // a multi-byte character cut by the window's end (at most 3 bytes short)
+        Err(e) if e.error_len().is_none() && window.len() - e.valid_up_to() < 4 => {
+            std::str::from_utf8(&window[..e.valid_up_to()]).ok()?
+        }
+        Err(_) => return None,
+    };
+    if text
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\x0c'))
+    {
+        return None;
+    }
+    // the shape of text: a few bytes, a word (two letters in a row), and a line break or a
+    // JSON-like start; a list of small ints rarely has all three
+    let has_word = text
+        .as_bytes()
+        .windows(2)
+        .any(|w| w[0].is_ascii_alphabetic() && w[1].is_ascii_alphabetic());
+    let trimmed = text.trim_start();
+    let json = trimmed.starts_with(['{', '[', '"']);
+    if text.len() < MIN_TEXT || !has_word || (!json && !text.contains('\n')) {
+        return None;
+    }
+    if json {
+        return Some("JSON");
+    }
+    let first_line = trimmed.lines().next().unwrap_or("");
+    Some(if first_line.contains([',', '\t', ';']) {
+        "CSV"
+    } else {
+        ""
+    })
+}
+
+/// The one-line message for an input that is not MessagePack, naming it (`what`: a path, or
+/// `"input"`), or `None` when it is MessagePack or compressed.
+pub fn not_msgpack_message(what: &str, s: Sniffed) -> Option<String> {
+    match s {
+        Sniffed::Msgpack | Sniffed::Compressed(_) => None,
+        Sniffed::Other(f) => Some(format!("{what} is {}, not MessagePack", f.name())),
+        Sniffed::Text(kind) => {
+            let hint = if kind.is_empty() {
+                String::new()
+            } else {
+                format!(" ({kind}?)")
+            };
+            Some(format!(
+                "{what} looks like text{hint}, not MessagePack (to read it as a stream of small \
+                 integers anyway, use the values layout)"
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compressed_and_other_formats_by_magic() {
+        assert_eq!(sniff(&[0x1f, 0x8b, 8, 0]), Sniffed::Compressed(Compression::Gzip));
+        assert_eq!(sniff(&[0x28, 0xb5, 0x2f, 0xfd, 0]), Sniffed::Compressed(Compression::Zstd));
+        assert_eq!(sniff(&[0x04, 0x22, 0x4d, 0x18]), Sniffed::Compressed(Compression::Lz4));
+        assert_eq!(sniff(&[0x78, 0x9c, 0x4b, 0x4c]), Sniffed::Compressed(Compression::Zlib));
+        assert_eq!(sniff(b"PAR1\x15\x04"), Sniffed::Other(OtherFormat::Parquet));
+        assert_eq!(sniff(b"ARROW1\0\0"), Sniffed::Other(OtherFormat::ArrowFile));
+        assert_eq!(sniff(b"PK\x03\x04\x14\0"), Sniffed::Other(OtherFormat::Zip));
+        assert_eq!(sniff(b"\x93NUMPY\x01\x00"), Sniffed::Other(OtherFormat::Npy));
+    }
+
+    #[test]
+    fn msgpack_starts_are_never_text() {
+        // a map, an array, a str, nil, a float, a negative int, a bare ndarray map
+        for head in [
+            &b"\x81\xa2id\x01"[..],
+            b"\x92\x01\x02",
+            b"\xa5hello\n",
+            b"\xc0",
+            b"\xcb\x3f\xf0\0\0\0\0\0\0",
+            b"\xff\n",
+            b"",
+        ] {
+            assert_eq!(sniff(head), Sniffed::Msgpack, "{head:?}");
+        }
+        // small ints without the shape of text (no line break, no JSON start)
+        assert_eq!(sniff(&[1, 2, 3]), Sniffed::Msgpack);
+        assert_eq!(sniff(b"AB"), Sniffed::Msgpack);
+        assert_eq!(sniff(b"*\n"), Sniffed::Msgpack); // [42, 10]
+        assert_eq!(sniff(b"[1, 2, 3]\n"), Sniffed::Msgpack); // no word: ints 91, 49, 44, ...
+        assert_eq!(sniff(b"\"#$%&'()*+"), Sniffed::Msgpack); // ints 34..43
+    }
+
+    #[test]
+    fn text_kinds() {
+        assert_eq!(sniff(b"{\"id\": 1}\n"), Sniffed::Text("JSON"));
+        assert_eq!(sniff(b"  [\"ab\", 2]"), Sniffed::Text("JSON"));
+        assert_eq!(sniff(b"id,label\n1,a\n"), Sniffed::Text("CSV"));
+        assert_eq!(sniff(b"# Notes\n\nsome words\n"), Sniffed::Text(""));
+        assert_eq!(sniff("h\u{e9}llo w\u{f6}rld\n".as_bytes()), Sniffed::Text(""));
+        // a multi-byte character cut by the window still counts as text
+        let mut long = "ab\n".repeat(SNIFF_LEN / 3).into_bytes();
+        long.truncate(SNIFF_LEN - 3);
+        long.extend("\u{e9}\u{e9}".as_bytes());
+        assert_eq!(sniff(&long), Sniffed::Text(""));
+        // a control byte makes it binary
+        assert_eq!(sniff(b"ab\x01cd\n"), Sniffed::Msgpack);
+    }
+
+    #[test]
+    fn messages() {
+        let m = not_msgpack_message("notes.txt", Sniffed::Text("JSON")).unwrap();
+        assert!(m.starts_with("notes.txt looks like text (JSON?), not MessagePack"), "{m}");
+        let m = not_msgpack_message("x.msgpack", Sniffed::Other(OtherFormat::Parquet)).unwrap();
+        assert_eq!(m, "x.msgpack is a Parquet file, not MessagePack");
+        assert!(not_msgpack_message("x", Sniffed::Msgpack).is_none());
+    }
+}
