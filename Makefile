@@ -35,7 +35,7 @@ demo: venv $(CLI) python-package
 	$(PY) examples/python_demo.py $(OUT)/embeddings.msgpack
 
 test-rust: golden
-	MSGPACK_ARROW_GOLDEN=$(GOLDEN) MSGPACK_ARROW_PYTHON=$(abspath $(PY)) cargo test --workspace --exclude msgpack-arrow-python
+	MSGPACK_ARROW_GOLDEN=$(GOLDEN) MSGPACK_ARROW_PYTHON=$(abspath $(PY)) cargo test --workspace --exclude msgpack-arrow-python --features msgpack-arrow/python-tests
 
 # The Python package: maturin builds the extension (release profile, in the exported
 # CARGO_TARGET_DIR, so cargo only recompiles what changed) into an abi3 wheel. `wheel`: the base

@@ -152,7 +152,7 @@ fn bench(c: &mut Criterion) {
         g.bench_function(format!("encode_{layout}"), |b| {
             b.iter(|| {
                 black_box(
-                    msgpack_arrow::encode::write_batches(&table, layout)
+                    msgpack_arrow::write::write_batches(&table, layout)
                         .unwrap()
                         .len(),
                 )

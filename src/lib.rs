@@ -4,9 +4,11 @@
 //! MessagePack maps, record streams and column maps — into Arrow `RecordBatch`es, and writes them
 //! back byte for byte.
 //!
-//! Where things are: [`decode`] (the reader: layouts, batching, streaming), [`dtype`] (numpy dtypes
-//! and their Arrow types), `schema` (inference), [`encode`] (the writer), [`io`] (Parquet, Feather,
-//! NPZ, compressed inputs, atomic outputs), [`tensor`] (ndarray views of tensor columns).
+//! Where things are, lowest layer first (each uses only those before it): [`wire`] (the
+//! msgpack-numpy format, I/O-free), [`types`] (the numpy ↔ Arrow mapping), [`read`] (layouts,
+//! inference, per-type decoders, batching) and [`write`] (per-type encoders), which never import
+//! each other, then [`io`] (files, codecs, Parquet, Feather, NPZ, atomic outputs, datasets).
+//! [`error`] and [`options`] are shared by all; [`tensor`] gives ndarray views of tensor columns.
 //!
 //! ```
 //! # fn main() -> msgpack_arrow::Result<()> {
@@ -28,22 +30,22 @@
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
-pub mod decode;
-pub mod dtype;
-pub mod encode;
 pub mod error;
-pub mod io;
-pub mod msgpack;
 pub mod options;
+
+pub mod io;
+pub mod read;
+pub mod types;
+pub mod wire;
+pub mod write;
+
 #[cfg(feature = "polars")]
 pub mod polars;
-pub(crate) mod schema;
-pub mod sniff;
 pub mod tensor;
 
-#[doc(hidden)] // for the Python extension's blob decoder
-pub use decode::values::advise_huge_pages;
-pub use decode::{infer_schema, Reader, ReaderBuilder};
-pub use encode::{mark_ragged_ndarrays, Writer, WriterBuilder};
 pub use error::{Error, ErrorKind, Result};
 pub use options::{Dialect, Layout, ObjectArrays, TensorMode};
+pub use read::{infer_schema, Reader, ReaderBuilder};
+#[doc(hidden)] // for the Python extension's blob decoder
+pub use types::buffers::advise_huge_pages;
+pub use write::{mark_ragged_ndarrays, Writer, WriterBuilder};

@@ -22,7 +22,7 @@
 //! assert_eq!(df.shape(), (1, 2));
 //! assert_eq!(df.column("emb").unwrap().dtype().to_string(), "array[f32, 2]");
 //! let batches = msgpack_arrow::polars::from_dataframe(&df)?;
-//! assert_eq!(msgpack_arrow::encode::write_batches(&batches, msgpack_arrow::Layout::Records)?, bytes);
+//! assert_eq!(msgpack_arrow::write::write_batches(&batches, msgpack_arrow::Layout::Records)?, bytes);
 //! # Ok(()) }
 //! ```
 
@@ -49,7 +49,7 @@ fn to_error(e: PolarsError) -> Error {
     Error::new(ErrorKind::Unsupported(format!("polars: {e}")))
 }
 
-pub use crate::dtype::polars_compatible_type;
+pub use crate::types::polars_compatible_type;
 
 /// One arrow-rs array as a Polars array (zero-copy), after mapping the types Polars cannot import
 /// ([`polars_compatible_type`]).

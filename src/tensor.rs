@@ -4,8 +4,8 @@ use arrow_array::{Array, ArrowPrimitiveType, FixedSizeListArray, PrimitiveArray}
 use arrow_schema::Field;
 use ndarray::{ArrayViewD, IxDyn};
 
-use crate::dtype::meta;
 use crate::error::{Error, ErrorKind, Result};
+use crate::types::meta;
 
 fn err(msg: String) -> Error {
     Error::new(ErrorKind::Unsupported(msg))

@@ -119,7 +119,7 @@ pub fn decode(data: &[u8]) {
         let from_read = drain(b.build(Trickle::new(data)));
         if let (Some((s1, l1, b1)), Some((s2, l2, b2))) = (&from_slice, &from_read) {
             let rows: usize = b1.iter().map(|b| b.num_rows()).sum();
-            if rows <= msgpack_arrow::decode::DEFAULT_STREAM_INFER_ROWS {
+            if rows <= msgpack_arrow::read::DEFAULT_STREAM_INFER_ROWS {
                 assert_eq!(l1, l2, "layout differs between slice and Read");
                 assert_tables_equal(s1, b1, s2, b2, "slice vs Read");
             }

@@ -17,8 +17,8 @@ use arrow_array::{
 };
 use arrow_buffer::{Buffer, MutableBuffer};
 use arrow_schema::{ArrowError, DataType, Field};
-use msgpack_arrow::decode::DEFAULT_MAX_DEPTH;
-use msgpack_arrow::msgpack::Cursor;
+use msgpack_arrow::read::DEFAULT_MAX_DEPTH;
+use msgpack_arrow::wire::cursor::Cursor;
 use msgpack_arrow::{Layout, ReaderBuilder};
 
 /// A failure, with the row (of the input column) and the byte offset inside that row's blob.
@@ -409,7 +409,7 @@ impl Blobs {
             [t, rest @ ..] if rest.iter().all(|r| r == t) => t.clone(),
             _ => return self.coalesced().infer(),
         };
-        Ok(msgpack_arrow::dtype::polars_compatible_type(&t))
+        Ok(msgpack_arrow::types::polars_compatible_type(&t))
     }
 
     fn decode_group(&self, grp: &Group, target: Option<&DataType>) -> Result<ArrayRef, BlobError> {
@@ -462,7 +462,7 @@ impl Blobs {
                     ))
                 })?,
                 None => {
-                    let t = msgpack_arrow::dtype::polars_compatible_type(a.data_type());
+                    let t = msgpack_arrow::types::polars_compatible_type(a.data_type());
                     if &t == a.data_type() {
                         a
                     } else {
@@ -623,7 +623,7 @@ fn list_value_type(a: &ArrayRef) -> DataType {
 /// Encode each row of a column as one blob (null rows stay null).
 pub fn encode(name: &str, a: &ArrayRef) -> Result<ArrayRef, msgpack_arrow::Error> {
     let field = Field::new(name, a.data_type().clone(), true);
-    Ok(Arc::new(msgpack_arrow::encode::encode_values_per_row(
+    Ok(Arc::new(msgpack_arrow::write::encode_values_per_row(
         &field, a,
     )?))
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
-use msgpack_arrow::dtype::polars_compatible_type;
+use msgpack_arrow::types::polars_compatible_type;
 use msgpack_arrow::{Dialect, Layout, ObjectArrays, Reader, ReaderBuilder, TensorMode};
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};

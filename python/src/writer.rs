@@ -157,8 +157,7 @@ pub fn write_iter<'py>(
             );
             let w = builder.build(out, schema).map_err(|e| err(e.into()))?;
             let out = pump(py, &mut stream, w).map_err(reraise)?;
-            out.into_inner()
-                .map_err(|e| PyErr::from(e.into_error()))?;
+            out.into_inner().map_err(|e| PyErr::from(e.into_error()))?;
         }
         _ => {
             return Err(PyValueError::new_err(

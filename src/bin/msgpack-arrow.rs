@@ -13,12 +13,12 @@ use arrow_schema::{Field, Schema, SchemaRef};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use msgpack_arrow::dtype::meta;
 use msgpack_arrow::io::compress::Codec;
 use msgpack_arrow::io::npz::NpzWriter;
 use msgpack_arrow::io::{
     expand_inputs, open_table, AtomicFile, Compression, Format, ReadOptions, Table,
 };
+use msgpack_arrow::types::meta;
 use msgpack_arrow::{Dialect, Layout, ObjectArrays, TensorMode, Writer, WriterBuilder};
 
 /// A message for the user; printed as `error: <message>`.

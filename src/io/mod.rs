@@ -7,6 +7,7 @@ pub mod compress;
 pub mod ipc;
 pub mod npz;
 pub mod parquet;
+pub mod sniff;
 
 #[cfg(test)]
 mod python_tests;
@@ -21,9 +22,9 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use crate::dtype::meta;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Dialect, Layout, ObjectArrays, TensorMode};
+use crate::types::meta;
 
 pub use atomic::AtomicFile;
 pub use compress::{expand_inputs, open_input, Input};

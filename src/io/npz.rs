@@ -30,11 +30,11 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipArchive, ZipWriter};
 
-use crate::dtype::{fixed_size_list, meta, ByteOrder, NpTimeUnit, NumpyDtype};
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::compress::io_error;
 use crate::io::BatchIter;
 use crate::options::TensorMode;
+use crate::types::{fixed_size_list, meta, ByteOrder, NpTimeUnit, NumpyDtype};
 
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
 const ARRAY_ALIGN: usize = 64;

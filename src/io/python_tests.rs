@@ -122,6 +122,10 @@ fn write_all(batch: &RecordBatch, dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn pyarrow_and_polars_read_our_parquet_and_feather() {
     let dir = tempfile::tempdir().unwrap();
     let (pq, feather, _) = write_all(&sample(), dir.path());
@@ -157,6 +161,10 @@ print("ok")
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn numpy_reads_our_npz_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let (_, _, npz) = write_all(&sample(), dir.path());
@@ -193,6 +201,10 @@ print("ok")
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn we_read_what_numpy_pyarrow_and_polars_write() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -327,6 +339,10 @@ print("ok")
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn npz_tensors_as_fixed_shape_tensor_extension() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

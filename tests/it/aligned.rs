@@ -37,7 +37,7 @@ fn write(b: &RecordBatch, layout: Layout, aligned: bool) -> Vec<u8> {
 
 /// Offsets of every ndarray payload: the `data` entries of maps nested in the records.
 fn payload_offsets(bytes: &[u8]) -> Vec<usize> {
-    use msgpack_arrow::msgpack::{Cursor, Kind};
+    use msgpack_arrow::wire::cursor::{Cursor, Kind};
     fn walk(c: &mut Cursor<'_>, out: &mut Vec<usize>) {
         match c.peek_kind().unwrap() {
             Kind::Map => {

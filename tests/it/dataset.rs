@@ -11,6 +11,10 @@ fn cli() -> Command {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn directory_to_parquet_dataset_is_resumable_and_partitioned() {
     let src = golden_dir().join("good");
     let inputs: Vec<_> = ["rec_embedding_100", "rec_native", "rec_lists"]

@@ -58,6 +58,10 @@ fn crashing_inputs_found_by_fuzzing() {
 /// run CI does. `MSGPACK_ARROW_FUZZ_CORPUS=fuzz/corpus` adds a local corpus (every file under it;
 /// minutes in a debug build for the full minimised one, so not by default).
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn fuzz_seeds_replay_cleanly() {
     let list = std::fs::read_to_string(root().join("fuzz/seeds.txt")).unwrap();
     let golden = crate::common::golden_dir();

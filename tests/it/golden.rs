@@ -71,6 +71,10 @@ fn compare(name: &str, got: &[RecordBatch], want: &[RecordBatch]) -> Result<(), 
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn golden_files_read_as_python_decodes_them() {
     let m = manifest();
     let mut failures = Vec::new();
@@ -101,6 +105,10 @@ fn golden_files_read_as_python_decodes_them() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn small_batches_give_the_same_table() {
     let m = manifest();
     let mut failures = Vec::new();
@@ -116,6 +124,10 @@ fn small_batches_give_the_same_table() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn bad_inputs_give_positioned_errors() {
     let m = manifest();
     let mut failures = Vec::new();
@@ -164,6 +176,10 @@ fn bad_inputs_give_positioned_errors() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn streaming_read_equals_in_memory_read() {
     // a `Read` source decodes batch by batch from a bounded buffer
     let m = manifest();
@@ -191,6 +207,10 @@ fn streaming_read_equals_in_memory_read() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn projection_returns_only_the_asked_columns_in_order() {
     let path = golden_dir().join("good/rec_embedding_100.msgpack");
     let all = ReaderBuilder::new()
@@ -222,6 +242,10 @@ fn projection_returns_only_the_asked_columns_in_order() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn parallel_decode_equals_sequential() {
     let m = manifest();
     let mut n = 0;

@@ -18,6 +18,10 @@ fn read_all(bytes: &[u8], layout: &str) -> msgpack_arrow::Result<usize> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn truncation_at_every_offset_is_an_error_naming_where_the_input_ends() {
     let mut cuts = 0;
     let mut failures = Vec::new();
@@ -61,6 +65,10 @@ fn truncation_at_every_offset_is_an_error_naming_where_the_input_ends() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn every_byte_flipped_never_panics() {
     let mut runs = 0;
     for case in manifest()["good"].as_array().unwrap() {
@@ -126,6 +134,10 @@ fn huge_declared_lengths_allocate_nothing() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn decoded_bytes_cap_stops_the_read() {
     let path = golden_dir().join("good/rec_embedding_100.msgpack");
     let all: usize = ReaderBuilder::new()
@@ -172,6 +184,10 @@ fn pickle_bytes(file: &[u8]) -> Vec<u8> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn object_arrays_are_refused_by_default_and_kept_raw_on_request_never_unpickled() {
     let _ = std::fs::remove_file(PWNED);
     let bin = env!("CARGO_BIN_EXE_msgpack-arrow");
@@ -273,6 +289,10 @@ fn rss_file_kib() -> u64 {
 /// 256-row batches (1 MiB) must never have half of the file resident.
 #[cfg(target_os = "linux")]
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn a_mapped_file_does_not_stay_resident_while_it_is_read() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();

@@ -14,6 +14,10 @@ pub fn python() -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn python_msgpack_numpy_reads_what_we_write() {
     let dir = tempfile::tempdir().unwrap();
     let mut args = Vec::new();

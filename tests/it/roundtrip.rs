@@ -39,6 +39,10 @@ fn write(
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn read_then_write_reproduces_python_bytes() {
     let m = manifest();
     let mut failures = Vec::new();
@@ -79,6 +83,10 @@ fn read_then_write_reproduces_python_bytes() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn write_then_read_returns_the_same_table_in_every_layout() {
     let m = manifest();
     let mut failures = Vec::new();
@@ -144,6 +152,10 @@ fn write_then_read_returns_the_same_table_in_every_layout() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn column_map_chunks_are_kept_only_while_all_their_rows_are() {
     // col_chunks: two column maps of 3 and 2 rows (byte-exact above); a table holding fewer rows
     // than the file had is written as one map, which reads back as those rows

@@ -10,8 +10,8 @@ use arrow_buffer::ArrowNativeType;
 use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields, TimeUnit};
 
-use crate::dtype::{ByteOrder, NpTimeUnit, NumpyDtype};
 use crate::error::{Error, ErrorKind, Result};
+use crate::types::{ByteOrder, NpTimeUnit, NumpyDtype};
 
 /// Below this, huge pages are not worth asking for.
 const HUGE_PAGE_MIN: usize = 8 << 20;

@@ -29,11 +29,12 @@ use std::io::Write;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, SchemaRef};
 
-use crate::dtype::meta;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::Layout;
+use crate::types::meta;
 
-use values::{wire, ColumnEncoder, IntVal, NdProbe, Out};
+use crate::wire::write::{self as wire, IntVal, Out};
+use values::{ColumnEncoder, NdProbe};
 
 /// Encoded bytes are handed to the sink in chunks of about this size: a small buffer that stays
 /// in cache and is reused, instead of one huge fresh allocation per batch (page faults on fresh
@@ -689,7 +690,7 @@ impl Segment {
         let n = self.forms.len();
         self.suf.clear();
         self.suf.resize(n + 1, 0);
-        values::suffix_reach(&self.forms, &mut self.suf);
+        crate::wire::pad::suffix_reach(&self.forms, &mut self.suf);
         let mut pad = 0;
         if let Some(p) = next {
             let start =
@@ -699,7 +700,8 @@ impl Segment {
                     continue;
                 }
                 let data = start + r as u64 + p.min as u64;
-                let need = ((values::ALIGN - data % values::ALIGN) % values::ALIGN) as usize;
+                let need = ((crate::wire::pad::ALIGN - data % crate::wire::pad::ALIGN)
+                    % crate::wire::pad::ALIGN) as usize;
                 if (p.reach >> need) & 1 == 1
                     || (need + 64 < 128 && (p.reach >> (need + 64)) & 1 == 1)
                 {
@@ -710,7 +712,7 @@ impl Segment {
         }
         self.sizes.clear();
         self.sizes.resize(n, 0);
-        values::pick_sizes(&self.forms, &self.suf, pad, &mut self.sizes);
+        crate::wire::pad::pick_sizes(&self.forms, &self.suf, pad, &mut self.sizes);
         let b = &mut out.buf;
         for (i, it) in self.items.iter().enumerate() {
             match *it {
@@ -805,7 +807,7 @@ pub fn write_batches(batches: &[RecordBatch], layout: Layout) -> Result<Vec<u8>>
 /// # use arrow_array::{Array, ArrayRef, Int64Array};
 /// # use arrow_schema::{DataType, Field};
 /// let col: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None, Some(300)]));
-/// let blobs = msgpack_arrow::encode::encode_values_per_row(&Field::new("x", DataType::Int64, true), &col).unwrap();
+/// let blobs = msgpack_arrow::write::encode_values_per_row(&Field::new("x", DataType::Int64, true), &col).unwrap();
 /// assert_eq!(blobs.value(0), b"\x01");
 /// assert!(blobs.is_null(1));
 /// assert_eq!(blobs.value(2), b"\xcd\x01\x2c");

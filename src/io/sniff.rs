@@ -195,14 +195,29 @@ mod tests {
 
     #[test]
     fn compressed_and_other_formats_by_magic() {
-        assert_eq!(sniff(&[0x1f, 0x8b, 8, 0]), Sniffed::Compressed(Compression::Gzip));
-        assert_eq!(sniff(&[0x28, 0xb5, 0x2f, 0xfd, 0]), Sniffed::Compressed(Compression::Zstd));
-        assert_eq!(sniff(&[0x04, 0x22, 0x4d, 0x18]), Sniffed::Compressed(Compression::Lz4));
-        assert_eq!(sniff(&[0x78, 0x9c, 0x4b, 0x4c]), Sniffed::Compressed(Compression::Zlib));
+        assert_eq!(
+            sniff(&[0x1f, 0x8b, 8, 0]),
+            Sniffed::Compressed(Compression::Gzip)
+        );
+        assert_eq!(
+            sniff(&[0x28, 0xb5, 0x2f, 0xfd, 0]),
+            Sniffed::Compressed(Compression::Zstd)
+        );
+        assert_eq!(
+            sniff(&[0x04, 0x22, 0x4d, 0x18]),
+            Sniffed::Compressed(Compression::Lz4)
+        );
+        assert_eq!(
+            sniff(&[0x78, 0x9c, 0x4b, 0x4c]),
+            Sniffed::Compressed(Compression::Zlib)
+        );
         assert_eq!(sniff(b"PAR1\x15\x04"), Sniffed::Other(OtherFormat::Parquet));
         assert_eq!(sniff(b"ARROW1\0\0"), Sniffed::Other(OtherFormat::ArrowFile));
         assert_eq!(sniff(b"PK\x03\x04\x14\0"), Sniffed::Other(OtherFormat::Zip));
-        assert_eq!(sniff(b"\x93NUMPY\x01\x00"), Sniffed::Other(OtherFormat::Npy));
+        assert_eq!(
+            sniff(b"\x93NUMPY\x01\x00"),
+            Sniffed::Other(OtherFormat::Npy)
+        );
     }
 
     #[test]
@@ -233,7 +248,10 @@ mod tests {
         assert_eq!(sniff(b"  [\"ab\", 2]"), Sniffed::Text("JSON"));
         assert_eq!(sniff(b"id,label\n1,a\n"), Sniffed::Text("CSV"));
         assert_eq!(sniff(b"# Notes\n\nsome words\n"), Sniffed::Text(""));
-        assert_eq!(sniff("h\u{e9}llo w\u{f6}rld\n".as_bytes()), Sniffed::Text(""));
+        assert_eq!(
+            sniff("h\u{e9}llo w\u{f6}rld\n".as_bytes()),
+            Sniffed::Text("")
+        );
         // a multi-byte character cut by the window still counts as text
         let mut long = "ab\n".repeat(SNIFF_LEN / 3).into_bytes();
         long.truncate(SNIFF_LEN - 3);
@@ -246,7 +264,10 @@ mod tests {
     #[test]
     fn messages() {
         let m = not_msgpack_message("notes.txt", Sniffed::Text("JSON")).unwrap();
-        assert!(m.starts_with("notes.txt looks like text (JSON?), not MessagePack"), "{m}");
+        assert!(
+            m.starts_with("notes.txt looks like text (JSON?), not MessagePack"),
+            "{m}"
+        );
         let m = not_msgpack_message("x.msgpack", Sniffed::Other(OtherFormat::Parquet)).unwrap();
         assert_eq!(m, "x.msgpack is a Parquet file, not MessagePack");
         assert!(not_msgpack_message("x", Sniffed::Msgpack).is_none());

@@ -4,10 +4,11 @@
 
 use std::borrow::Cow;
 
-use crate::dtype::{ByteOrder, NumpyDtype, StructField};
 use crate::error::{Error, ErrorKind, Result};
-use crate::msgpack::{Cursor, Int, Kind};
 use crate::options::Dialect;
+use crate::wire::cursor::{Cursor, Int, Kind};
+use crate::wire::dtype::{ByteOrder, NumpyDtype, StructField};
+use crate::wire::pyrepr::parse_complex;
 
 /// Most ndarray maps have 5 keys; an upper bound keeps the probe cheap on big user maps.
 pub(crate) const MAX_SPECIAL_KEYS: usize = 16;
@@ -551,63 +552,4 @@ fn parse_descr(c: &mut Cursor<'_>, depth: usize) -> Result<NumpyDtype> {
         }
     }
     Ok(NumpyDtype::Struct(fields))
-}
-
-/// Parse Python's `repr(complex)`: `(1+2j)`, `1j`, `(-0-1j)`, `(nan+infj)`, `(1e+16-2.5e-05j)`.
-pub(crate) fn parse_complex(s: &[u8]) -> Option<(f64, f64)> {
-    let s = std::str::from_utf8(s).ok()?.trim();
-    let s = s
-        .strip_prefix('(')
-        .and_then(|t| t.strip_suffix(')'))
-        .unwrap_or(s);
-    let num = |t: &str| -> Option<f64> {
-        let (sign, body) = match t.as_bytes().first()? {
-            b'-' => (-1.0, &t[1..]),
-            b'+' => (1.0, &t[1..]),
-            _ => (1.0, t),
-        };
-        let v = match body {
-            "inf" | "infinity" => f64::INFINITY,
-            "nan" => f64::NAN,
-            _ => body.parse::<f64>().ok()?,
-        };
-        Some(if v.is_nan() {
-            v.copysign(sign)
-        } else {
-            sign * v
-        })
-    };
-    match s.strip_suffix(['j', 'J']) {
-        None => Some((num(s)?, 0.0)),
-        Some(body) => {
-            // split at the last sign that is not the first char and not after an exponent 'e'
-            let b = body.as_bytes();
-            let split = (1..b.len())
-                .rev()
-                .find(|&i| (b[i] == b'+' || b[i] == b'-') && !matches!(b[i - 1], b'e' | b'E'));
-            match split {
-                Some(i) => Some((num(&body[..i])?, num(&body[i..])?)),
-                None => Some((0.0, num(body)?)),
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn complex_reprs() {
-        // reprs as Python prints them
-        assert_eq!(parse_complex(b"(1+2j)"), Some((1.0, 2.0)));
-        assert_eq!(parse_complex(b"1j"), Some((0.0, 1.0)));
-        assert_eq!(parse_complex(b"-1j"), Some((0.0, -1.0)));
-        assert_eq!(parse_complex(b"(1e+16-2.5e-05j)"), Some((1e16, -2.5e-05)));
-        let (re, im) = parse_complex(b"(-0-0j)").unwrap();
-        assert!(re == 0.0 && re.is_sign_negative() && im.is_sign_negative());
-        let (re, im) = parse_complex(b"(nan+infj)").unwrap();
-        assert!(re.is_nan() && im == f64::INFINITY);
-        assert_eq!(parse_complex(b"(1+2)"), None);
-    }
 }

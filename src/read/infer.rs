@@ -7,11 +7,11 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, Fields, TimeUnit};
 use indexmap::IndexMap;
 
-use crate::decode::ndarray::{key_id, probe, Special, MAX_SPECIAL_KEYS};
-use crate::dtype::{fixed_size_list, list, meta, NumpyDtype};
 use crate::error::{Error, ErrorKind, Result};
-use crate::msgpack::{Cursor, Int, Kind};
 use crate::options::{Dialect, ObjectArrays, TensorMode};
+use crate::types::{fixed_size_list, list, meta, NumpyDtype};
+use crate::wire::cursor::{Cursor, Int, Kind};
+use crate::wire::ndarray::{key_id, probe, Special, MAX_SPECIAL_KEYS};
 
 /// How numpy values were written: `nd: True` maps (incl. 0-d) or `nd: False` scalars.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,7 +129,7 @@ impl Ty {
                     }
                     _ => (d1, d2),
                 };
-                if crate::decode::values::native(&d1) != crate::decode::values::native(&d2) {
+                if crate::types::buffers::native(&d1) != crate::types::buffers::native(&d2) {
                     return Err(conflict(
                         &Nd {
                             dt: d1,
@@ -366,7 +366,7 @@ impl Inferrer {
     pub(crate) fn dtype(
         &mut self,
         raw: &[u8],
-        nd: &crate::decode::ndarray::NdArray<'_>,
+        nd: &crate::wire::ndarray::NdArray<'_>,
         base: u64,
     ) -> Result<NumpyDtype> {
         if let Some((_, d)) = self.dtypes.iter().find(|(r, _)| r == raw) {
@@ -710,7 +710,7 @@ impl Inferrer {
                 .iter()
                 .zip(shape)
                 .all(|(a, b)| b.is_none_or(|b| b == *a))
-            && h.native == crate::decode::values::native(dt)
+            && h.native == crate::types::buffers::native(dt)
             && !widths;
         if fits {
             c.set_pos(c.pos() + h.prefix.len() + h.data_len);
@@ -746,7 +746,7 @@ impl Inferrer {
         self.headers.push(NdHeader {
             prefix: c.buf()[start..nd.data_pos].to_vec(),
             data_len: nd.data.len(),
-            native: crate::decode::values::native(&dt),
+            native: crate::types::buffers::native(&dt),
             shape: nd.shape.clone(),
         });
         Some(self.headers.len() - 1)

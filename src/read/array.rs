@@ -11,12 +11,12 @@ use arrow_array::*;
 use arrow_buffer::{MutableBuffer, NullBuffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, FieldRef, Fields, TimeUnit};
 
-use super::ndarray::{probe, NdArray, Special};
-use super::values::{extend_native, native, to_arrow};
-use crate::dtype::{meta, NumpyDtype};
 use crate::error::{Error, ErrorKind, Result};
-use crate::msgpack::{Cursor, Int, Kind};
 use crate::options::Dialect;
+use crate::types::buffers::{extend_native, native, to_arrow};
+use crate::types::{meta, NumpyDtype};
+use crate::wire::cursor::{Cursor, Int, Kind};
+use crate::wire::ndarray::{probe, NdArray, Special};
 
 /// The error for a key the schema does not have (when that is an error: `Ctx::strict_keys`).
 pub(crate) fn unknown_key(name: &str, ctx: &Ctx) -> ErrorKind {
@@ -534,7 +534,7 @@ impl ArrayDecoder for BytesDecoder {
                         } else {
                             c.read_f64()?
                         };
-                        crate::encode::values::py_float_repr(x, false, &mut s);
+                        crate::wire::pyrepr::py_float_repr(x, false, &mut s);
                         if x.is_finite() && !s.contains(['.', 'e']) {
                             s.push_str(".0");
                         }
@@ -844,7 +844,7 @@ impl StructDecoder {
                 Kind::Str | Kind::Bin => c.read_str_or_bin()?.0,
                 _ => {
                     c.set_pos(kp);
-                    crate::schema::read_key(c)?;
+                    crate::read::infer::read_key(c)?;
                     unreachable!("read_key errors on non-string keys")
                 }
             };
@@ -1317,7 +1317,7 @@ impl ArrayDecoder for TensorDecoder {
             // cap what we trust up front: the rest grows as bytes really arrive
             if self.buf.capacity() == 0 {
                 self.buf = MutableBuffer::new(want.min(1 << 31));
-                super::values::advise_huge_pages(&mut self.buf);
+                crate::types::buffers::advise_huge_pages(&mut self.buf);
             } else {
                 self.buf.reserve(want.min(1 << 31));
             }

@@ -13,8 +13,7 @@
 //! An empty file or a top-level `[]` is an empty table with no columns.
 
 pub(crate) mod array;
-pub(crate) mod ndarray;
-pub(crate) mod values;
+pub(crate) mod infer;
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -26,12 +25,12 @@ use arrow_buffer::{Buffer, MutableBuffer};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
 use self::array::{make_decoder, nest_fixed, unknown_key, ArrayDecoder, Ctx, StructDecoder};
-use self::ndarray::{probe, Special};
-use crate::dtype::{meta, NumpyDtype};
+use self::infer::{InferOptions, Inferrer, NdKind, Ty};
 use crate::error::{Error, ErrorKind, Result};
-use crate::msgpack::{Cursor, Kind};
 use crate::options::{Dialect, Layout, ObjectArrays, TensorMode};
-use crate::schema::{InferOptions, Inferrer, NdKind, Ty};
+use crate::types::{meta, NumpyDtype};
+use crate::wire::cursor::{Cursor, Kind};
+use crate::wire::ndarray::{probe, Special};
 
 /// Default rows per batch.
 pub const DEFAULT_BATCH_SIZE: usize = 65_536;
@@ -699,7 +698,9 @@ fn leaf_dtype(t: &arrow_schema::DataType) -> Option<NumpyDtype> {
         T::Float64 => "<f8",
         _ => return None,
     };
-    NumpyDtype::parse(s).ok().map(|d| values::native(&d))
+    NumpyDtype::parse(s)
+        .ok()
+        .map(|d| crate::types::buffers::native(&d))
 }
 
 /// The most shapes recorded per column (beyond it, such rows write back as `(0, 0, ...)`).
@@ -1359,7 +1360,7 @@ fn decode_columns(
             let n = c.read_map_len().map_err(|e| e.at_record(chunk))?;
             for _ in 0..n {
                 let kp = c.pos();
-                let key = crate::schema::read_key(&mut c)?.to_string();
+                let key = crate::read::infer::read_key(&mut c)?.to_string();
                 let wanted = out.field_with_name(&key).is_ok();
                 let Ok(f) = full.field_with_name(&key) else {
                     if ctx.strict_keys {
@@ -1456,7 +1457,7 @@ fn decode_column_value(
         .map(|s| NumpyDtype::from_metadata(s))
         .transpose()?;
     if let Some(w) = &want {
-        if values::native(w) != values::native(&dt) {
+        if crate::types::buffers::native(w) != crate::types::buffers::native(&dt) {
             return Err(c.error_at(
                 nd.type_pos,
                 ErrorKind::TypeConflict(format!(
@@ -1479,11 +1480,17 @@ fn decode_column_value(
         buf.slice_with_length(nd.data_pos, nd.data.len())
     } else {
         let mut m = MutableBuffer::new(nd.data.len());
-        values::advise_huge_pages(&mut m);
-        values::extend_native(&dt, &nd.data, &mut m);
+        crate::types::buffers::advise_huge_pages(&mut m);
+        crate::types::buffers::extend_native(&dt, &nd.data, &mut m);
         m.into()
     };
-    let values = values::to_arrow(&values::native(&dt), bytes, nd.len, true, None)?;
+    let values = crate::types::buffers::to_arrow(
+        &crate::types::buffers::native(&dt),
+        bytes,
+        nd.len,
+        true,
+        None,
+    )?;
     let t = f.data_type();
     let arr: ArrayRef = if nd.shape.len() == 1 {
         values
@@ -1628,7 +1635,7 @@ impl StreamReader {
             }
             let mut c = Cursor::new(&self.buf, self.base);
             c.set_pos(start);
-            match c.skip(crate::decode::DEFAULT_MAX_DEPTH.max(1024)) {
+            match c.skip(crate::read::DEFAULT_MAX_DEPTH.max(1024)) {
                 Ok(()) => return Ok(Some(c.pos())),
                 Err(e) if matches!(e.kind(), ErrorKind::Truncated { .. }) && !self.eof => {
                     // at least double what the object has buffered: every retry re-reads the

@@ -1,54 +1,9 @@
-//! The type mapping: numpy dtypes (as msgpack-numpy writes them) and their Arrow types (SPEC §3).
-//!
-//! A [`NumpyDtype`] is parsed from the `type` entry of an ndarray map: a dtype string such as `"<f4"`,
-//! `"|b1"`, `"<U5"`, `"<M8[us]"`, or for structured arrays (`kind == b'V'`) a descr list such as
-//! `[["a", "<i4"], ["b", "<f8", [2]]]`. [`NumpyDtype::arrow_type`] gives the Arrow type of one element.
+//! numpy dtypes as msgpack-numpy writes them (SPEC §1): a [`NumpyDtype`] is parsed from the `type`
+//! entry of an ndarray map, a dtype string such as `"<f4"`, `"|b1"`, `"<U5"`, `"<M8[us]"`, or for
+//! structured arrays (`kind == b'V'`) a descr list such as `[["a", "<i4"], ["b", "<f8", [2]]]`.
+//! numpy's own notation only: the Arrow types live in `types::arrow`.
 
-use std::sync::Arc;
-
-use arrow_schema::{DataType, Field, Fields, TimeUnit};
-
-use crate::error::{err, ErrorKind, Result};
-
-/// Field and schema metadata keys. The exact numpy dtype travels in field metadata wherever Arrow
-/// alone would lose it, so writing back restores it.
-pub mod meta {
-    /// Field: the numpy dtype string (`"<f4"`, `">i8"`, `"<U5"`); for structured dtypes the descr as JSON.
-    pub const DTYPE: &str = "msgpack_numpy.dtype";
-    /// Field: how values were encoded: `"ndarray"` (`nd: True`), `"scalar"` (`nd: False`),
-    /// `"complex"` (Python complex), `"object"` (raw pickle bytes, never unpickled), `"int"` (plain
-    /// msgpack integers in a UInt64 column, some above 2^63-1).
-    pub const KIND: &str = "msgpack_numpy.kind";
-    /// Schema: the layout the file was read with (`records`, `columns`, `values`).
-    pub const LAYOUT: &str = "msgpack_arrow.layout";
-    /// Schema: how rows were contained: `stream` (concatenated objects), `array` (one top-level
-    /// array), `ndarray` (one bare ndarray whose axis 0 are the rows).
-    pub const CONTAINER: &str = "msgpack_arrow.container";
-    /// Schema of a `columns` file holding more than one map (chunks): the rows of each, comma
-    /// separated (`"3,2"`), so the writer writes the same maps back.
-    pub const CHUNKS: &str = "msgpack_arrow.chunks";
-    /// Field (a top-level column): `"bin"` when its key was first seen as msgpack bin (Python
-    /// `bytes` keys), so the writer writes it back as bin.
-    pub const KEY: &str = "msgpack_numpy.key";
-    /// Field of a `columns` file: `"list"` when its value was a msgpack list (of ndarrays, say),
-    /// not one ndarray, so the writer writes a list again.
-    pub const COLUMN: &str = "msgpack_arrow.column";
-    /// Field of a ragged tensor column: the per-axis lengths that are the same in every row, as JSON
-    /// (`[null, 3]`), so an empty row's shape `(0, 3)` can be written back.
-    pub const SHAPE: &str = "msgpack_numpy.shape";
-    /// Field of a top-level ragged tensor column: shapes that the nested Lists cannot express (an
-    /// axis of length 0 followed by non-zero ones, e.g. `(0, 5)`), as JSON `{"row": [dims]}` with
-    /// the row counted over the whole file.
-    pub const EMPTY_SHAPES: &str = "msgpack_numpy.empty_shapes";
-    /// Field of a `U<n>`/`S<n>` tensor column whose rows had different widths (numpy gives an
-    /// array of strings the width of its longest one): `"min"` = write each row at the smallest
-    /// width that holds it (at least 1), as `np.array(list_of_str)` does.
-    pub const WIDTHS: &str = "msgpack_numpy.widths";
-    /// Field (on the storage of a tensor extension): the Arrow extension name.
-    pub const EXTENSION_NAME: &str = "ARROW:extension:name";
-    /// Field: the Arrow extension metadata (JSON).
-    pub const EXTENSION_METADATA: &str = "ARROW:extension:metadata";
-}
+use crate::error::{ErrorKind, Result};
 
 /// Byte order of a dtype.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -125,7 +80,7 @@ impl NpTimeUnit {
             _ => return None,
         })
     }
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Year => "Y",
             Self::Month => "M",
@@ -142,21 +97,6 @@ impl NpTimeUnit {
             Self::Finer(_) => "as",
             Self::Generic => "generic",
         }
-    }
-    /// The Arrow unit values are stored in, and the factor from numpy ticks to it.
-    /// `None` where no exact linear conversion exists (months, years, sub-nanosecond).
-    pub fn to_arrow(self) -> Option<(TimeUnit, i64)> {
-        Some(match self {
-            Self::Week => (TimeUnit::Second, 7 * 86_400),
-            Self::Day => (TimeUnit::Second, 86_400),
-            Self::Hour => (TimeUnit::Second, 3_600),
-            Self::Minute => (TimeUnit::Second, 60),
-            Self::Second => (TimeUnit::Second, 1),
-            Self::Milli => (TimeUnit::Millisecond, 1),
-            Self::Micro => (TimeUnit::Microsecond, 1),
-            Self::Nano => (TimeUnit::Nanosecond, 1),
-            _ => return None,
-        })
     }
 }
 
@@ -487,126 +427,6 @@ impl NumpyDtype {
             _ => Err(bad()),
         }
     }
-
-    /// The Arrow type of one element.
-    pub fn arrow_type(&self) -> Result<DataType> {
-        Ok(match self {
-            NumpyDtype::Bool => DataType::Boolean,
-            NumpyDtype::Int { size, signed, .. } => match (size, signed) {
-                (1, true) => DataType::Int8,
-                (2, true) => DataType::Int16,
-                (4, true) => DataType::Int32,
-                (8, true) => DataType::Int64,
-                (1, false) => DataType::UInt8,
-                (2, false) => DataType::UInt16,
-                (4, false) => DataType::UInt32,
-                _ => DataType::UInt64,
-            },
-            NumpyDtype::Float { size, .. } => match size {
-                2 => DataType::Float16,
-                4 => DataType::Float32,
-                _ => DataType::Float64,
-            },
-            NumpyDtype::Complex { size, .. } => {
-                let part = if *size == 8 {
-                    DataType::Float32
-                } else {
-                    DataType::Float64
-                };
-                DataType::FixedSizeList(Arc::new(Field::new("item", part, false)), 2)
-            }
-            NumpyDtype::Unicode { .. } => DataType::Utf8,
-            NumpyDtype::Bytes { .. } => DataType::Binary,
-            NumpyDtype::Void { len } => DataType::FixedSizeBinary(
-                i32::try_from(*len)
-                    .map_err(|_| ErrorKind::UnsupportedDtype(self.to_dtype_str()))?,
-            ),
-            NumpyDtype::Datetime { unit, .. } => match unit {
-                NpTimeUnit::Day | NpTimeUnit::Week => DataType::Date32,
-                u => match u.to_arrow() {
-                    Some((tu, _)) => DataType::Timestamp(tu, None),
-                    None => {
-                        return err(ErrorKind::UnsupportedDtype(format!(
-                            "{} (unit {} has no exact Arrow equivalent)",
-                            self.to_dtype_str(),
-                            u.as_str()
-                        )))
-                    }
-                },
-            },
-            NumpyDtype::Timedelta { unit, .. } => match unit.to_arrow() {
-                Some((tu, _)) => DataType::Duration(tu),
-                None => {
-                    return err(ErrorKind::UnsupportedDtype(format!(
-                        "{} (unit {} has no exact Arrow equivalent)",
-                        self.to_dtype_str(),
-                        unit.as_str()
-                    )))
-                }
-            },
-            NumpyDtype::Struct(fields) => {
-                let mut out = Vec::with_capacity(fields.len());
-                for f in fields.iter().filter(|f| !f.name.is_empty()) {
-                    let mut t = f.dtype.arrow_type()?;
-                    for &d in f.shape.iter().rev() {
-                        t = fixed_size_list(t, d)?;
-                    }
-                    out.push(Field::new(&f.name, t, true));
-                }
-                DataType::Struct(Fields::from(out))
-            }
-            NumpyDtype::Object => return err(ErrorKind::ObjectArray),
-        })
-    }
-}
-
-/// `FixedSizeList(item, n)` with the item field named and nullable as Polars and pyarrow make it.
-pub fn fixed_size_list(item: DataType, n: usize) -> Result<DataType> {
-    let n = i32::try_from(n).map_err(|_| {
-        ErrorKind::Layout(format!(
-            "axis of length {n} is longer than a FixedSizeList can hold"
-        ))
-    })?;
-    Ok(DataType::FixedSizeList(
-        Arc::new(Field::new("item", item, true)),
-        n,
-    ))
-}
-
-/// `List(item)`, item field nullable as Polars and pyarrow make it.
-pub fn list(item: DataType) -> DataType {
-    DataType::List(Arc::new(Field::new("item", item, true)))
-}
-
-/// The type Polars can import (the core maps to it without the `polars` feature, e.g. for the
-/// Python reader, which hands Arrow streams to Polars): `FixedSizeList` of width 0, at any level, becomes `List`; seconds
-/// (Timestamp, Duration) become milliseconds.
-pub fn polars_compatible_type(t: &DataType) -> DataType {
-    let item = |f: &Arc<Field>| {
-        Arc::new(
-            Field::new(
-                f.name(),
-                polars_compatible_type(f.data_type()),
-                f.is_nullable(),
-            )
-            .with_metadata(f.metadata().clone()),
-        )
-    };
-    match t {
-        DataType::FixedSizeList(f, 0) => DataType::List(item(f)),
-        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(item(f), *n),
-        DataType::List(f) => DataType::List(item(f)),
-        DataType::LargeList(f) => DataType::LargeList(item(f)),
-        DataType::Struct(fs) => {
-            DataType::Struct(Fields::from(fs.iter().map(item).collect::<Vec<_>>()))
-        }
-        // Polars has no seconds: it would scale them to milliseconds itself, wrapping on overflow
-        DataType::Timestamp(TimeUnit::Second, tz) => {
-            DataType::Timestamp(TimeUnit::Millisecond, tz.clone())
-        }
-        DataType::Duration(TimeUnit::Second) => DataType::Duration(TimeUnit::Millisecond),
-        other => other.clone(),
-    }
 }
 
 #[cfg(test)]
@@ -634,15 +454,5 @@ mod tests {
         ] {
             assert!(NumpyDtype::parse(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn arrow_types() {
-        let t = |s| NumpyDtype::parse(s).unwrap().arrow_type().unwrap();
-        assert_eq!(t(">f2"), DataType::Float16);
-        assert_eq!(t("<M8[D]"), DataType::Date32);
-        assert_eq!(t("<m8[D]"), DataType::Duration(TimeUnit::Second));
-        assert!(NumpyDtype::parse("<M8[Y]").unwrap().arrow_type().is_err());
-        assert!(NumpyDtype::parse("|O").unwrap().arrow_type().is_err());
     }
 }

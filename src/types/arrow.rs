@@ -1,0 +1,163 @@
+//! The Arrow type of each numpy dtype (SPEC §3), and the nested list types tensors use.
+
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Fields, TimeUnit};
+
+use crate::error::{err, ErrorKind, Result};
+use crate::wire::dtype::{NpTimeUnit, NumpyDtype};
+
+impl NpTimeUnit {
+    /// The Arrow unit values are stored in, and the factor from numpy ticks to it.
+    /// `None` where no exact linear conversion exists (months, years, sub-nanosecond).
+    pub fn to_arrow(self) -> Option<(TimeUnit, i64)> {
+        Some(match self {
+            Self::Week => (TimeUnit::Second, 7 * 86_400),
+            Self::Day => (TimeUnit::Second, 86_400),
+            Self::Hour => (TimeUnit::Second, 3_600),
+            Self::Minute => (TimeUnit::Second, 60),
+            Self::Second => (TimeUnit::Second, 1),
+            Self::Milli => (TimeUnit::Millisecond, 1),
+            Self::Micro => (TimeUnit::Microsecond, 1),
+            Self::Nano => (TimeUnit::Nanosecond, 1),
+            _ => return None,
+        })
+    }
+}
+
+impl NumpyDtype {
+    /// The Arrow type of one element.
+    pub fn arrow_type(&self) -> Result<DataType> {
+        Ok(match self {
+            NumpyDtype::Bool => DataType::Boolean,
+            NumpyDtype::Int { size, signed, .. } => match (size, signed) {
+                (1, true) => DataType::Int8,
+                (2, true) => DataType::Int16,
+                (4, true) => DataType::Int32,
+                (8, true) => DataType::Int64,
+                (1, false) => DataType::UInt8,
+                (2, false) => DataType::UInt16,
+                (4, false) => DataType::UInt32,
+                _ => DataType::UInt64,
+            },
+            NumpyDtype::Float { size, .. } => match size {
+                2 => DataType::Float16,
+                4 => DataType::Float32,
+                _ => DataType::Float64,
+            },
+            NumpyDtype::Complex { size, .. } => {
+                let part = if *size == 8 {
+                    DataType::Float32
+                } else {
+                    DataType::Float64
+                };
+                DataType::FixedSizeList(Arc::new(Field::new("item", part, false)), 2)
+            }
+            NumpyDtype::Unicode { .. } => DataType::Utf8,
+            NumpyDtype::Bytes { .. } => DataType::Binary,
+            NumpyDtype::Void { len } => DataType::FixedSizeBinary(
+                i32::try_from(*len)
+                    .map_err(|_| ErrorKind::UnsupportedDtype(self.to_dtype_str()))?,
+            ),
+            NumpyDtype::Datetime { unit, .. } => match unit {
+                NpTimeUnit::Day | NpTimeUnit::Week => DataType::Date32,
+                u => match u.to_arrow() {
+                    Some((tu, _)) => DataType::Timestamp(tu, None),
+                    None => {
+                        return err(ErrorKind::UnsupportedDtype(format!(
+                            "{} (unit {} has no exact Arrow equivalent)",
+                            self.to_dtype_str(),
+                            u.as_str()
+                        )))
+                    }
+                },
+            },
+            NumpyDtype::Timedelta { unit, .. } => match unit.to_arrow() {
+                Some((tu, _)) => DataType::Duration(tu),
+                None => {
+                    return err(ErrorKind::UnsupportedDtype(format!(
+                        "{} (unit {} has no exact Arrow equivalent)",
+                        self.to_dtype_str(),
+                        unit.as_str()
+                    )))
+                }
+            },
+            NumpyDtype::Struct(fields) => {
+                let mut out = Vec::with_capacity(fields.len());
+                for f in fields.iter().filter(|f| !f.name.is_empty()) {
+                    let mut t = f.dtype.arrow_type()?;
+                    for &d in f.shape.iter().rev() {
+                        t = fixed_size_list(t, d)?;
+                    }
+                    out.push(Field::new(&f.name, t, true));
+                }
+                DataType::Struct(Fields::from(out))
+            }
+            NumpyDtype::Object => return err(ErrorKind::ObjectArray),
+        })
+    }
+}
+
+/// `FixedSizeList(item, n)` with the item field named and nullable as Polars and pyarrow make it.
+pub fn fixed_size_list(item: DataType, n: usize) -> Result<DataType> {
+    let n = i32::try_from(n).map_err(|_| {
+        ErrorKind::Layout(format!(
+            "axis of length {n} is longer than a FixedSizeList can hold"
+        ))
+    })?;
+    Ok(DataType::FixedSizeList(
+        Arc::new(Field::new("item", item, true)),
+        n,
+    ))
+}
+
+/// `List(item)`, item field nullable as Polars and pyarrow make it.
+pub fn list(item: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new("item", item, true)))
+}
+
+/// The type Polars can import (the core maps to it without the `polars` feature, e.g. for the
+/// Python reader, which hands Arrow streams to Polars): `FixedSizeList` of width 0, at any level, becomes `List`; seconds
+/// (Timestamp, Duration) become milliseconds.
+pub fn polars_compatible_type(t: &DataType) -> DataType {
+    let item = |f: &Arc<Field>| {
+        Arc::new(
+            Field::new(
+                f.name(),
+                polars_compatible_type(f.data_type()),
+                f.is_nullable(),
+            )
+            .with_metadata(f.metadata().clone()),
+        )
+    };
+    match t {
+        DataType::FixedSizeList(f, 0) => DataType::List(item(f)),
+        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(item(f), *n),
+        DataType::List(f) => DataType::List(item(f)),
+        DataType::LargeList(f) => DataType::LargeList(item(f)),
+        DataType::Struct(fs) => {
+            DataType::Struct(Fields::from(fs.iter().map(item).collect::<Vec<_>>()))
+        }
+        // Polars has no seconds: it would scale them to milliseconds itself, wrapping on overflow
+        DataType::Timestamp(TimeUnit::Second, tz) => {
+            DataType::Timestamp(TimeUnit::Millisecond, tz.clone())
+        }
+        DataType::Duration(TimeUnit::Second) => DataType::Duration(TimeUnit::Millisecond),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrow_types() {
+        let t = |s| NumpyDtype::parse(s).unwrap().arrow_type().unwrap();
+        assert_eq!(t(">f2"), DataType::Float16);
+        assert_eq!(t("<M8[D]"), DataType::Date32);
+        assert_eq!(t("<m8[D]"), DataType::Duration(TimeUnit::Second));
+        assert!(NumpyDtype::parse("<M8[Y]").unwrap().arrow_type().is_err());
+        assert!(NumpyDtype::parse("|O").unwrap().arrow_type().is_err());
+    }
+}

@@ -1,0 +1,38 @@
+//! Field and schema metadata keys. The exact numpy dtype travels in field metadata wherever Arrow
+//! alone would lose it, so writing back restores it.
+
+/// Field: the numpy dtype string (`"<f4"`, `">i8"`, `"<U5"`); for structured dtypes the descr as JSON.
+pub const DTYPE: &str = "msgpack_numpy.dtype";
+/// Field: how values were encoded: `"ndarray"` (`nd: True`), `"scalar"` (`nd: False`),
+/// `"complex"` (Python complex), `"object"` (raw pickle bytes, never unpickled), `"int"` (plain
+/// msgpack integers in a UInt64 column, some above 2^63-1).
+pub const KIND: &str = "msgpack_numpy.kind";
+/// Schema: the layout the file was read with (`records`, `columns`, `values`).
+pub const LAYOUT: &str = "msgpack_arrow.layout";
+/// Schema: how rows were contained: `stream` (concatenated objects), `array` (one top-level
+/// array), `ndarray` (one bare ndarray whose axis 0 are the rows).
+pub const CONTAINER: &str = "msgpack_arrow.container";
+/// Schema of a `columns` file holding more than one map (chunks): the rows of each, comma
+/// separated (`"3,2"`), so the writer writes the same maps back.
+pub const CHUNKS: &str = "msgpack_arrow.chunks";
+/// Field (a top-level column): `"bin"` when its key was first seen as msgpack bin (Python
+/// `bytes` keys), so the writer writes it back as bin.
+pub const KEY: &str = "msgpack_numpy.key";
+/// Field of a `columns` file: `"list"` when its value was a msgpack list (of ndarrays, say),
+/// not one ndarray, so the writer writes a list again.
+pub const COLUMN: &str = "msgpack_arrow.column";
+/// Field of a ragged tensor column: the per-axis lengths that are the same in every row, as JSON
+/// (`[null, 3]`), so an empty row's shape `(0, 3)` can be written back.
+pub const SHAPE: &str = "msgpack_numpy.shape";
+/// Field of a top-level ragged tensor column: shapes that the nested Lists cannot express (an
+/// axis of length 0 followed by non-zero ones, e.g. `(0, 5)`), as JSON `{"row": [dims]}` with
+/// the row counted over the whole file.
+pub const EMPTY_SHAPES: &str = "msgpack_numpy.empty_shapes";
+/// Field of a `U<n>`/`S<n>` tensor column whose rows had different widths (numpy gives an
+/// array of strings the width of its longest one): `"min"` = write each row at the smallest
+/// width that holds it (at least 1), as `np.array(list_of_str)` does.
+pub const WIDTHS: &str = "msgpack_numpy.widths";
+/// Field (on the storage of a tensor extension): the Arrow extension name.
+pub const EXTENSION_NAME: &str = "ARROW:extension:name";
+/// Field: the Arrow extension metadata (JSON).
+pub const EXTENSION_METADATA: &str = "ARROW:extension:metadata";

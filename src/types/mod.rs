@@ -1,0 +1,10 @@
+//! The one numpy ↔ Arrow mapping (SPEC §3): the Arrow type of each dtype ([`arrow`]), numpy
+//! element bytes → Arrow buffers ([`buffers`], shared by the msgpack reader and NPZ), and the
+//! field/schema metadata that carries what Arrow alone would lose ([`meta`]).
+
+pub mod arrow;
+pub(crate) mod buffers;
+pub mod meta;
+
+pub use crate::wire::dtype::{ByteOrder, NpTimeUnit, NumpyDtype, StructField};
+pub use arrow::{fixed_size_list, list, polars_compatible_type};
