@@ -16,13 +16,18 @@
 //! # Ok(()) }
 //! ```
 //!
-//! How each Arrow column is written is decided once per batch and column (`values::make_encoder`):
+//! How each Arrow column is written is decided once per batch and column (`encoder::make_encoder`):
 //! the field metadata written by the reader (`msgpack_numpy.dtype`,
 //! `msgpack_numpy.kind`) restores the exact numpy form; without it the Arrow type decides (SPEC §3).
 //! The schema metadata `msgpack_arrow.layout` / `msgpack_arrow.container` restore how rows were
 //! contained (a stream of objects, one top-level array, one bare ndarray).
 
-pub(crate) mod values;
+mod access;
+mod columns;
+mod elements;
+mod encoder;
+mod ndarray;
+mod tensor;
 
 use std::io::Write;
 
@@ -34,7 +39,14 @@ use crate::options::Layout;
 use crate::types::meta;
 
 use crate::wire::write::{self as wire, IntVal, Out};
-use values::{ColumnEncoder, NdProbe};
+use columns::{column_encoder, rows_are_ndarrays, ColumnNd};
+use encoder::{make_encoder, make_top_encoder, ColumnEncoder};
+use ndarray::NdProbe;
+
+/// A value this writer has no msgpack-numpy form for.
+pub(crate) fn unsupported(msg: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Unsupported(msg.into()))
+}
 
 /// Encoded bytes are handed to the sink in chunks of about this size: a small buffer that stays
 /// in cache and is reused, instead of one huge fresh allocation per batch (page faults on fresh
@@ -287,7 +299,7 @@ impl<W: Write> Writer<W> {
                     // no rows: the shape's other axes come from the type, e.g. (0, 3)
                     arrays.push(arrow_array::new_empty_array(field.data_type()));
                 }
-                match values::ColumnNd::try_new(&field, &arrays, true)
+                match ColumnNd::try_new(&field, &arrays, true)
                     .map_err(|e| e.prepend_path(field.name()))?
                 {
                     Some(mut nd) => {
@@ -353,8 +365,8 @@ impl<W: Write> Writer<W> {
         if total == 1 {
             let b = pending.iter().find(|b| b.num_rows() == 1).expect("one row");
             let field = self.schema.field(0).clone();
-            let mut enc = values::make_encoder(&field, b.column(0))
-                .map_err(|e| e.prepend_path(field.name()))?;
+            let mut enc =
+                make_encoder(&field, b.column(0)).map_err(|e| e.prepend_path(field.name()))?;
             // a bare ndarray's rows are its axis 0 (a 0-d one, of a plain type, is one row)
             let is_nd = enc
                 .nd_probe(0)
@@ -370,7 +382,7 @@ impl<W: Write> Writer<W> {
             let is_array = matches!(tmp.buf.first(), Some(0x90..=0x9f | 0xdc | 0xdd));
             if is_nd || is_array {
                 self.out.buf.push(0x91);
-                let mut enc = values::make_encoder(&field, b.column(0))?;
+                let mut enc = make_encoder(&field, b.column(0))?;
                 return enc
                     .encode(0, &mut self.out)
                     .map_err(|e| e.at_record(0).prepend_path(field.name()));
@@ -389,9 +401,7 @@ impl<W: Write> Writer<W> {
             .fields()
             .iter()
             .zip(batch.columns())
-            .map(|(f, c)| {
-                values::make_top_encoder(f, c, row0).map_err(|e| e.prepend_path(f.name()))
-            })
+            .map(|(f, c)| make_top_encoder(f, c, row0).map_err(|e| e.prepend_path(f.name())))
             .collect()
     }
 
@@ -457,7 +467,7 @@ impl<W: Write> Writer<W> {
     /// One value per row (the single column).
     fn encode_values(&mut self, batch: &RecordBatch, row0: u64) -> Result<()> {
         let field = self.schema.field(0).clone();
-        let mut enc = values::make_top_encoder(&field, batch.column(0), row0)
+        let mut enc = make_top_encoder(&field, batch.column(0), row0)
             .map_err(|e| e.prepend_path(field.name()))?;
         self.reserve(enc.size_hint());
         for row in 0..batch.num_rows() {
@@ -511,7 +521,7 @@ impl<W: Write> Writer<W> {
                 batches.iter().map(|b| b.column(c).clone()).collect()
             };
             encs.push(
-                values::column_encoder(f, &arrays, !from_columns_file)
+                column_encoder(f, &arrays, !from_columns_file)
                     .map_err(|e| e.prepend_path(f.name()))?,
             );
         }
@@ -582,9 +592,7 @@ pub fn mark_ragged_ndarrays(schema: &SchemaRef, batches: &[RecordBatch]) -> Sche
             let ragged = matches!(f.data_type(), T::List(_) | T::LargeList(_))
                 && narrow_leaf(f.data_type())
                 && !f.metadata().contains_key(meta::KIND)
-                && batches
-                    .iter()
-                    .all(|b| values::rows_are_ndarrays(b.column(c)));
+                && batches.iter().all(|b| rows_are_ndarrays(b.column(c)));
             if ragged {
                 let mut md = f.metadata().clone();
                 md.insert(meta::KIND.to_string(), "ndarray".to_string());
@@ -817,8 +825,7 @@ pub fn encode_values_per_row(
     array: &ArrayRef,
 ) -> Result<arrow_array::LargeBinaryArray> {
     use arrow_array::Array;
-    let mut enc =
-        values::make_top_encoder(field, array, 0).map_err(|e| e.prepend_path(field.name()))?;
+    let mut enc = make_top_encoder(field, array, 0).map_err(|e| e.prepend_path(field.name()))?;
     let mut out = Out::new(false);
     out.buf.reserve(enc.size_hint());
     let nulls = array.logical_nulls();

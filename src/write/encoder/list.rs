@@ -1,0 +1,105 @@
+//! Arrow lists that are msgpack lists (not tensors).
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef};
+use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field};
+
+use crate::error::Result;
+use crate::wire::write::{self as wire, Out};
+use crate::write::encoder::*;
+use crate::write::unsupported;
+
+pub(crate) enum ListShape {
+    Fixed(usize),
+    O32(OffsetBuffer<i32>),
+    O64(OffsetBuffer<i64>),
+    V32(ScalarBuffer<i32>, ScalarBuffer<i32>),
+    V64(ScalarBuffer<i64>, ScalarBuffer<i64>),
+}
+
+impl ListShape {
+    #[inline]
+    pub(crate) fn range(&self, row: usize) -> (usize, usize) {
+        match self {
+            ListShape::Fixed(n) => (row * n, (row + 1) * n),
+            ListShape::O32(o) => (o[row] as usize, o[row + 1] as usize),
+            ListShape::O64(o) => (o[row] as usize, o[row + 1] as usize),
+            ListShape::V32(o, s) => (o[row] as usize, (o[row] + s[row]) as usize),
+            ListShape::V64(o, s) => (o[row] as usize, (o[row] + s[row]) as usize),
+        }
+    }
+}
+
+/// A msgpack array of the items' encodings.
+pub(crate) struct ListEnc {
+    pub(crate) shape: ListShape,
+    pub(crate) nulls: Option<NullBuffer>,
+    pub(crate) child: Box<dyn ColumnEncoder>,
+    pub(crate) len: usize,
+}
+
+impl ListEnc {
+    pub(crate) fn new(arr: &ArrayRef) -> Result<Self> {
+        let (shape, field, values): (ListShape, &Field, &ArrayRef) = match arr.data_type() {
+            DataType::FixedSizeList(f, n) => (
+                ListShape::Fixed(*n as usize),
+                f,
+                arr.as_fixed_size_list().values(),
+            ),
+            DataType::List(f) => {
+                let l = arr.as_list::<i32>();
+                (ListShape::O32(l.offsets().clone()), f, l.values())
+            }
+            DataType::LargeList(f) => {
+                let l = arr.as_list::<i64>();
+                (ListShape::O64(l.offsets().clone()), f, l.values())
+            }
+            DataType::ListView(f) => {
+                let l = arr.as_list_view::<i32>();
+                (
+                    ListShape::V32(l.offsets().clone(), l.sizes().clone()),
+                    f,
+                    l.values(),
+                )
+            }
+            DataType::LargeListView(f) => {
+                let l = arr.as_list_view::<i64>();
+                (
+                    ListShape::V64(l.offsets().clone(), l.sizes().clone()),
+                    f,
+                    l.values(),
+                )
+            }
+            t => return Err(unsupported(format!("Arrow {t} is not a list"))),
+        };
+        let child = make_encoder(field, values)?;
+        Ok(ListEnc {
+            shape,
+            nulls: arr.logical_nulls(),
+            child,
+            len: arr.len(),
+        })
+    }
+}
+
+impl ColumnEncoder for ListEnc {
+    fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
+        if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) {
+            out.buf.push(0xc0);
+            return Ok(());
+        }
+        let (a, b) = self.shape.range(row);
+        wire::array_hdr(&mut out.buf, b - a);
+        for j in a..b {
+            self.child.encode(j, out)?;
+        }
+        Ok(())
+    }
+    fn may_nd(&self) -> bool {
+        self.child.may_nd()
+    }
+    fn size_hint(&self) -> usize {
+        self.child.size_hint() + self.len * 3
+    }
+}

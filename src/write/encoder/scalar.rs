@@ -1,0 +1,161 @@
+//! Plain msgpack values: nil, bool, str, bin, and numbers (numpy scalars too).
+
+use arrow_array::types::{
+    Float32Type, Float64Type, Int64Type, TimestampNanosecondType, UInt64Type,
+};
+use arrow_array::{Array, ArrayRef, BooleanArray, PrimitiveArray};
+use arrow_buffer::NullBuffer;
+
+use crate::error::Result;
+use crate::types::NumpyDtype;
+use crate::wire::write::{self as wire, Out};
+use crate::write::access::*;
+use crate::write::elements::*;
+use crate::write::encoder::*;
+use crate::write::ndarray::*;
+use crate::write::tensor::*;
+use crate::write::unsupported;
+
+pub(crate) struct NullEnc(pub(crate) usize);
+impl ColumnEncoder for NullEnc {
+    fn encode(&mut self, _: usize, out: &mut Out) -> Result<()> {
+        out.buf.push(0xc0);
+        Ok(())
+    }
+    fn size_hint(&self) -> usize {
+        self.0
+    }
+}
+
+pub(crate) struct BoolEnc(pub(crate) BooleanArray);
+impl ColumnEncoder for BoolEnc {
+    #[inline]
+    fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
+        out.buf.push(if self.0.is_null(row) {
+            0xc0
+        } else if self.0.value(row) {
+            0xc3
+        } else {
+            0xc2
+        });
+        Ok(())
+    }
+    fn size_hint(&self) -> usize {
+        self.0.len()
+    }
+}
+
+macro_rules! prim_enc {
+    ($name:ident, $t:ty, |$b:ident, $v:ident| $body:expr, $w:expr) => {
+        pub(crate) struct $name(pub(crate) PrimitiveArray<$t>);
+        impl ColumnEncoder for $name {
+            #[inline]
+            fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
+                if self.0.is_null(row) {
+                    out.buf.push(0xc0);
+                } else {
+                    let $b = &mut out.buf;
+                    let $v = self.0.value(row);
+                    $body;
+                }
+                Ok(())
+            }
+            fn size_hint(&self) -> usize {
+                self.0.len() * $w
+            }
+        }
+    };
+}
+prim_enc!(IntEnc, Int64Type, |b, v| wire::sint(b, v), 5);
+prim_enc!(UIntEnc, UInt64Type, |b, v| wire::uint(b, v), 5);
+prim_enc!(F64Enc, Float64Type, |b, v| wire::f64(b, v), 9);
+prim_enc!(F32Enc, Float32Type, |b, v| wire::f32(b, v), 5);
+prim_enc!(
+    TsExtEnc,
+    TimestampNanosecondType,
+    |b, v| wire::timestamp_ns(b, v),
+    10
+);
+
+pub(crate) struct StrEnc(pub(crate) Strs);
+impl ColumnEncoder for StrEnc {
+    #[inline]
+    fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
+        if self.0.is_null(row) {
+            out.buf.push(0xc0);
+        } else {
+            wire::str(&mut out.buf, self.0.value(row));
+        }
+        Ok(())
+    }
+    fn size_hint(&self) -> usize {
+        self.0.bytes_hint() + self.0.len() * 3
+    }
+}
+
+pub(crate) struct BinEnc(pub(crate) Bins);
+impl ColumnEncoder for BinEnc {
+    #[inline]
+    fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
+        if self.0.is_null(row) {
+            out.buf.push(0xc0);
+        } else {
+            wire::bin(&mut out.buf, self.0.value(row));
+        }
+        Ok(())
+    }
+    fn size_hint(&self) -> usize {
+        self.0.bytes_hint() + self.0.len() * 3
+    }
+}
+
+/// A numpy scalar: `{b'nd': False, b'type': dtype.str, b'data': <itemsize bytes>}`.
+pub(crate) struct ScalarEnc {
+    pub(crate) prefix: Vec<u8>,
+    pub(crate) elems: Elems,
+    pub(crate) nulls: Option<NullBuffer>,
+    pub(crate) len: usize,
+}
+
+impl ScalarEnc {
+    pub(crate) fn new(arr: &ArrayRef, dtype: Option<&NumpyDtype>) -> Result<Self> {
+        let dt = match dtype.filter(|d| accepts(d, arr.data_type())) {
+            Some(d) => d.clone(),
+            None => native_dtype(std::slice::from_ref(arr), false).ok_or_else(|| {
+                unsupported(format!(
+                    "Arrow {} has no numpy scalar type",
+                    arr.data_type()
+                ))
+            })?,
+        };
+        let elems = Elems::new(arr, &dt)?;
+        let mut p = Vec::with_capacity(32);
+        wire::map_hdr(&mut p, 3);
+        p.extend_from_slice(b"\xc4\x02nd\xc2\xc4\x04type");
+        let ty = TypeEnc::of(&dt);
+        ty.write(&mut p, ty.forms_and_body().0[0]);
+        p.extend_from_slice(b"\xc4\x04data");
+        wire::bin_hdr_sized(&mut p, dt.itemsize(), wire::bin_forms(dt.itemsize())[0]);
+        Ok(ScalarEnc {
+            prefix: p,
+            elems,
+            nulls: arr.logical_nulls(),
+            len: arr.len(),
+        })
+    }
+}
+
+impl ColumnEncoder for ScalarEnc {
+    #[inline]
+    fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
+        if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) {
+            out.buf.push(0xc0);
+            return Ok(());
+        }
+        out.buf.extend_from_slice(&self.prefix);
+        self.elems.write(row, row + 1, &mut out.buf)
+    }
+    fn size_hint(&self) -> usize {
+        self.len * (self.prefix.len() + 8)
+    }
+}

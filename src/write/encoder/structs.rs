@@ -1,0 +1,69 @@
+//! Arrow structs as msgpack maps.
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef};
+use arrow_buffer::NullBuffer;
+
+use crate::error::Result;
+use crate::wire::write::{self as wire, Out};
+use crate::write::encoder::*;
+
+/// A map with str keys in field order.
+pub(crate) struct StructEnc {
+    pub(crate) names: Vec<String>,
+    pub(crate) keys: Vec<u8>,
+    pub(crate) key_ends: Vec<usize>,
+    pub(crate) children: Vec<Box<dyn ColumnEncoder>>,
+    pub(crate) nulls: Option<NullBuffer>,
+    pub(crate) len: usize,
+}
+
+impl StructEnc {
+    pub(crate) fn new(arr: &ArrayRef) -> Result<Self> {
+        let sa = arr.as_struct();
+        let mut names = Vec::new();
+        let mut keys = Vec::new();
+        let mut key_ends = Vec::new();
+        let mut children = Vec::new();
+        for (f, c) in sa.fields().iter().zip(sa.columns()) {
+            children.push(make_encoder(f, c).map_err(|e| e.prepend_path(f.name()))?);
+            wire::str(&mut keys, f.name());
+            key_ends.push(keys.len());
+            names.push(f.name().clone());
+        }
+        Ok(StructEnc {
+            names,
+            keys,
+            key_ends,
+            children,
+            nulls: arr.logical_nulls(),
+            len: arr.len(),
+        })
+    }
+}
+
+impl ColumnEncoder for StructEnc {
+    fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
+        if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) {
+            out.buf.push(0xc0);
+            return Ok(());
+        }
+        wire::map_hdr(&mut out.buf, self.children.len());
+        let mut start = 0;
+        for (i, c) in self.children.iter_mut().enumerate() {
+            out.buf
+                .extend_from_slice(&self.keys[start..self.key_ends[i]]);
+            start = self.key_ends[i];
+            c.encode(row, out)
+                .map_err(|e| e.prepend_path(&self.names[i]))?;
+        }
+        Ok(())
+    }
+    fn may_nd(&self) -> bool {
+        self.children.iter().any(|c| c.may_nd())
+    }
+    fn size_hint(&self) -> usize {
+        self.children.iter().map(|c| c.size_hint()).sum::<usize>()
+            + self.len * (self.keys.len() + 1)
+    }
+}

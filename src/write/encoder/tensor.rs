@@ -1,0 +1,276 @@
+//! ndarray values: tensors (fixed or ragged), complex numbers, raw object-array pickles.
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type};
+use arrow_array::{Array, ArrayRef};
+use arrow_buffer::NullBuffer;
+use arrow_schema::{DataType, Field};
+
+use crate::error::Result;
+use crate::types::{meta, NumpyDtype};
+use crate::wire::pyrepr::py_complex_repr;
+use crate::wire::write::{self as wire, Out};
+use crate::write::access::*;
+use crate::write::encoder::*;
+use crate::write::ndarray::*;
+use crate::write::tensor::*;
+
+/// One ndarray map per row (0-d for a non-list column), or nil for a null row.
+pub(crate) struct TensorEnc {
+    pub(crate) nd: NdType,
+    pub(crate) t: Tensor,
+    /// rows (of this batch) whose shape the lists cannot tell: from `msgpack_numpy.empty_shapes`
+    pub(crate) overrides: std::collections::HashMap<usize, Vec<usize>>,
+    /// Fixed shape: the shape, elements per row, and the whole head (non-aligned mode).
+    pub(crate) fixed: Option<(Vec<usize>, usize, Vec<u8>)>,
+    pub(crate) shape: Vec<usize>,
+    /// `U`/`S` rows written at their own smallest width (`msgpack_numpy.widths` = `min`), with
+    /// the dtype of the last width used
+    pub(crate) min_width: Option<(NumpyDtype, usize, NdType)>,
+}
+
+impl TensorEnc {
+    pub(crate) fn new(
+        arr: &ArrayRef,
+        dtype: Option<&NumpyDtype>,
+        lists: bool,
+        structs: bool,
+        dims: &[Option<usize>],
+    ) -> Result<Self> {
+        let (dt, mut ts) = resolve_tensor(std::slice::from_ref(arr), dtype, lists, structs)?;
+        let mut t = ts.pop().expect("one array").with_dims(dims);
+        // A null in a column that held 0-d datetime ndarrays was a NaT: write it back as one
+        // (the element writer turns nulls into NaT). Without metadata a null stays nil.
+        let temporal = matches!(
+            dt,
+            NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. }
+        );
+        if temporal && t.levels.is_empty() && dtype.is_some() {
+            t.nulls = None;
+        }
+        let nd = NdType::of(&dt);
+        let fixed = match t.fixed_shape() {
+            Some(shape) => {
+                let per_row: usize = shape.iter().product();
+                let mut o = Out::new(false);
+                NdHead {
+                    ty: &nd.ty,
+                    kind: nd.kind,
+                    shape: &shape,
+                    data_len: per_row * nd.itemsize,
+                }
+                .write(&mut o)?;
+                Some((shape, per_row, o.buf))
+            }
+            None => None,
+        };
+        Ok(TensorEnc {
+            nd,
+            t,
+            overrides: Default::default(),
+            fixed,
+            shape: Vec::new(),
+            min_width: None,
+        })
+    }
+
+    /// Write rows at their own smallest width when the reader saw several (`field` metadata).
+    pub(crate) fn with_widths_of(mut self, field: &Field, dt: Option<&NumpyDtype>) -> Self {
+        let min = field
+            .metadata()
+            .get(meta::WIDTHS)
+            .is_some_and(|v| v == "min");
+        if let (true, Some(dt)) = (min, dt) {
+            if dt.text_width().is_some() {
+                self.min_width = Some((dt.clone(), usize::MAX, NdType::of(dt)));
+                self.fixed = None;
+            }
+        }
+        self
+    }
+
+    /// The row's dtype: the column's, or (`min_width`) the same at the row's smallest width.
+    pub(crate) fn row_width(&mut self, a: usize, b: usize) -> Option<usize> {
+        let (dt, last, nd) = self.min_width.as_mut()?;
+        let w = self.t.elems.min_text_width(a, b)?;
+        if w != *last {
+            *nd = NdType::of(&dt.with_text_width(w));
+            *last = w;
+        }
+        Some(w)
+    }
+
+    pub(crate) fn head_range(&mut self, row: usize) -> Result<(usize, usize)> {
+        self.shape.clear();
+        let r = self.t.range(row, row + 1, &mut self.shape)?;
+        if let Some(s) = self.overrides.get(&row) {
+            if r.0 == r.1 {
+                self.shape.clear();
+                self.shape.extend_from_slice(s);
+            }
+        }
+        Ok(r)
+    }
+}
+
+impl ColumnEncoder for TensorEnc {
+    #[inline]
+    fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
+        if self.t.is_null(row) {
+            out.buf.push(0xc0);
+            return Ok(());
+        }
+        if let (Some((_, k, prefix)), false) = (&self.fixed, out.align) {
+            // Hot path: the whole head is constant; one copy of the row's payload.
+            self.t.check_elems(row * k, (row + 1) * k)?;
+            out.buf.extend_from_slice(prefix);
+            return self.t.elems.write(row * k, (row + 1) * k, &mut out.buf);
+        }
+        let (a, b) = self.head_range(row)?;
+        self.t.check_elems(a, b)?;
+        let w = self.row_width(a, b);
+        let nd = match (&self.min_width, w) {
+            (Some((_, _, nd)), Some(_)) => nd,
+            _ => &self.nd,
+        };
+        NdHead {
+            ty: &nd.ty,
+            kind: nd.kind,
+            shape: &self.shape,
+            data_len: (b - a) * nd.itemsize,
+        }
+        .write(out)?;
+        match w {
+            Some(w) => self.t.elems.write_width(a, b, w, &mut out.buf),
+            None => self.t.elems.write(a, b, &mut out.buf),
+        }
+    }
+    fn nd_probe(&mut self, row: usize) -> Result<Option<NdProbe>> {
+        if self.t.is_null(row) {
+            return Ok(None);
+        }
+        let (a, b) = self.head_range(row)?;
+        let w = self.row_width(a, b);
+        let nd = match (&self.min_width, w) {
+            (Some((_, _, nd)), Some(_)) => nd,
+            _ => &self.nd,
+        };
+        let h = NdHead {
+            ty: &nd.ty,
+            kind: nd.kind,
+            shape: &self.shape,
+            data_len: (b - a) * nd.itemsize,
+        };
+        h.probe().map(Some)
+    }
+    fn may_nd(&self) -> bool {
+        true
+    }
+    fn size_hint(&self) -> usize {
+        let mut s = Vec::new();
+        let elems = self
+            .t
+            .range(0, self.t.len, &mut s)
+            .map(|(a, b)| b - a)
+            .unwrap_or(0);
+        let head = self.fixed.as_ref().map_or(48, |f| f.2.len());
+        self.t.len * head + elems * self.nd.itemsize
+    }
+}
+
+/// Python `complex`: `{b'complex': True, b'data': repr(z)}` from FixedSizeList(Float64|32, 2).
+pub(crate) struct ComplexEnc {
+    pub(crate) parts: ArrayRef,
+    pub(crate) nulls: Option<NullBuffer>,
+    pub(crate) len: usize,
+    pub(crate) s: String,
+}
+
+impl ComplexEnc {
+    pub(crate) fn new(arr: &ArrayRef) -> Option<Self> {
+        match arr.data_type() {
+            DataType::FixedSizeList(f, 2)
+                if matches!(f.data_type(), DataType::Float64 | DataType::Float32) =>
+            {
+                Some(ComplexEnc {
+                    parts: arr.as_fixed_size_list().values().clone(),
+                    nulls: arr.logical_nulls(),
+                    len: arr.len(),
+                    s: String::new(),
+                })
+            }
+            _ => None,
+        }
+    }
+    pub(crate) fn part(&self, i: usize) -> f64 {
+        match self.parts.data_type() {
+            DataType::Float64 => self.parts.as_primitive::<Float64Type>().value(i),
+            _ => self.parts.as_primitive::<Float32Type>().value(i) as f64,
+        }
+    }
+}
+
+impl ColumnEncoder for ComplexEnc {
+    fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
+        if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) {
+            out.buf.push(0xc0);
+            return Ok(());
+        }
+        let (re, im) = (self.part(2 * row), self.part(2 * row + 1));
+        py_complex_repr(re, im, &mut self.s);
+        out.buf
+            .extend_from_slice(b"\x82\xc4\x07complex\xc3\xc4\x04data");
+        wire::str(&mut out.buf, &self.s);
+        Ok(())
+    }
+    fn size_hint(&self) -> usize {
+        self.len * 40
+    }
+}
+
+/// Raw pickle bytes of an object array, written back as
+/// `{nd: True, type: [["", "|O"]], kind: b'O', shape: [], data: <pickle>}`. The original shape is
+/// not recoverable from the bytes; Python's decoder ignores it (it returns `pickle.loads(data)`).
+pub(crate) struct ObjectEnc {
+    pub(crate) bins: Bins,
+    pub(crate) ty: TypeEnc,
+}
+
+impl ColumnEncoder for ObjectEnc {
+    fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
+        if self.bins.is_null(row) {
+            out.buf.push(0xc0);
+            return Ok(());
+        }
+        let v = self.bins.value(row);
+        NdHead {
+            ty: &self.ty,
+            kind: b"O",
+            shape: &[],
+            data_len: v.len(),
+        }
+        .write(out)?;
+        out.buf.extend_from_slice(v);
+        Ok(())
+    }
+    fn nd_probe(&mut self, row: usize) -> Result<Option<NdProbe>> {
+        if self.bins.is_null(row) {
+            return Ok(None);
+        }
+        let n = self.bins.value(row).len();
+        NdHead {
+            ty: &self.ty,
+            kind: b"O",
+            shape: &[],
+            data_len: n,
+        }
+        .probe()
+        .map(Some)
+    }
+    fn may_nd(&self) -> bool {
+        true
+    }
+    fn size_hint(&self) -> usize {
+        self.bins.bytes_hint() + self.bins.len() * 48
+    }
+}
