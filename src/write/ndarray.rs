@@ -2,7 +2,6 @@
 //! header in Python's key order, the dtype string or structured descr, and in aligned mode the
 //! header widened so the payload starts on a 64-byte boundary.
 
-
 use crate::error::Result;
 use crate::types::NumpyDtype;
 use crate::wire::pad::{choose_pad, pick_sizes, suffix_reach};

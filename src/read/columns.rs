@@ -1,0 +1,213 @@
+//! The `columns` layout: each map value's axis 0 becomes rows.
+
+use self::array::{make_decoder, nest_fixed, unknown_key, Ctx};
+use super::*;
+use crate::error::{Error, ErrorKind, Result};
+use crate::types::{meta, NumpyDtype};
+use crate::wire::cursor::{Cursor, Kind};
+use crate::wire::ndarray::{probe, Special};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_schema::{Field, Schema, SchemaRef};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Decode `columns` maps (or one bare ndarray) into whole columns, then slice them into batches.
+pub(crate) fn decode_columns(
+    b: &ReaderBuilder,
+    buf: &Buffer,
+    full: &Schema,
+    out: &SchemaRef,
+    container: Container,
+    ctx: &Ctx,
+) -> Result<(Vec<RecordBatch>, Vec<usize>)> {
+    let data = buf.as_slice();
+    let mut c = Cursor::new(data, 0);
+    let mut batches = Vec::new();
+    let mut chunk_rows = Vec::new();
+    let mut chunk = 0u64;
+    while !c.is_empty() {
+        let mut cols: HashMap<String, ArrayRef> = HashMap::new();
+        let mut rows = None;
+        if container == Container::NdArray {
+            let f = &full.fields()[0];
+            let (n, a) = decode_column_value(&mut c, buf, f, ctx)?;
+            rows = Some(n);
+            cols.insert(f.name().clone(), a);
+        } else {
+            let at = c.offset();
+            let n = c.read_map_len().map_err(|e| e.at_record(chunk))?;
+            for _ in 0..n {
+                let kp = c.pos();
+                let key = crate::read::infer::read_key(&mut c)?.to_string();
+                let wanted = out.field_with_name(&key).is_ok();
+                let Ok(f) = full.field_with_name(&key) else {
+                    if ctx.strict_keys {
+                        return Err(c.error_at(kp, unknown_key(&key, ctx)).at_record(chunk));
+                    }
+                    c.skip(b.max_depth)?;
+                    continue;
+                };
+                if !wanted {
+                    // projected out: skipped, its bytes never copied
+                    c.skip(b.max_depth)?;
+                    continue;
+                }
+                let (len, a) = decode_column_value(&mut c, buf, f, ctx)
+                    .map_err(|e| e.prepend_path(&key).at_record(chunk))?;
+                if let Some(r) = rows {
+                    if r != len {
+                        return Err(Error::new(ErrorKind::Layout(format!(
+                            "columns of unequal length in one map: {r} and {len} ({key:?})"
+                        )))
+                        .at_offset(at));
+                    }
+                }
+                rows = Some(len);
+                cols.insert(key, a);
+            }
+            if rows.is_none() {
+                // every column projected out: still count rows from the first value
+                let mut d = Cursor::new(data, 0);
+                d.set_pos(c.pos());
+                rows = Some(0);
+                let _ = d;
+            }
+        }
+        let rows = rows.unwrap_or(0);
+        let mut arrays = Vec::with_capacity(out.fields().len());
+        for f in out.fields() {
+            match cols.remove(f.name()) {
+                Some(a) => arrays.push(a),
+                None => arrays.push(arrow_array::new_null_array(f.data_type(), rows)),
+            }
+        }
+        let whole = batch(out, arrays, rows)?;
+        let mut off = 0;
+        while off < rows {
+            let n = (rows - off).min(b.batch_size);
+            batches.push(whole.slice(off, n));
+            off += n;
+        }
+        chunk_rows.push(rows);
+        chunk += 1;
+        if container == Container::NdArray {
+            break;
+        }
+    }
+    Ok((batches, chunk_rows))
+}
+
+/// One column of a `columns` map: an ndarray (N, *s) taken whole, or a list decoded row by row.
+pub(crate) fn decode_column_value(
+    c: &mut Cursor<'_>,
+    buf: &Buffer,
+    f: &Field,
+    ctx: &Ctx,
+) -> Result<(usize, ArrayRef)> {
+    let at = c.pos();
+    if c.peek_kind()? == Kind::Array {
+        let n = c.read_array_len()?;
+        let mut d = make_decoder(f, ctx)?;
+        d.reserve(n);
+        for i in 0..n {
+            let p = c.offset();
+            d.decode(c)
+                .map_err(|e| e.at_offset(p).at_record(i as u64))?;
+        }
+        return Ok((n, d.finish()?));
+    }
+    let Some(Special::Array(nd)) = probe(c, ctx.dialect, ctx.max_depth)? else {
+        return Err(c.error_at(
+            at,
+            ErrorKind::Layout(
+                "columns layout: a value must be an ndarray with ndim ≥ 1 or a list".into(),
+            ),
+        ));
+    };
+    let dt = nd.parse_dtype(c.offset_of(nd.type_pos))?;
+    if matches!(dt, NumpyDtype::Object) {
+        return Err(c.error_at(at, ErrorKind::ObjectArray));
+    }
+    nd.check_len(&dt, c.offset_of(0))?;
+    let want = f
+        .metadata()
+        .get(meta::DTYPE)
+        .map(|s| NumpyDtype::from_metadata(s))
+        .transpose()?;
+    if let Some(w) = &want {
+        if crate::types::buffers::native(w) != crate::types::buffers::native(&dt) {
+            return Err(c.error_at(
+                nd.type_pos,
+                ErrorKind::TypeConflict(format!(
+                    "ndarray of {} in a column of {}",
+                    dt.to_dtype_str(),
+                    w.to_dtype_str()
+                )),
+            ));
+        }
+    }
+    if nd.shape.is_empty() {
+        return Err(c.error_at(
+            at,
+            ErrorKind::Layout("columns layout: a 0-d array has no rows".into()),
+        ));
+    }
+    let rows = nd.shape[0];
+    // zero-copy when no swap is needed: a slice of the input buffer (to_arrow copies only if misaligned)
+    let bytes = if dt.swap_width() == 0 && nd.in_place() {
+        buf.slice_with_length(nd.data_pos, nd.data.len())
+    } else {
+        let mut m = MutableBuffer::new(nd.data.len());
+        crate::types::buffers::advise_huge_pages(&mut m);
+        crate::types::buffers::extend_native(&dt, &nd.data, &mut m);
+        m.into()
+    };
+    let values = crate::types::buffers::to_arrow(
+        &crate::types::buffers::native(&dt),
+        bytes,
+        nd.len,
+        true,
+        None,
+    )?;
+    let t = f.data_type();
+    let arr: ArrayRef = if nd.shape.len() == 1 {
+        values
+    } else {
+        match f.metadata().get(meta::EXTENSION_NAME).map(String::as_str) {
+            Some("arrow.fixed_shape_tensor") => match t {
+                arrow_schema::DataType::FixedSizeList(item, n) => Arc::new(
+                    arrow_array::FixedSizeListArray::try_new(item.clone(), *n, values, None)?,
+                ),
+                _ => {
+                    return Err(Error::new(ErrorKind::Layout(format!(
+                        "bad tensor storage type {t}"
+                    ))))
+                }
+            },
+            _ => {
+                // check the per-row shape fits the schema's FixedSizeList sizes
+                let mut tt = t;
+                for (axis, &d) in nd.shape[1..].iter().enumerate() {
+                    match tt {
+                        arrow_schema::DataType::FixedSizeList(item, n) if *n as usize == d => {
+                            tt = item.data_type()
+                        }
+                        _ => {
+                            return Err(c.error_at(
+                                at,
+                                ErrorKind::TypeConflict(format!(
+                                    "ndarray of shape {:?} does not fit column type {t} (axis {})",
+                                    nd.shape,
+                                    axis + 1
+                                )),
+                            ))
+                        }
+                    }
+                }
+                nest_fixed(t, values, None, rows)?
+            }
+        }
+    };
+    Ok((rows, arr))
+}

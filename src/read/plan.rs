@@ -1,0 +1,608 @@
+//! The plan of a read: which layout `auto` picks (SPEC §2), how rows are contained, the schema
+//! inferred from the data, and where each batch starts.
+
+use self::infer::{Inferrer, NdKind, Ty};
+use super::*;
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::{Layout, ObjectArrays};
+use crate::types::{meta, NumpyDtype};
+use crate::wire::cursor::{Cursor, Kind};
+use crate::wire::ndarray::{probe, Special};
+use arrow_schema::{Field, Schema, SchemaRef};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// How rows are contained in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Container {
+    /// concatenated objects, one row each (columns: one chunk each)
+    Stream,
+    /// one top-level array, one row per element
+    Array,
+    /// one bare ndarray, axis 0 are the rows
+    NdArray,
+    /// nothing to read
+    Empty,
+}
+
+impl Container {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Container::Stream | Container::Empty => "stream",
+            Container::Array => "array",
+            Container::NdArray => "ndarray",
+        }
+    }
+}
+
+/// The decisions made before decoding: layout, container, schema, where rows start.
+pub(crate) struct Plan {
+    pub layout: Layout,
+    pub container: Container,
+    pub reason: String,
+    /// full (unprojected) schema
+    pub schema: Option<SchemaRef>,
+    /// position of the first row and number of rows (records/values over a stream or array)
+    pub first_row: usize,
+    pub rows: Option<usize>,
+    /// position of every `batch_size`-th row: where each batch starts (records/values)
+    pub batch_starts: Vec<usize>,
+}
+
+/// Layout decision from the first object alone. `None` for an empty input.
+pub(crate) fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result<Option<Plan>> {
+    let c = Cursor::new(data, 0);
+    if c.is_empty() {
+        return Ok(None);
+    }
+    let mk = |layout, container, reason: &str, first_row| {
+        Some(Plan {
+            layout,
+            container,
+            reason: reason.to_string(),
+            schema: None,
+            first_row,
+            rows: None,
+            batch_starts: Vec::new(),
+        })
+    };
+    let kind = c.peek_kind()?;
+    let special = if kind == Kind::Map {
+        let mut d = c.clone();
+        match probe(&mut d, b.dialect, b.max_depth)? {
+            Some(Special::Array(nd)) => Some(nd.shape.len()),
+            Some(Special::Complex(..)) => Some(0),
+            None => None,
+        }
+    } else {
+        None
+    };
+    // a top-level array that is the only object: its elements are the rows
+    let array_first_is_map = if kind == Kind::Array && single {
+        let mut d = c.clone();
+        let n = d.read_array_len()?;
+        if n == 0 {
+            return Ok(Some(Plan {
+                layout: if b.layout == Layout::Auto {
+                    Layout::Values
+                } else {
+                    b.layout
+                },
+                container: Container::Array,
+                reason: "empty top-level array".into(),
+                schema: None,
+                first_row: 0,
+                rows: Some(0),
+                batch_starts: Vec::new(),
+            }));
+        }
+        let first_row = d.pos();
+        let is_map =
+            d.peek_kind()? == Kind::Map && probe(&mut d.clone(), b.dialect, b.max_depth)?.is_none();
+        Some((is_map, first_row))
+    } else {
+        None
+    };
+    Ok(match b.layout {
+        Layout::Auto => match (kind, special, array_first_is_map) {
+            (Kind::Map, None, _) if single && is_columns_map(&mut c.clone(), b)? => mk(
+                Layout::Columns,
+                Container::Stream,
+                "auto: one map whose values are all ndarrays or lists of one length",
+                0,
+            ),
+            (Kind::Map, None, _) => mk(
+                Layout::Records,
+                Container::Stream,
+                "auto: first object is a map",
+                0,
+            ),
+            (Kind::Array, _, Some((true, p))) => mk(
+                Layout::Records,
+                Container::Array,
+                "auto: one top-level array of maps",
+                p,
+            ),
+            (Kind::Array, _, Some((false, p))) => mk(
+                Layout::Values,
+                Container::Array,
+                "auto: one top-level array of non-map values",
+                p,
+            ),
+            (Kind::Map, Some(ndim), _) if single && ndim >= 1 => mk(
+                Layout::Values,
+                Container::NdArray,
+                "auto: one bare ndarray; its axis 0 are the rows",
+                0,
+            ),
+            _ => mk(
+                Layout::Values,
+                Container::Stream,
+                "auto: first object is not a map",
+                0,
+            ),
+        },
+        Layout::Records => match array_first_is_map {
+            Some((_, p)) => mk(
+                Layout::Records,
+                Container::Array,
+                "records: one top-level array",
+                p,
+            ),
+            None => mk(
+                Layout::Records,
+                Container::Stream,
+                "records: a stream of maps",
+                0,
+            ),
+        },
+        Layout::Columns => mk(
+            Layout::Columns,
+            Container::Stream,
+            "columns: map(s) of name → ndarray or list",
+            0,
+        ),
+        Layout::Values => match (array_first_is_map, special) {
+            (Some((_, p)), _) => mk(
+                Layout::Values,
+                Container::Array,
+                "values: one top-level array",
+                p,
+            ),
+            (None, Some(ndim)) if single && ndim >= 1 => mk(
+                Layout::Values,
+                Container::NdArray,
+                "values: one bare ndarray; its axis 0 are the rows",
+                0,
+            ),
+            _ => mk(
+                Layout::Values,
+                Container::Stream,
+                "values: a stream of values",
+                0,
+            ),
+        },
+    })
+}
+
+/// Whether the map at the cursor qualifies for `auto` → `columns`.
+pub(crate) fn is_columns_map(c: &mut Cursor<'_>, b: &ReaderBuilder) -> Result<bool> {
+    let n = c.read_map_len()?;
+    if n == 0 {
+        return Ok(false);
+    }
+    let mut len = None;
+    for _ in 0..n {
+        if !matches!(c.peek_kind()?, Kind::Str | Kind::Bin) {
+            return Ok(false);
+        }
+        c.read_str_or_bin()?;
+        let l = match c.peek_kind()? {
+            Kind::Array => {
+                let l = c.clone().read_array_len()?;
+                c.skip(b.max_depth)?;
+                l
+            }
+            Kind::Map => match probe(c, b.dialect, b.max_depth)? {
+                Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => nd.shape[0],
+                _ => return Ok(false),
+            },
+            _ => return Ok(false),
+        };
+        if *len.get_or_insert(l) != l {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Full plan: layout, and the schema inferred unless given.
+pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
+    let single = {
+        let mut c = Cursor::new(data, 0);
+        c.is_empty() || {
+            c.skip(b.max_depth)?;
+            // one top-level array is walked whole here: drop what it mapped in
+            if b.release_input {
+                release_pages(data, 0, c.pos());
+            }
+            c.is_empty()
+        }
+    };
+    let Some(mut p) = plan_first(b, data, single)? else {
+        return Ok(Plan {
+            layout: if b.layout == Layout::Auto {
+                Layout::Values
+            } else {
+                b.layout
+            },
+            container: Container::Empty,
+            reason: "empty input".into(),
+            schema: None,
+            first_row: 0,
+            rows: Some(0),
+            batch_starts: Vec::new(),
+        });
+    };
+    if p.container == Container::Empty || p.rows == Some(0) {
+        return Ok(p);
+    }
+    let mut inf = Inferrer::new(b.infer_options());
+    if let Some(o) = &b.overrides {
+        inf.given = o.fields().iter().map(|f| f.name().clone()).collect();
+    }
+    // values layout: the one column is "value"
+    let given_value = p.layout == Layout::Values && inf.given.iter().any(|g| g == "value");
+    let mut c = Cursor::new(data, 0);
+    let layout = p.layout;
+    // given columns (schema overrides) that hold ndarrays
+    let mut given_nd: Vec<String> = Vec::new();
+    let ty_to_schema = |ty: Ty, inf: &Inferrer| -> Result<Schema> {
+        match ty {
+            // records and columns: one column per key
+            Ty::Struct(fields) if layout != Layout::Values => Ok(Schema::new(
+                fields
+                    .iter()
+                    .map(|(k, v)| inf.column_field(k, v))
+                    .collect::<Result<Vec<Field>>>()?,
+            )),
+            // values: one column, whatever it holds (maps are a Struct column, all-nil a Null one)
+            other => Ok(Schema::new(vec![other.to_field("value", &inf.opts)?])),
+        }
+    };
+    // with a schema given, rows are only counted (and batch starts found), not inferred
+    let limit = if b.schema.is_some() {
+        0
+    } else {
+        b.infer_rows.unwrap_or(usize::MAX)
+    };
+    match (p.layout, p.container) {
+        (Layout::Records | Layout::Values, Container::Stream | Container::Array) => {
+            // walk the rows: count them all, infer from the first `limit`
+            let mut ty = if p.layout == Layout::Records {
+                Ty::Struct(Default::default())
+            } else {
+                Ty::Null
+            };
+            let (mut left, array) = if p.container == Container::Array {
+                let n = c.read_array_len()?;
+                (n, true)
+            } else {
+                (usize::MAX, false)
+            };
+            p.first_row = c.pos();
+            let mut rows = 0usize;
+            let mut empties: HashMap<String, serde_json::Map<String, serde_json::Value>> =
+                HashMap::new();
+            let mut released = 0usize;
+            while left > 0 && !c.is_empty() {
+                let at = c.offset();
+                // a mapped file: this walk over every row would otherwise keep the whole file
+                // resident until decoding drops it again
+                released = release_behind(b.release_input, data, released, c.pos());
+                if rows % b.batch_size == 0 {
+                    p.batch_starts.push(c.pos());
+                }
+                let known = rows < limit
+                    && b.fast_infer
+                    && if p.layout == Layout::Records {
+                        inf.fits_row(&ty, &mut c)
+                    } else {
+                        inf.fits_value(&ty, &mut c)
+                    };
+                if known {
+                    // the row adds nothing to `ty`: nothing to merge
+                } else if rows < limit {
+                    let t = if p.layout == Layout::Records {
+                        if c.peek_kind()? != Kind::Map {
+                            return Err(c
+                                .error(ErrorKind::Layout(format!(
+                                    "records layout: row {rows} is not a map"
+                                )))
+                                .at_record(rows as u64));
+                        }
+                        inf.map(&mut c, 0)
+                    } else if given_value {
+                        inf.given_value(&mut c)
+                    } else {
+                        inf.value(&mut c, 0)
+                    }
+                    .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
+                    note_empty_shapes(&t, rows, &mut empties);
+                    ty = ty
+                        .merge(t)
+                        .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
+                } else {
+                    c.skip(b.max_depth).map_err(|e| e.at_record(rows as u64))?;
+                }
+                rows += 1;
+                if array {
+                    left -= 1;
+                }
+            }
+            if array && !c.is_empty() {
+                return Err(c.error(ErrorKind::Layout("data after the top-level array".into())));
+            }
+            p.rows = Some(rows);
+            match &ty {
+                Ty::Struct(fields) => {
+                    given_nd = fields
+                        .iter()
+                        .filter(|(_, t)| **t == Ty::Given(true))
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                }
+                Ty::Given(true) => given_nd = vec!["value".to_string()],
+                _ => {}
+            }
+            if b.schema.is_none() {
+                let schema = ty_to_schema(ty, &inf)?;
+                p.schema = Some(Arc::new(attach_empty_shapes(schema, empties)));
+            }
+        }
+        (Layout::Columns, _) => {
+            let mut ty = Ty::Struct(Default::default());
+            let mut chunks = 0;
+            while !c.is_empty() && b.schema.is_none() && (chunks == 0 || b.infer_rows.is_none()) {
+                let t = infer_columns_map(&mut c, &mut inf, b)?;
+                ty = ty.merge(t).map_err(|e| e.at_record(chunks))?;
+                chunks += 1;
+            }
+            if b.schema.is_none() {
+                p.schema = Some(Arc::new(ty_to_schema(ty, &inf)?));
+            }
+        }
+        (Layout::Values, Container::NdArray) if b.schema.is_none() => {
+            let t = infer_columns_value(&mut c, &mut inf, b)?.1;
+            {
+                p.schema = Some(Arc::new(Schema::new(vec![t.to_field("value", &inf.opts)?])));
+            }
+        }
+        (Layout::Values, Container::NdArray) => {}
+        _ => unreachable!("plan_first gives only these"),
+    }
+    if let Some(s) = &b.schema {
+        p.schema = Some(s.clone());
+    } else if let (Some(o), Some(s), Layout::Records | Layout::Values) =
+        (&b.overrides, &p.schema, p.layout)
+    {
+        // the given columns take the given types (without the inferred numpy metadata)
+        let fields: Vec<Field> = s
+            .fields()
+            .iter()
+            .map(|f| match o.field_with_name(f.name()) {
+                Ok(g) => {
+                    // a bin key stays one
+                    let mut md: HashMap<String, String> = f
+                        .metadata()
+                        .get(meta::KEY)
+                        .map(|v| (meta::KEY.to_string(), v.clone()))
+                        .into_iter()
+                        .collect();
+                    // ndarrays: decoded as tensors of the given element type
+                    if let Some(Some(dt)) = given_nd
+                        .contains(f.name())
+                        .then(|| leaf_dtype(g.data_type()))
+                    {
+                        md.insert(meta::KIND.to_string(), "ndarray".to_string());
+                        md.insert(meta::DTYPE.to_string(), dt.to_dtype_str());
+                    }
+                    Field::new(f.name(), g.data_type().clone(), true).with_metadata(md)
+                }
+                Err(_) => f.as_ref().clone(),
+            })
+            .collect();
+        p.schema = Some(Arc::new(Schema::new_with_metadata(
+            fields,
+            s.metadata().clone(),
+        )));
+    }
+    Ok(p)
+}
+
+/// The numpy dtype (native order) of the numbers at the bottom of nested list types.
+pub(crate) fn leaf_dtype(t: &arrow_schema::DataType) -> Option<NumpyDtype> {
+    use arrow_schema::DataType as T;
+    let s = match t {
+        T::List(f) | T::LargeList(f) | T::FixedSizeList(f, _) => return leaf_dtype(f.data_type()),
+        T::Boolean => "|b1",
+        T::Int8 => "|i1",
+        T::Int16 => "<i2",
+        T::Int32 => "<i4",
+        T::Int64 => "<i8",
+        T::UInt8 => "|u1",
+        T::UInt16 => "<u2",
+        T::UInt32 => "<u4",
+        T::UInt64 => "<u8",
+        T::Float16 => "<f2",
+        T::Float32 => "<f4",
+        T::Float64 => "<f8",
+        _ => return None,
+    };
+    NumpyDtype::parse(s)
+        .ok()
+        .map(|d| crate::types::buffers::native(&d))
+}
+
+/// The most shapes recorded per column (beyond it, such rows write back as `(0, 0, ...)`).
+pub(crate) const MAX_EMPTY_SHAPES: usize = 4096;
+
+/// Column maps (chunks) of one file recorded in the schema, at most ([`meta::CHUNKS`]: more are
+/// written back as one map).
+pub(crate) const MAX_CHUNKS: usize = 4096;
+
+/// Remember row shapes that nested Lists lose (a 0 axis followed by non-zero ones: `(0, 5)`).
+pub(crate) fn note_empty_shapes(
+    t: &Ty,
+    row: usize,
+    out: &mut HashMap<String, serde_json::Map<String, serde_json::Value>>,
+) {
+    let mut note = |name: &str, t: &Ty| {
+        if let Ty::Nd { shape, .. } = t {
+            let lost = shape
+                .iter()
+                .skip_while(|d| **d != Some(0))
+                .any(|d| d.is_some_and(|d| d > 0));
+            if lost {
+                let m = out.entry(name.to_string()).or_default();
+                if m.len() < MAX_EMPTY_SHAPES {
+                    m.insert(row.to_string(), serde_json::json!(shape));
+                }
+            }
+        }
+    };
+    match t {
+        Ty::Struct(fields) => fields.iter().for_each(|(k, v)| note(k, v)),
+        other => note("value", other),
+    }
+}
+
+pub(crate) fn attach_empty_shapes(
+    schema: Schema,
+    mut empties: HashMap<String, serde_json::Map<String, serde_json::Value>>,
+) -> Schema {
+    if empties.is_empty() {
+        return schema;
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match empties.remove(f.name()) {
+            Some(m) if matches!(f.data_type(), arrow_schema::DataType::List(_)) => {
+                let mut md = f.metadata().clone();
+                md.insert(
+                    meta::EMPTY_SHAPES.to_string(),
+                    serde_json::Value::Object(m).to_string(),
+                );
+                f.as_ref().clone().with_metadata(md)
+            }
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    Schema::new_with_metadata(fields, schema.metadata().clone())
+}
+
+/// Infer one `columns` map: the type of each column's rows.
+pub(crate) fn infer_columns_map(
+    c: &mut Cursor<'_>,
+    inf: &mut Inferrer,
+    b: &ReaderBuilder,
+) -> Result<Ty> {
+    let at = c.offset();
+    if c.peek_kind()? != Kind::Map {
+        return Err(c.error(ErrorKind::Layout(
+            "columns layout: expected a map of name → ndarray or list".into(),
+        )));
+    }
+    let n = c.read_map_len()?;
+    let mut fields = indexmap::IndexMap::new();
+    let mut len: Option<(usize, String)> = None;
+    for _ in 0..n {
+        let kp = c.pos();
+        let key = inf.top_key(c)?;
+        if fields.contains_key(key) {
+            return Err(c.error_at(
+                kp,
+                ErrorKind::Key(format!("duplicate key {key:?} in one map")),
+            ));
+        }
+        if !inf.list_columns.contains_key(key) {
+            let list = c.peek_kind()? == Kind::Array;
+            inf.list_columns.insert(key.to_string(), list);
+        }
+        let (l, t) = infer_columns_value(c, inf, b).map_err(|e| e.prepend_path(key))?;
+        match &len {
+            Some((l0, k0)) if *l0 != l => {
+                return Err(Error::new(ErrorKind::Layout(format!(
+                    "columns of unequal length: {k0:?} has {l0} rows, {key:?} has {l}"
+                )))
+                .at_offset(at))
+            }
+            _ => len = Some((l, key.to_string())),
+        }
+        fields.insert(key.to_string(), t);
+    }
+    Ok(Ty::Struct(fields))
+}
+
+/// Infer one column of a `columns` map: (rows, type of a row).
+pub(crate) fn infer_columns_value(
+    c: &mut Cursor<'_>,
+    inf: &mut Inferrer,
+    b: &ReaderBuilder,
+) -> Result<(usize, Ty)> {
+    let at = c.pos();
+    match c.peek_kind()? {
+        Kind::Array => {
+            let n = c.read_array_len()?;
+            let mut t = Ty::Null;
+            for i in 0..n {
+                let p = c.offset();
+                let v = inf.value(c, 1)?;
+                t = t.merge(v).map_err(|e| e.at_offset(p).at_record(i as u64))?;
+            }
+            Ok((n, t))
+        }
+        Kind::Map => match probe(c, b.dialect, b.max_depth)? {
+            Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => {
+                let dt = inf.dtype(nd.type_raw, &nd, c.offset_of(0))?;
+                if matches!(dt, NumpyDtype::Object) {
+                    return Err(c.error_at(
+                        at,
+                        match b.object_arrays {
+                            ObjectArrays::Error => ErrorKind::ObjectArray,
+                            // raw keeps one pickle per value: it cannot be cut into rows
+                            ObjectArrays::Raw => ErrorKind::Layout(
+                                "an object (pickle) ndarray cannot give a column's rows: its \
+                                 pickle holds them all and is never unpickled; read with \
+                                 layout=\"records\" to keep it as one Binary value"
+                                    .into(),
+                            ),
+                        },
+                    ));
+                }
+                nd.check_len(&dt, c.offset_of(0))?;
+                let shape = nd.shape[1..].iter().map(|&d| Some(d)).collect();
+                Ok((
+                    nd.shape[0],
+                    Ty::Nd {
+                        dt,
+                        shape,
+                        kind: NdKind::Array,
+                        widths: false,
+                    },
+                ))
+            }
+            _ => Err(c.error_at(
+                at,
+                ErrorKind::Layout(
+                    "columns layout: a value must be an ndarray with ndim ≥ 1 or a list".into(),
+                ),
+            )),
+        },
+        k => Err(c.error(ErrorKind::Layout(
+            format!("columns layout: a value must be an ndarray or a list, found {k:?}")
+                .to_lowercase(),
+        ))),
+    }
+}

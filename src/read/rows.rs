@@ -1,0 +1,249 @@
+//! Rows of the `records` and `values` layouts into batches: one decoder per column, a row limit,
+//! and batches decoded in parallel (rayon) from starts the plan found.
+
+use self::array::{make_decoder, ArrayDecoder, Ctx, StructDecoder};
+use super::*;
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::Layout;
+use crate::wire::cursor::Cursor;
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_buffer::Buffer;
+use arrow_schema::{Schema, SchemaRef};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Decodes consecutive rows (records or values) of a buffer.
+pub(crate) struct RowsReader {
+    pub(crate) buf: Buffer,
+    /// drop decoded pages of a file mapping, so a big file's RSS stays near one batch
+    pub(crate) release: bool,
+    pub(crate) limit: Limit,
+    pub(crate) pos: usize,
+    pub(crate) left: usize,
+    pub(crate) row: u64,
+    pub(crate) batch_size: usize,
+    pub(crate) dec: RowDecoder,
+    pub(crate) schema: SchemaRef,
+    /// parallel decoding: where each batch starts, and what it takes to make more decoders
+    pub(crate) par: Option<Parallel>,
+}
+
+pub(crate) struct Parallel {
+    pub(crate) threads: usize,
+    pub(crate) starts: Vec<usize>,
+    /// index of the next batch to decode
+    pub(crate) next: usize,
+    pub(crate) ready: std::collections::VecDeque<RecordBatch>,
+    pub(crate) layout: Layout,
+    pub(crate) full: Schema,
+    pub(crate) projection: Option<Vec<String>>,
+    pub(crate) ctx: Ctx,
+}
+
+// one per reader, matched on every row: kept inline rather than boxed
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum RowDecoder {
+    Records(StructDecoder),
+    Values(Box<dyn ArrayDecoder>),
+}
+
+impl RowDecoder {
+    pub(crate) fn new(
+        layout: Layout,
+        full: &Schema,
+        projection: Option<&[String]>,
+        ctx: &Ctx,
+    ) -> Result<(Self, SchemaRef)> {
+        if layout == Layout::Records {
+            let d = StructDecoder::new(full.fields().clone(), projection, ctx)?;
+            let s = Arc::new(Schema::new_with_metadata(
+                d.output_fields(),
+                full.metadata().clone(),
+            ));
+            Ok((RowDecoder::Records(d), s))
+        } else {
+            let f = full.fields().first().ok_or_else(|| {
+                Error::new(ErrorKind::Layout(
+                    "values layout needs a schema with one field".into(),
+                ))
+            })?;
+            let d = make_decoder(f, ctx).map_err(|e| e.prepend_path(f.name()))?;
+            Ok((RowDecoder::Values(d), Arc::new(full.clone())))
+        }
+    }
+    #[inline]
+    pub(crate) fn decode(&mut self, c: &mut Cursor<'_>) -> Result<()> {
+        match self {
+            RowDecoder::Records(d) => d.decode_map(c),
+            RowDecoder::Values(d) => d.decode(c),
+        }
+    }
+    pub(crate) fn reserve(&mut self, rows: usize) {
+        match self {
+            RowDecoder::Records(d) => d.reserve_rows(rows),
+            RowDecoder::Values(d) => d.reserve(rows),
+        }
+    }
+    pub(crate) fn finish(&mut self) -> Result<Vec<ArrayRef>> {
+        match self {
+            RowDecoder::Records(d) => d.finish_columns(),
+            RowDecoder::Values(d) => Ok(vec![d.finish()?]),
+        }
+    }
+}
+
+pub(crate) fn batch(schema: &SchemaRef, cols: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch> {
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(rows)),
+    )?)
+}
+
+pub(crate) fn reorder(
+    cols: Vec<ArrayRef>,
+    dec_fields: &[String],
+    schema: &SchemaRef,
+) -> Vec<ArrayRef> {
+    if dec_fields
+        .iter()
+        .map(String::as_str)
+        .eq(schema.fields().iter().map(|f| f.name().as_str()))
+    {
+        return cols;
+    }
+    let by: HashMap<&str, &ArrayRef> = dec_fields
+        .iter()
+        .map(String::as_str)
+        .zip(cols.iter())
+        .collect();
+    schema
+        .fields()
+        .iter()
+        .map(|f| by[f.name().as_str()].clone())
+        .collect()
+}
+
+impl RowsReader {
+    /// Decode the next few batches at once, one per thread (rows were split at batch starts
+    /// found while inferring, so each thread knows where its rows begin).
+    pub(crate) fn next_parallel(&mut self) -> Result<Option<RecordBatch>> {
+        let par = self.par.as_mut().expect("parallel");
+        if let Some(b) = par.ready.pop_front() {
+            return Ok(Some(b));
+        }
+        let total = self.row as usize + self.left;
+        let first = par.next;
+        let last = (first + par.threads).min(par.starts.len());
+        if first >= last {
+            return Ok(None);
+        }
+        let (bs, data, release) = (self.batch_size, self.buf.as_slice(), self.release);
+        let results: Vec<Result<RecordBatch>> = {
+            let par = &*par;
+            let schema = &self.schema;
+            let jobs: Vec<usize> = (first..last).collect();
+            use rayon::prelude::*;
+            jobs.par_iter()
+                .map(|&k| {
+                    let (mut dec, _) = RowDecoder::new(
+                        par.layout,
+                        &par.full,
+                        par.projection.as_deref(),
+                        &par.ctx,
+                    )?;
+                    let row0 = k * bs;
+                    let n = bs.min(total - row0);
+                    dec.reserve(n);
+                    let mut c = Cursor::new(data, 0);
+                    c.set_pos(par.starts[k]);
+                    let mut released = c.pos();
+                    for r in 0..n {
+                        let at = c.offset();
+                        dec.decode(&mut c)
+                            .map_err(|e| e.at_offset(at).at_record((row0 + r) as u64))?;
+                        released = release_behind(release, data, released, c.pos());
+                    }
+                    let cols = dec.finish()?;
+                    let names = dec_names(&dec, schema);
+                    batch(schema, reorder(cols, &names, schema), n)
+                })
+                .collect()
+        };
+        let end = par.starts.get(last).copied().unwrap_or(data.len());
+        if self.release {
+            release_pages(self.buf.as_slice(), par.starts[first], end);
+        }
+        par.next = last;
+        for r in results {
+            let b = r?;
+            self.row += b.num_rows() as u64;
+            self.left -= b.num_rows();
+            self.limit.add(&b, end as u64)?;
+            par.ready.push_back(b);
+        }
+        Ok(par.ready.pop_front())
+    }
+
+    pub(crate) fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.par.is_some() {
+            return self.next_parallel();
+        }
+        if self.left == 0 {
+            return Ok(None);
+        }
+        let n = self.left.min(self.batch_size);
+        self.dec.reserve(n);
+        let data = self.buf.as_slice();
+        let mut c = Cursor::new(data, 0);
+        c.set_pos(self.pos);
+        let mut released = self.pos;
+        for _ in 0..n {
+            let at = c.offset();
+            self.dec
+                .decode(&mut c)
+                .map_err(|e| e.at_offset(at).at_record(self.row))?;
+            self.row += 1;
+            released = release_behind(self.release, data, released, c.pos());
+        }
+        let start = self.pos;
+        self.pos = c.pos();
+        self.left -= n;
+        if self.release {
+            release_pages(self.buf.as_slice(), start, self.pos);
+        }
+        let cols = self.dec.finish()?;
+        let names = dec_names(&self.dec, &self.schema);
+        let b = batch(&self.schema, reorder(cols, &names, &self.schema), n)?;
+        self.limit.add(&b, self.pos as u64)?;
+        Ok(Some(b))
+    }
+}
+
+/// The cap on decoded bytes.
+pub(crate) struct Limit {
+    pub(crate) max: Option<u64>,
+    pub(crate) used: u64,
+}
+
+impl Limit {
+    pub(crate) fn new(max: Option<u64>) -> Self {
+        Limit { max, used: 0 }
+    }
+    pub(crate) fn add(&mut self, b: &RecordBatch, offset: u64) -> Result<()> {
+        if let Some(max) = self.max {
+            self.used += b.get_array_memory_size() as u64;
+            if self.used > max {
+                return Err(Error::new(ErrorKind::LimitExceeded(max)).at_offset(offset));
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn dec_names(dec: &RowDecoder, schema: &SchemaRef) -> Vec<String> {
+    match dec {
+        RowDecoder::Records(d) => d.output_fields().iter().map(|f| f.name().clone()).collect(),
+        RowDecoder::Values(_) => schema.fields().iter().map(|f| f.name().clone()).collect(),
+    }
+}

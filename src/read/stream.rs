@@ -1,0 +1,134 @@
+//! Reading from any `Read` (pipes, decompressors): a growing buffer that holds back the bytes of
+//! an object not yet complete.
+
+use super::*;
+use crate::error::{ErrorKind, Result};
+use crate::wire::cursor::Cursor;
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use std::io::Read;
+
+/// Buffers a `Read` source so whole top-level objects can be decoded from a slice.
+pub(crate) struct StreamReader {
+    pub(crate) src: Box<dyn Read + Send>,
+    pub(crate) buf: Vec<u8>,
+    /// absolute offset of `buf[0]`
+    pub(crate) base: u64,
+    pub(crate) eof: bool,
+    /// How much the next read asks for: doubles while the source fills it, up to [`READ_CHUNK`],
+    /// and drops to twice what a short read returned. Pipes, sockets and decompressors return
+    /// less than asked; zero-filling a full chunk for each such read made a source that hands out
+    /// a few bytes at a time cost a megabyte of writes per read.
+    pub(crate) ask: usize,
+}
+
+/// The most one read asks for.
+pub(crate) const READ_CHUNK: usize = 1 << 20;
+
+/// The least one read asks for.
+pub(crate) const MIN_READ: usize = 8 << 10;
+
+impl StreamReader {
+    pub(crate) fn new(src: Box<dyn Read + Send>) -> Self {
+        StreamReader {
+            src,
+            buf: Vec::new(),
+            base: 0,
+            eof: false,
+            ask: 64 << 10,
+        }
+    }
+    /// Read until `buf` has at least `n` bytes; false at EOF before that.
+    pub(crate) fn fill_to(&mut self, n: usize) -> Result<bool> {
+        while self.buf.len() < n && !self.eof {
+            let old = self.buf.len();
+            let ask = self.ask;
+            self.buf.resize(old + ask, 0);
+            let got = loop {
+                match self.src.read(&mut self.buf[old..]) {
+                    Ok(g) => break g,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        self.buf.truncate(old);
+                        return Err(e.into());
+                    }
+                }
+            };
+            self.buf.truncate(old + got);
+            self.ask = if got == ask {
+                (ask * 2).min(READ_CHUNK)
+            } else {
+                (got * 2).clamp(MIN_READ, READ_CHUNK)
+            };
+            if got == 0 {
+                self.eof = true;
+            }
+        }
+        Ok(self.buf.len() >= n)
+    }
+    /// End of the complete object starting at `start`, reading more as needed; `None` at a clean EOF.
+    pub(crate) fn fill_object(&mut self, start: usize) -> Result<Option<usize>> {
+        loop {
+            if start >= self.buf.len() && !self.fill_to(start + 1)? {
+                return Ok(None);
+            }
+            let mut c = Cursor::new(&self.buf, self.base);
+            c.set_pos(start);
+            match c.skip(crate::read::DEFAULT_MAX_DEPTH.max(1024)) {
+                Ok(()) => return Ok(Some(c.pos())),
+                Err(e) if matches!(e.kind(), ErrorKind::Truncated { .. }) && !self.eof => {
+                    // at least double what the object has buffered: every retry re-reads the
+                    // object from its start, so fixed steps would make a big object quadratic
+                    let want = self.buf.len() + READ_CHUNK.max(self.buf.len() - start);
+                    self.fill_to(want)?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+pub(crate) struct StreamRows {
+    pub(crate) s: StreamReader,
+    pub(crate) dec: RowDecoder,
+    pub(crate) schema: SchemaRef,
+    pub(crate) batch_size: usize,
+    pub(crate) row: u64,
+    pub(crate) max_depth: usize,
+    pub(crate) limit: Limit,
+}
+
+impl StreamRows {
+    pub(crate) fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        let mut n = 0usize;
+        let mut pos = 0usize;
+        while n < self.batch_size {
+            match self.s.fill_object(pos)? {
+                Some(end) => {
+                    let mut c = Cursor::new(&self.s.buf[..end], self.s.base);
+                    c.set_pos(pos);
+                    let at = c.offset();
+                    self.dec
+                        .decode(&mut c)
+                        .map_err(|e| e.at_offset(at).at_record(self.row))?;
+                    pos = end;
+                    n += 1;
+                    self.row += 1;
+                }
+                None => break,
+            }
+        }
+        let _ = self.max_depth;
+        // drop what was decoded; keep the (partial) rest
+        self.s.buf.drain(..pos);
+        self.s.base += pos as u64;
+        if n == 0 {
+            return Ok(None);
+        }
+        let cols = self.dec.finish()?;
+        let names = dec_names(&self.dec, &self.schema);
+        let b = batch(&self.schema, reorder(cols, &names, &self.schema), n)?;
+        self.limit.add(&b, self.s.base)?;
+        Ok(Some(b))
+    }
+}
