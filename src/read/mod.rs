@@ -525,9 +525,9 @@ pub fn infer_schema(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_schema::Field;
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Float32Type, UInt8Type};
+    use arrow_schema::Field;
 
     /// `{key: value}` with bin keys, as Python writes `{b'key': ...}`.
     fn map(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {

@@ -1,0 +1,198 @@
+//! One decoder per Arrow type, chosen once per column by [`make_decoder`] from the field (its type
+//! and msgpack-numpy metadata). Decoders read straight from the msgpack bytes: no value tree; a
+//! tensor's bytes are copied once, into the column's single values buffer.
+
+mod bytes;
+mod list;
+mod object;
+mod primitive;
+mod structs;
+mod tensor;
+mod timestamp;
+
+pub(crate) use self::structs::StructDecoder;
+pub(crate) use self::tensor::nest_fixed;
+use self::{bytes::*, list::*, object::*, primitive::*, tensor::*, timestamp::*};
+
+use arrow_array::builder::{BinaryBuilder, BooleanBufferBuilder};
+use arrow_array::types::*;
+use arrow_array::*;
+use arrow_buffer::NullBufferBuilder;
+use arrow_schema::{DataType, Field};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::Dialect;
+use crate::types::buffers::native;
+use crate::types::{meta, NumpyDtype};
+use crate::wire::cursor::{Cursor, Kind};
+
+/// The error for a key the schema does not have (when that is an error: `Ctx::strict_keys`).
+pub(crate) fn unknown_key(name: &str, ctx: &Ctx) -> ErrorKind {
+    ErrorKind::Key(if ctx.given_schema {
+        format!("key {name:?} is not in the schema the reader was given")
+    } else {
+        format!("key {name:?} is not in the schema, which was inferred from the first rows; infer from more rows (infer_rows=None) or pass a schema")
+    })
+}
+
+/// Settings every decoder needs.
+#[derive(Debug, Clone)]
+pub(crate) struct Ctx {
+    pub dialect: Dialect,
+    pub max_depth: usize,
+    /// Keys not in the schema are errors (the schema was inferred from a sample, or given with
+    /// `with_strict_schema`) rather than skipped.
+    pub strict_keys: bool,
+    /// the schema was given, not inferred (for the message of an unknown key)
+    pub given_schema: bool,
+}
+
+/// Decodes values of one column, appending them; `finish` returns the batch's array and resets.
+pub(crate) trait ArrayDecoder: Send {
+    fn decode(&mut self, c: &mut Cursor<'_>) -> Result<()>;
+    fn append_null(&mut self);
+    fn finish(&mut self) -> Result<ArrayRef>;
+    /// Room for `rows` more rows: big buffers are allocated once, at their final size.
+    fn reserve(&mut self, _rows: usize) {}
+}
+
+fn found(c: &Cursor<'_>, want: &str) -> Error {
+    let got = match c.peek_kind() {
+        Ok(Kind::Map) => "map".to_string(),
+        Ok(k) => format!("{k:?}").to_lowercase(),
+        Err(e) => return e,
+    };
+    c.error(ErrorKind::TypeConflict(format!(
+        "expected {want}, found {got}"
+    )))
+}
+
+/// Build the decoder for a field.
+pub(crate) fn make_decoder(field: &Field, ctx: &Ctx) -> Result<Box<dyn ArrayDecoder>> {
+    let md = field.metadata();
+    let t = field.data_type();
+    match md.get(meta::KIND).map(String::as_str) {
+        Some("ndarray" | "scalar") => {
+            let dt = md
+                .get(meta::DTYPE)
+                .ok_or_else(|| {
+                    Error::new(ErrorKind::Layout(format!(
+                        "field {:?} has no {} metadata",
+                        field.name(),
+                        meta::DTYPE
+                    )))
+                })
+                .and_then(|s| NumpyDtype::from_metadata(s))?;
+            return Ok(Box::new(TensorDecoder::new(dt, field, ctx)?));
+        }
+        Some("object") => {
+            return Ok(Box::new(ObjectDecoder {
+                b: BinaryBuilder::new(),
+                ctx: ctx.clone(),
+            }))
+        }
+        Some("complex") => {
+            let dt = NumpyDtype::parse(
+                if matches!(t, DataType::FixedSizeList(f, 2) if f.data_type() == &DataType::Float32)
+                {
+                    "<c8"
+                } else {
+                    "<c16"
+                },
+            )?;
+            return Ok(Box::new(TensorDecoder::new(dt, field, ctx)?));
+        }
+        _ => {}
+    }
+    Ok(match t {
+        DataType::Null => Box::new(NullDecoder { n: 0 }),
+        DataType::Boolean => Box::new(BoolDecoder {
+            v: BooleanBufferBuilder::new(0),
+            nulls: NullBufferBuilder::new(0),
+            ctx: ctx.clone(),
+        }),
+        DataType::Int8 => Box::new(PrimDecoder::<Int8Type>::new(ctx)),
+        DataType::Int16 => Box::new(PrimDecoder::<Int16Type>::new(ctx)),
+        DataType::Int32 => Box::new(PrimDecoder::<Int32Type>::new(ctx)),
+        DataType::Int64 => Box::new(PrimDecoder::<Int64Type>::new(ctx)),
+        DataType::UInt8 => Box::new(PrimDecoder::<UInt8Type>::new(ctx)),
+        DataType::UInt16 => Box::new(PrimDecoder::<UInt16Type>::new(ctx)),
+        DataType::UInt32 => Box::new(PrimDecoder::<UInt32Type>::new(ctx)),
+        DataType::UInt64 => Box::new(PrimDecoder::<UInt64Type>::new(ctx)),
+        DataType::Float16 => Box::new(PrimDecoder::<Float16Type>::new(ctx)),
+        DataType::Float32 => Box::new(PrimDecoder::<Float32Type>::new(ctx)),
+        DataType::Float64 => Box::new(PrimDecoder::<Float64Type>::new(ctx)),
+        DataType::Utf8 => Box::new(BytesDecoder {
+            b: BinaryBuilder::new(),
+            utf8: true,
+            ctx: ctx.clone(),
+        }),
+        DataType::Binary => Box::new(BytesDecoder {
+            b: BinaryBuilder::new(),
+            utf8: false,
+            ctx: ctx.clone(),
+        }),
+        DataType::Timestamp(unit, tz) => Box::new(TimestampDecoder {
+            unit: *unit,
+            tz: tz.clone(),
+            v: Vec::new(),
+            nulls: NullBufferBuilder::new(0),
+            ctx: ctx.clone(),
+        }),
+        DataType::List(item) => Box::new(ListDecoder {
+            item: item.clone(),
+            child: make_decoder(item, ctx).map_err(|e| e.prepend_path("[]"))?,
+            offsets: vec![0],
+            nulls: NullBufferBuilder::new(0),
+            ctx: ctx.clone(),
+        }),
+        DataType::Struct(fields) => Box::new(StructDecoder::new(fields.clone(), None, ctx)?),
+        DataType::FixedSizeList(..) => {
+            // A tensor column without metadata (e.g. from a user schema): native little-endian dtype.
+            let mut elem = t;
+            while let DataType::FixedSizeList(f, _) = elem {
+                elem = f.data_type();
+            }
+            let dt = native_dtype_of(elem).ok_or_else(|| {
+                Error::new(ErrorKind::Unsupported(format!(
+                    "cannot decode msgpack into {t}"
+                )))
+            })?;
+            Box::new(TensorDecoder::new(dt, field, ctx)?)
+        }
+        other => {
+            return Err(Error::new(ErrorKind::Unsupported(format!(
+                "cannot decode msgpack into Arrow type {other}"
+            ))))
+        }
+    })
+}
+
+/// The numpy dtype whose elements are exactly this Arrow primitive, in native order.
+pub(crate) fn native_dtype_of(t: &DataType) -> Option<NumpyDtype> {
+    let s = match t {
+        DataType::Boolean => "|b1",
+        DataType::Int8 => "|i1",
+        DataType::Int16 => "<i2",
+        DataType::Int32 => "<i4",
+        DataType::Int64 => "<i8",
+        DataType::UInt8 => "|u1",
+        DataType::UInt16 => "<u2",
+        DataType::UInt32 => "<u4",
+        DataType::UInt64 => "<u8",
+        DataType::Float16 => "<f2",
+        DataType::Float32 => "<f4",
+        DataType::Float64 => "<f8",
+        _ => return None,
+    };
+    NumpyDtype::parse(s).ok().map(|d| native(&d))
+}
+
+// ---------------------------------------------------------------------------------------------
+// nil, bool, numbers, strings, timestamps
+
+// ---------------------------------------------------------------------------------------------
+// lists and maps
+
+// ---------------------------------------------------------------------------------------------
+// tensors: ndarrays, numpy scalars, complex

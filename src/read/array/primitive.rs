@@ -1,0 +1,329 @@
+//! nil, bool and number columns (plain msgpack numbers and numpy scalars), converted exactly.
+
+use super::*;
+use crate::error::{ErrorKind, Result};
+use crate::types::NumpyDtype;
+use crate::wire::cursor::{Cursor, Int, Kind};
+use crate::wire::ndarray::{probe, Special};
+use arrow_array::builder::BooleanBufferBuilder;
+use arrow_array::types::*;
+use arrow_array::*;
+use arrow_buffer::{MutableBuffer, NullBufferBuilder, ScalarBuffer};
+use std::sync::Arc;
+
+pub(crate) struct NullDecoder {
+    pub(crate) n: usize,
+}
+
+impl ArrayDecoder for NullDecoder {
+    fn decode(&mut self, c: &mut Cursor<'_>) -> Result<()> {
+        if c.peek_kind()? != Kind::Nil {
+            return Err(found(c, "nil (the column held only nil where its type was inferred; pass a schema or infer from more rows)"));
+        }
+        c.read_nil()?;
+        self.n += 1;
+        Ok(())
+    }
+    fn append_null(&mut self) {
+        self.n += 1;
+    }
+    fn finish(&mut self) -> Result<ArrayRef> {
+        Ok(Arc::new(NullArray::new(std::mem::take(&mut self.n))))
+    }
+}
+
+pub(crate) struct BoolDecoder {
+    pub(crate) v: BooleanBufferBuilder,
+    pub(crate) nulls: NullBufferBuilder,
+    pub(crate) ctx: Ctx,
+}
+
+impl ArrayDecoder for BoolDecoder {
+    fn decode(&mut self, c: &mut Cursor<'_>) -> Result<()> {
+        match c.peek_kind()? {
+            Kind::Bool => {
+                self.v.append(c.read_bool()?);
+                self.nulls.append_non_null();
+            }
+            Kind::Nil => {
+                c.read_nil()?;
+                self.append_null();
+            }
+            Kind::Map => {
+                let v = numpy_scalar(c, &self.ctx, "bool")?;
+                self.v.append(v.as_f64() != 0.0);
+                self.nulls.append_non_null();
+            }
+            _ => return Err(found(c, "bool")),
+        }
+        Ok(())
+    }
+    fn append_null(&mut self) {
+        self.v.append(false);
+        self.nulls.append_null();
+    }
+    fn finish(&mut self) -> Result<ArrayRef> {
+        Ok(Arc::new(BooleanArray::new(
+            self.v.finish(),
+            self.nulls.finish(),
+        )))
+    }
+}
+
+/// A number read from msgpack or from a numpy scalar.
+#[derive(Clone, Copy)]
+pub(crate) enum Num {
+    I(i64),
+    U(u64),
+    F(f64),
+}
+
+impl Num {
+    pub(crate) fn as_f64(self) -> f64 {
+        match self {
+            Num::I(v) => v as f64,
+            Num::U(v) => v as f64,
+            Num::F(v) => v,
+        }
+    }
+}
+
+/// Read a numpy scalar or 0-d array of a numeric/bool dtype at the cursor.
+pub(crate) fn numpy_scalar(c: &mut Cursor<'_>, ctx: &Ctx, want: &str) -> Result<Num> {
+    let start = c.pos();
+    let nd = match probe(c, ctx.dialect, ctx.max_depth)? {
+        Some(Special::Array(nd)) if nd.len == 1 => nd,
+        _ => {
+            c.set_pos(start);
+            return Err(found(c, want));
+        }
+    };
+    let dt = nd.parse_dtype(c.offset_of(nd.type_pos))?;
+    nd.check_len(&dt, c.offset_of(0))?;
+    match num_at(&dt, &nd.data) {
+        Some(n) => Ok(n),
+        None => {
+            c.set_pos(start);
+            Err(c.error(ErrorKind::TypeConflict(format!(
+                "expected {want}, found numpy {}",
+                dt.to_dtype_str()
+            ))))
+        }
+    }
+}
+
+/// The numeric or bool element of dtype `dt` in `d` (exactly its itemsize bytes); None for
+/// other dtypes.
+pub(crate) fn num_at(dt: &NumpyDtype, d: &[u8]) -> Option<Num> {
+    let swap = dt.order().needs_swap();
+    macro_rules! rd {
+        ($t:ty) => {{
+            let mut a = [0u8; std::mem::size_of::<$t>()];
+            a.copy_from_slice(d);
+            if swap {
+                a.reverse();
+            }
+            <$t>::from_ne_bytes(a)
+        }};
+    }
+    Some(match dt {
+        NumpyDtype::Bool => Num::I((d[0] != 0) as i64),
+        NumpyDtype::Int {
+            size: 1,
+            signed: true,
+            ..
+        } => Num::I(rd!(i8) as i64),
+        NumpyDtype::Int {
+            size: 2,
+            signed: true,
+            ..
+        } => Num::I(rd!(i16) as i64),
+        NumpyDtype::Int {
+            size: 4,
+            signed: true,
+            ..
+        } => Num::I(rd!(i32) as i64),
+        NumpyDtype::Int {
+            size: 8,
+            signed: true,
+            ..
+        } => Num::I(rd!(i64)),
+        NumpyDtype::Int { size: 1, .. } => Num::I(rd!(u8) as i64),
+        NumpyDtype::Int { size: 2, .. } => Num::I(rd!(u16) as i64),
+        NumpyDtype::Int { size: 4, .. } => Num::I(rd!(u32) as i64),
+        NumpyDtype::Int { .. } => Num::U(rd!(u64)),
+        NumpyDtype::Float { size: 2, .. } => Num::F(half::f16::from_bits(rd!(u16)).to_f64()),
+        NumpyDtype::Float { size: 4, .. } => Num::F(rd!(f32) as f64),
+        NumpyDtype::Float { .. } => Num::F(rd!(f64)),
+        _ => return None,
+    })
+}
+
+/// Append `n` to a buffer of native `col` elements, converted exactly; false when it does not fit.
+pub(crate) fn put_num(col: &NumpyDtype, n: Num, out: &mut MutableBuffer) -> bool {
+    macro_rules! put {
+        ($t:ty) => {
+            match <$t>::from_num(n) {
+                Some(v) => {
+                    out.push(v);
+                    true
+                }
+                None => false,
+            }
+        };
+    }
+    match col {
+        NumpyDtype::Bool => match u8::from_num(n) {
+            Some(v @ (0 | 1)) => {
+                out.push(v);
+                true
+            }
+            _ => false,
+        },
+        NumpyDtype::Int {
+            size: 1,
+            signed: true,
+            ..
+        } => put!(i8),
+        NumpyDtype::Int {
+            size: 2,
+            signed: true,
+            ..
+        } => put!(i16),
+        NumpyDtype::Int {
+            size: 4,
+            signed: true,
+            ..
+        } => put!(i32),
+        NumpyDtype::Int {
+            size: 8,
+            signed: true,
+            ..
+        } => put!(i64),
+        NumpyDtype::Int { size: 1, .. } => put!(u8),
+        NumpyDtype::Int { size: 2, .. } => put!(u16),
+        NumpyDtype::Int { size: 4, .. } => put!(u32),
+        NumpyDtype::Int { .. } => put!(u64),
+        NumpyDtype::Float { size: 2, .. } => put!(half::f16),
+        NumpyDtype::Float { size: 4, .. } => put!(f32),
+        NumpyDtype::Float { .. } => put!(f64),
+        _ => false,
+    }
+}
+
+/// Exact conversion of a number into a column's native type.
+pub(crate) trait FromNum: Sized {
+    fn from_num(n: Num) -> Option<Self>;
+    /// float32 read bit-exactly (no round trip through f64 for f32 columns)
+    fn from_f32(v: f32) -> Option<Self> {
+        Self::from_num(Num::F(v as f64))
+    }
+}
+
+macro_rules! int_from_num {
+    ($($t:ty),*) => {$(
+        impl FromNum for $t {
+            fn from_num(n: Num) -> Option<Self> {
+                match n {
+                    Num::I(v) => <$t>::try_from(v).ok(),
+                    Num::U(v) => <$t>::try_from(v).ok(),
+                    Num::F(v) if v.fract() == 0.0 && v >= <$t>::MIN as f64 && v <= <$t>::MAX as f64 => Some(v as $t),
+                    Num::F(_) => None,
+                }
+            }
+        }
+    )*};
+}
+
+int_from_num!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl FromNum for f64 {
+    fn from_num(n: Num) -> Option<Self> {
+        Some(n.as_f64())
+    }
+}
+
+impl FromNum for f32 {
+    fn from_num(n: Num) -> Option<Self> {
+        Some(n.as_f64() as f32)
+    }
+    fn from_f32(v: f32) -> Option<Self> {
+        Some(v)
+    }
+}
+
+impl FromNum for half::f16 {
+    fn from_num(n: Num) -> Option<Self> {
+        Some(half::f16::from_f64(n.as_f64()))
+    }
+}
+
+pub(crate) struct PrimDecoder<T: ArrowPrimitiveType> {
+    pub(crate) v: Vec<T::Native>,
+    pub(crate) nulls: NullBufferBuilder,
+    pub(crate) ctx: Ctx,
+}
+
+impl<T: ArrowPrimitiveType> PrimDecoder<T> {
+    pub(crate) fn new(ctx: &Ctx) -> Self {
+        PrimDecoder {
+            v: Vec::new(),
+            nulls: NullBufferBuilder::new(0),
+            ctx: ctx.clone(),
+        }
+    }
+}
+
+impl<T: ArrowPrimitiveType> ArrayDecoder for PrimDecoder<T>
+where
+    T::Native: FromNum,
+{
+    #[inline]
+    fn decode(&mut self, c: &mut Cursor<'_>) -> Result<()> {
+        let p = c.pos();
+        let v = match c.peek_kind()? {
+            Kind::Int => match c.read_int()? {
+                Int::I(v) => T::Native::from_num(Num::I(v)),
+                Int::U(v) => T::Native::from_num(Num::U(v)),
+            },
+            Kind::F64 => T::Native::from_num(Num::F(c.read_f64()?)),
+            Kind::F32 => T::Native::from_f32(c.read_f32()?),
+            // Python's bool is an int (a column given a numeric type: schema overrides)
+            Kind::Bool => T::Native::from_num(Num::I(c.read_bool()? as i64)),
+            Kind::Nil => {
+                c.read_nil()?;
+                self.append_null();
+                return Ok(());
+            }
+            Kind::Map => {
+                T::Native::from_num(numpy_scalar(c, &self.ctx, &T::DATA_TYPE.to_string())?)
+            }
+            _ => return Err(found(c, &T::DATA_TYPE.to_string())),
+        };
+        match v {
+            Some(v) => {
+                self.v.push(v);
+                self.nulls.append_non_null();
+                Ok(())
+            }
+            None => Err(c.error_at(
+                p,
+                ErrorKind::TypeConflict(format!("value does not fit {} exactly", T::DATA_TYPE)),
+            )),
+        }
+    }
+    fn append_null(&mut self) {
+        self.v.push(T::Native::default());
+        self.nulls.append_null();
+    }
+    fn finish(&mut self) -> Result<ArrayRef> {
+        let v = std::mem::take(&mut self.v);
+        Ok(Arc::new(PrimitiveArray::<T>::new(
+            ScalarBuffer::from(v),
+            self.nulls.finish(),
+        )))
+    }
+    fn reserve(&mut self, rows: usize) {
+        self.v.reserve(rows);
+    }
+}

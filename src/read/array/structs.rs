@@ -1,0 +1,192 @@
+//! msgpack maps as Arrow structs: keys to fields, missing keys to nulls.
+
+use super::*;
+use crate::error::{ErrorKind, Result};
+use crate::wire::cursor::{Cursor, Kind};
+use arrow_array::*;
+use arrow_buffer::NullBufferBuilder;
+use arrow_schema::Fields;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Sentinel for keys that are known but not decoded (projected out).
+pub(crate) const SKIP: usize = usize::MAX;
+
+/// Decodes maps into a struct: used for nested maps and for the records of the `records` layout.
+pub(crate) struct StructDecoder {
+    pub(crate) fields: Fields,
+    pub(crate) names: Vec<Box<[u8]>>,
+    /// decoder per field; `None` for fields projected out
+    pub(crate) children: Vec<Option<Box<dyn ArrayDecoder>>>,
+    pub(crate) lookup: HashMap<Box<[u8]>, usize>,
+    /// `stamp[i] == gen`: field i was seen in the current map (missing ones become null; twice is an error)
+    pub(crate) stamp: Vec<u64>,
+    pub(crate) gen: u64,
+    pub(crate) nulls: NullBufferBuilder,
+    pub(crate) len: usize,
+    pub(crate) ctx: Ctx,
+}
+
+impl StructDecoder {
+    /// `projection`: names to decode (others are skipped); `None`: all.
+    pub(crate) fn new(fields: Fields, projection: Option<&[String]>, ctx: &Ctx) -> Result<Self> {
+        let mut children = Vec::with_capacity(fields.len());
+        for f in fields.iter() {
+            let wanted = projection.is_none_or(|p| p.iter().any(|n| n == f.name()));
+            children.push(if wanted {
+                Some(make_decoder(f, ctx).map_err(|e| e.prepend_path(f.name()))?)
+            } else {
+                None
+            });
+        }
+        let names: Vec<Box<[u8]>> = fields.iter().map(|f| f.name().as_bytes().into()).collect();
+        let lookup = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i))
+            .collect();
+        Ok(StructDecoder {
+            stamp: vec![0; fields.len()],
+            fields,
+            names,
+            children,
+            lookup,
+            gen: 0,
+            nulls: NullBufferBuilder::new(0),
+            len: 0,
+            ctx: ctx.clone(),
+        })
+    }
+
+    /// The fields that are decoded (projection applied).
+    pub(crate) fn output_fields(&self) -> Fields {
+        self.fields
+            .iter()
+            .zip(&self.children)
+            .filter(|(_, c)| c.is_some())
+            .map(|(f, _)| f.clone())
+            .collect()
+    }
+
+    /// Decode one map.
+    #[inline]
+    pub(crate) fn decode_map(&mut self, c: &mut Cursor<'_>) -> Result<()> {
+        let n = match c.peek_kind()? {
+            Kind::Map => c.read_map_len()?,
+            _ => return Err(found(c, "map")),
+        };
+        self.gen += 1;
+        for i in 0..n {
+            let kp = c.pos();
+            let key = match c.peek_kind()? {
+                Kind::Str | Kind::Bin => c.read_str_or_bin()?.0,
+                _ => {
+                    c.set_pos(kp);
+                    crate::read::infer::read_key(c)?;
+                    unreachable!("read_key errors on non-string keys")
+                }
+            };
+            // records usually repeat the key order: try the same position first
+            let col = if self.names.get(i).is_some_and(|k| **k == *key) {
+                i
+            } else {
+                match self.lookup.get(key) {
+                    Some(&j) => j,
+                    None => {
+                        let name = std::str::from_utf8(key).map_err(|_| {
+                            c.error_at(
+                                kp,
+                                ErrorKind::Key(format!(
+                                    "key {:?} is not valid UTF-8",
+                                    String::from_utf8_lossy(key)
+                                )),
+                            )
+                        })?;
+                        if self.ctx.strict_keys {
+                            return Err(c.error_at(kp, unknown_key(name, &self.ctx)));
+                        }
+                        c.skip(self.ctx.max_depth)?;
+                        continue;
+                    }
+                }
+            };
+            if self.stamp[col] == self.gen {
+                return Err(c.error_at(
+                    kp,
+                    ErrorKind::Key(format!(
+                        "duplicate key {:?} in one map",
+                        String::from_utf8_lossy(key)
+                    )),
+                ));
+            }
+            self.stamp[col] = self.gen;
+            match &mut self.children[col] {
+                Some(d) => d
+                    .decode(c)
+                    .map_err(|e| e.prepend_path(self.fields[col].name()))?,
+                None => c.skip(self.ctx.max_depth)?,
+            }
+            let _ = SKIP;
+        }
+        for (i, ch) in self.children.iter_mut().enumerate() {
+            if self.stamp[i] != self.gen {
+                if let Some(d) = ch {
+                    d.append_null();
+                }
+            }
+        }
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Finish the decoded columns (for a batch).
+    pub(crate) fn finish_columns(&mut self) -> Result<Vec<ArrayRef>> {
+        self.len = 0;
+        let mut out = Vec::new();
+        for (f, ch) in self.fields.iter().zip(self.children.iter_mut()) {
+            if let Some(d) = ch {
+                out.push(d.finish().map_err(|e| e.prepend_path(f.name()))?);
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn reserve_rows(&mut self, rows: usize) {
+        for d in self.children.iter_mut().flatten() {
+            d.reserve(rows);
+        }
+    }
+}
+
+impl ArrayDecoder for StructDecoder {
+    fn decode(&mut self, c: &mut Cursor<'_>) -> Result<()> {
+        if c.peek_kind()? == Kind::Nil {
+            c.read_nil()?;
+            self.append_null();
+            return Ok(());
+        }
+        self.decode_map(c)?;
+        self.nulls.append_non_null();
+        Ok(())
+    }
+    fn append_null(&mut self) {
+        for d in self.children.iter_mut().flatten() {
+            d.append_null();
+        }
+        self.len += 1;
+        self.nulls.append_null();
+    }
+    fn finish(&mut self) -> Result<ArrayRef> {
+        let n = self.len;
+        let cols = self.finish_columns()?;
+        let nulls = self.nulls.finish();
+        let fields = self.output_fields();
+        if fields.is_empty() {
+            return Ok(Arc::new(StructArray::new_empty_fields(n, nulls)));
+        }
+        Ok(Arc::new(StructArray::try_new(fields, cols, nulls)?))
+    }
+    fn reserve(&mut self, rows: usize) {
+        self.reserve_rows(rows);
+    }
+}

@@ -1,0 +1,541 @@
+//! ndarrays (fixed or ragged shapes), numpy scalars in tensor columns, complex numbers: the
+//! payload bytes copied once into the column's values, with a fast path for repeated headers.
+
+use super::*;
+use crate::error::{Error, ErrorKind, Result};
+use crate::types::buffers::{extend_native, native, to_arrow};
+use crate::types::{meta, NumpyDtype};
+use crate::wire::cursor::{Cursor, Kind};
+use crate::wire::ndarray::{probe, NdArray, Special};
+use arrow_array::*;
+use arrow_buffer::{MutableBuffer, NullBuffer, NullBufferBuilder, OffsetBuffer};
+use arrow_schema::{DataType, Field};
+use std::sync::Arc;
+
+/// How a tensor column is laid out in Arrow.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Repr {
+    /// nested FixedSizeList (fixed) or nested List (ragged); the element type alone for 0-d
+    Nested,
+    /// `arrow.fixed_shape_tensor`: FixedSizeList of the flattened row
+    FixedTensor,
+    /// `arrow.variable_shape_tensor`: Struct{data: List, shape: FixedSizeList<Int32>}
+    VarTensor,
+}
+
+/// The header bytes of the last ndarray map (everything up to the data payload): when the next
+/// row's map starts with the same bytes, dtype, shape and data length are the same, so the row is
+/// one compare and one copy.
+pub(crate) struct FastPath {
+    pub(crate) header: Vec<u8>,
+    pub(crate) data_len: usize,
+    /// elements in the payload (from the shape: `data_len / itemsize` fails for `U0`)
+    pub(crate) n_elems: usize,
+    pub(crate) swap_dt: NumpyDtype,
+    /// the shape the header holds (not the previous row's dims: those are gone after a batch
+    /// ends, and zeros after a null row)
+    pub(crate) shape: Vec<usize>,
+}
+
+pub(crate) struct TensorDecoder {
+    /// dtype of the column (metadata), and the same in native order (what the buffer holds)
+    pub(crate) dt: NumpyDtype,
+    pub(crate) native_dt: NumpyDtype,
+    pub(crate) item: usize,
+    /// per-axis length; `None` where rows differ (ragged)
+    pub(crate) shape: Vec<Option<usize>>,
+    pub(crate) fixed: Option<Vec<usize>>,
+    pub(crate) row_bytes: usize,
+    pub(crate) repr: Repr,
+    pub(crate) field: Field,
+    pub(crate) buf: MutableBuffer,
+    pub(crate) nulls: NullBufferBuilder,
+    pub(crate) rows: usize,
+    pub(crate) elems: usize,
+    /// ragged: the shape of every row, `ndim` entries each
+    pub(crate) dims: Vec<usize>,
+    pub(crate) dtype_cache: Vec<(Vec<u8>, NumpyDtype)>,
+    pub(crate) fast: Option<FastPath>,
+    pub(crate) ctx: Ctx,
+}
+
+impl TensorDecoder {
+    pub(crate) fn new(dt: NumpyDtype, field: &Field, ctx: &Ctx) -> Result<Self> {
+        let elem = dt.arrow_type()?;
+        let md = field.metadata();
+        let (shape, repr): (Vec<Option<usize>>, Repr) =
+            match md.get(meta::EXTENSION_NAME).map(String::as_str) {
+                Some("arrow.fixed_shape_tensor") => {
+                    let v: serde_json::Value = md
+                        .get(meta::EXTENSION_METADATA)
+                        .and_then(|m| serde_json::from_str(m).ok())
+                        .unwrap_or_default();
+                    let dims = v["shape"]
+                        .as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|d| d.as_u64().map(|d| Some(d as usize)))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    (dims, Repr::FixedTensor)
+                }
+                Some("arrow.variable_shape_tensor") => {
+                    let ndim = match field.data_type() {
+                        DataType::Struct(f) => {
+                            match f.find("shape").map(|(_, f)| f.data_type().clone()) {
+                                Some(DataType::FixedSizeList(_, n)) => n as usize,
+                                _ => 0,
+                            }
+                        }
+                        _ => 0,
+                    };
+                    (vec![None; ndim], Repr::VarTensor)
+                }
+                _ => {
+                    let mut shape = Vec::new();
+                    let mut t = field.data_type();
+                    while !same_structure(t, &elem) {
+                        match t {
+                            DataType::FixedSizeList(f, n) => {
+                                shape.push(Some(*n as usize));
+                                t = f.data_type();
+                            }
+                            DataType::List(f) | DataType::LargeList(f) => {
+                                shape.push(None);
+                                t = f.data_type();
+                            }
+                            _ => {
+                                return Err(Error::new(ErrorKind::TypeConflict(format!(
+                                    "field {:?} of type {} cannot hold ndarrays of {}",
+                                    field.name(),
+                                    field.data_type(),
+                                    dt.to_dtype_str()
+                                ))))
+                            }
+                        }
+                    }
+                    if shape.iter().any(|d| d.is_none()) {
+                        shape.iter_mut().for_each(|d| *d = None);
+                    }
+                    (shape, Repr::Nested)
+                }
+            };
+        let fixed: Option<Vec<usize>> = shape.iter().copied().collect();
+        let item = dt.itemsize();
+        let row_bytes = fixed
+            .as_ref()
+            .map_or(0, |f| f.iter().product::<usize>() * item);
+        Ok(TensorDecoder {
+            native_dt: native(&dt),
+            dt,
+            item,
+            shape,
+            fixed,
+            row_bytes,
+            repr,
+            field: field.clone(),
+            buf: MutableBuffer::new(0),
+            nulls: NullBufferBuilder::new(0),
+            rows: 0,
+            elems: 0,
+            dims: Vec::new(),
+            dtype_cache: Vec::new(),
+            fast: None,
+            ctx: ctx.clone(),
+        })
+    }
+
+    pub(crate) fn row_dtype(&mut self, nd: &NdArray<'_>, c: &Cursor<'_>) -> Result<NumpyDtype> {
+        if let Some((_, d)) = self
+            .dtype_cache
+            .iter()
+            .find(|(r, _)| r.as_slice() == nd.type_raw)
+        {
+            return Ok(d.clone());
+        }
+        let d = nd.parse_dtype(c.offset_of(nd.type_pos))?;
+        // a narrower string array in a column of wider ones is padded to the column's width
+        let narrower = match (d.text_width(), self.dt.text_width()) {
+            (Some((u1, n1)), Some((u2, n2))) => u1 == u2 && n1 <= n2,
+            _ => false,
+        };
+        // numbers of another numeric dtype are converted, element by element (`push_converted`)
+        let numeric = |t: &NumpyDtype| {
+            matches!(
+                t,
+                NumpyDtype::Bool | NumpyDtype::Int { .. } | NumpyDtype::Float { .. }
+            )
+        };
+        let convertible = numeric(&d) && numeric(&self.dt);
+        if !narrower && !convertible && native(&d) != self.native_dt {
+            return Err(c.error_at(
+                nd.type_pos,
+                ErrorKind::TypeConflict(format!(
+                    "ndarray of {} in a column of {}",
+                    d.to_dtype_str(),
+                    self.dt.to_dtype_str()
+                )),
+            ));
+        }
+        if self.dtype_cache.len() < 4 {
+            self.dtype_cache.push((nd.type_raw.to_vec(), d.clone()));
+        }
+        Ok(d)
+    }
+
+    /// A row of another numeric dtype, each element converted exactly (else: its index).
+    pub(crate) fn push_converted(
+        &mut self,
+        row_dt: &NumpyDtype,
+        data: &[u8],
+        n_elems: usize,
+    ) -> std::result::Result<(), usize> {
+        let ri = row_dt.itemsize();
+        let start = self.buf.len();
+        for i in 0..n_elems {
+            let n = num_at(row_dt, &data[i * ri..(i + 1) * ri]).ok_or(i)?;
+            if !put_num(&self.native_dt, n, &mut self.buf) {
+                self.buf.truncate(start);
+                return Err(i);
+            }
+        }
+        self.elems += n_elems;
+        self.rows += 1;
+        self.nulls.append_non_null();
+        Ok(())
+    }
+
+    pub(crate) fn push_row(&mut self, row_dt: &NumpyDtype, data: &[u8], n_elems: usize) {
+        let bytes = n_elems * self.item;
+        if self.buf.capacity() - self.buf.len() < bytes {
+            // grow geometrically; fixed-shape columns were reserved at their final size
+            let want = (self.buf.len() + bytes).max(self.buf.capacity() * 2);
+            self.buf.reserve(want - self.buf.len());
+        }
+        let row_item = row_dt.itemsize();
+        if row_item == self.item {
+            extend_native(row_dt, data, &mut self.buf);
+        } else {
+            // a narrower U/S row: each element padded with NULs (which numpy strips anyway)
+            for i in 0..n_elems {
+                extend_native(
+                    row_dt,
+                    &data[i * row_item..(i + 1) * row_item],
+                    &mut self.buf,
+                );
+                self.buf.extend_zeros(self.item - row_item);
+            }
+        }
+        self.elems += n_elems;
+        self.rows += 1;
+        self.nulls.append_non_null();
+    }
+}
+
+/// Type equality that ignores field names, nullability and metadata.
+pub(crate) fn same_structure(a: &DataType, b: &DataType) -> bool {
+    match (a, b) {
+        (DataType::FixedSizeList(x, n), DataType::FixedSizeList(y, m)) => {
+            n == m && same_structure(x.data_type(), y.data_type())
+        }
+        (DataType::List(x), DataType::List(y)) => same_structure(x.data_type(), y.data_type()),
+        (DataType::Struct(x), DataType::Struct(y)) => {
+            x.len() == y.len()
+                && x.iter().zip(y.iter()).all(|(p, q)| {
+                    p.name() == q.name() && same_structure(p.data_type(), q.data_type())
+                })
+        }
+        _ => a == b,
+    }
+}
+
+impl ArrayDecoder for TensorDecoder {
+    #[inline]
+    fn decode(&mut self, c: &mut Cursor<'_>) -> Result<()> {
+        if let Some(f) = &self.fast {
+            let rest = &c.buf()[c.pos()..];
+            let h = f.header.len();
+            if rest.len() >= h + f.data_len && rest[..h] == f.header[..] {
+                let (data, dl) = (&rest[h..h + f.data_len], f.data_len);
+                let n = f.n_elems;
+                if self.fixed.is_none() {
+                    // same header ⇒ the same shape
+                    self.dims.extend_from_slice(&f.shape);
+                }
+                let sdt = f.swap_dt.clone();
+                self.push_row(&sdt, data, n);
+                c.set_pos(c.pos() + h + dl);
+                return Ok(());
+            }
+        }
+        match c.peek_kind()? {
+            Kind::Nil => {
+                c.read_nil()?;
+                self.append_null();
+                return Ok(());
+            }
+            Kind::Map => {}
+            _ => return Err(found(c, &format!("ndarray of {}", self.dt.to_dtype_str()))),
+        }
+        let start = c.pos();
+        match probe(c, self.ctx.dialect, self.ctx.max_depth)? {
+            Some(Special::Array(nd)) => {
+                let row_dt = self.row_dtype(&nd, c)?;
+                nd.check_len(&row_dt, c.offset_of(0))?;
+                if nd.shape.len() != self.shape.len() {
+                    return Err(c.error_at(
+                        start,
+                        ErrorKind::TypeConflict(format!(
+                            "ndarray of shape {:?} in a column of {}-dimensional arrays",
+                            nd.shape,
+                            self.shape.len()
+                        )),
+                    ));
+                }
+                match &self.fixed {
+                    Some(f) if *f != nd.shape => {
+                        return Err(c.error_at(start, ErrorKind::TypeConflict(format!(
+                            "ndarray of shape {:?} in a column of fixed shape {:?} (the schema was inferred from the first rows; infer from all rows or pass a schema with List axes)",
+                            nd.shape, f
+                        ))))
+                    }
+                    Some(_) => {}
+                    None => self.dims.extend_from_slice(&nd.shape),
+                }
+                if row_dt.text_width().is_none() && native(&row_dt) != self.native_dt {
+                    return self.push_converted(&row_dt, &nd.data, nd.len).map_err(|i| {
+                        c.error_at(
+                            start,
+                            ErrorKind::TypeConflict(format!(
+                                "element {i} of this {} ndarray does not fit {} exactly",
+                                row_dt.to_dtype_str(),
+                                self.dt.to_dtype_str()
+                            )),
+                        )
+                    });
+                }
+                self.push_row(&row_dt, &nd.data, nd.len);
+                let end = c.pos();
+                // the fast path is valid when data is the map's last entry, as msgpack_numpy writes it
+                if nd.in_place() && nd.data_pos + nd.data.len() == end {
+                    self.fast = Some(FastPath {
+                        header: c.buf()[start..nd.data_pos].to_vec(),
+                        data_len: nd.data.len(),
+                        n_elems: nd.len,
+                        swap_dt: row_dt,
+                        shape: nd.shape.clone(),
+                    });
+                }
+                Ok(())
+            }
+            Some(Special::Complex(re, im))
+                if self.shape.is_empty() && matches!(self.dt, NumpyDtype::Complex { .. }) =>
+            {
+                if let NumpyDtype::Complex { size: 8, .. } = self.dt {
+                    let mut b = [0u8; 8];
+                    b[..4].copy_from_slice(&(re as f32).to_ne_bytes());
+                    b[4..].copy_from_slice(&(im as f32).to_ne_bytes());
+                    let nd = self.native_dt.clone();
+                    self.push_row(&nd, &b, 1);
+                } else {
+                    let mut b = [0u8; 16];
+                    b[..8].copy_from_slice(&re.to_ne_bytes());
+                    b[8..].copy_from_slice(&im.to_ne_bytes());
+                    let nd = self.native_dt.clone();
+                    self.push_row(&nd, &b, 1);
+                }
+                Ok(())
+            }
+            _ => {
+                c.set_pos(start);
+                Err(found(c, &format!("ndarray of {}", self.dt.to_dtype_str())))
+            }
+        }
+    }
+
+    fn append_null(&mut self) {
+        match &self.fixed {
+            Some(f) => {
+                self.buf.extend_zeros(self.row_bytes);
+                // from the shape: the bytes say nothing for U0/S0 elements
+                self.elems += f.iter().product::<usize>();
+            }
+            None => self.dims.extend(std::iter::repeat_n(0, self.shape.len())),
+        }
+        self.rows += 1;
+        self.nulls.append_null();
+    }
+
+    fn reserve(&mut self, rows: usize) {
+        if self.fixed.is_some() {
+            let want = rows.saturating_mul(self.row_bytes);
+            // cap what we trust up front: the rest grows as bytes really arrive
+            if self.buf.capacity() == 0 {
+                self.buf = MutableBuffer::new(want.min(1 << 31));
+                crate::types::buffers::advise_huge_pages(&mut self.buf);
+            } else {
+                self.buf.reserve(want.min(1 << 31));
+            }
+        }
+    }
+
+    fn finish(&mut self) -> Result<ArrayRef> {
+        let rows = std::mem::take(&mut self.rows);
+        let elems = std::mem::take(&mut self.elems);
+        let buf = std::mem::replace(&mut self.buf, MutableBuffer::new(0));
+        let nulls = self.nulls.finish();
+        let dims = std::mem::take(&mut self.dims);
+        let t = self.field.data_type().clone();
+        if self.shape.is_empty() {
+            return to_arrow(&self.native_dt, buf.into(), elems, true, nulls);
+        }
+        let values = to_arrow(&self.native_dt, buf.into(), elems, true, None)?;
+        match (self.repr, &self.fixed) {
+            (Repr::Nested, Some(_)) => nest_fixed(&t, values, nulls, rows),
+            (Repr::FixedTensor, Some(_)) => match &t {
+                DataType::FixedSizeList(f, n) => Ok(Arc::new(FixedSizeListArray::try_new(
+                    f.clone(),
+                    *n,
+                    values,
+                    nulls,
+                )?)),
+                _ => Err(Error::new(ErrorKind::Layout(format!(
+                    "fixed_shape_tensor storage must be a FixedSizeList, not {t}"
+                )))),
+            },
+            (Repr::Nested, None) => {
+                let ndim = self.shape.len();
+                let offsets = ragged_offsets(&dims, ndim, rows)?;
+                nest_ragged(&t, values, offsets, nulls)
+            }
+            (Repr::VarTensor, _) => {
+                let ndim = self.shape.len();
+                let DataType::Struct(fields) = &t else {
+                    unreachable!("checked in new")
+                };
+                let mut off = Vec::with_capacity(rows + 1);
+                off.push(0i32);
+                let mut acc = 0i64;
+                for r in 0..rows {
+                    acc += dims[r * ndim..(r + 1) * ndim].iter().product::<usize>() as i64;
+                    off.push(i32::try_from(acc).map_err(|_| {
+                        Error::new(ErrorKind::Layout(
+                            "more than 2^31 tensor elements in one batch; use a smaller batch size"
+                                .into(),
+                        ))
+                    })?);
+                }
+                let DataType::List(item) = fields[0].data_type() else {
+                    unreachable!()
+                };
+                let data =
+                    ListArray::try_new(item.clone(), OffsetBuffer::new(off.into()), values, None)?;
+                let shape_vals: Vec<i32> = dims.iter().map(|&d| d as i32).collect();
+                let DataType::FixedSizeList(sf, _) = fields[1].data_type() else {
+                    unreachable!()
+                };
+                let shape = FixedSizeListArray::try_new(
+                    sf.clone(),
+                    ndim as i32,
+                    Arc::new(Int32Array::from(shape_vals)),
+                    None,
+                )?;
+                Ok(Arc::new(StructArray::try_new(
+                    fields.clone(),
+                    vec![Arc::new(data), Arc::new(shape)],
+                    nulls,
+                )?))
+            }
+            (Repr::FixedTensor, None) => Err(Error::new(ErrorKind::Layout(
+                "ragged ndarrays cannot be stored as fixed_shape_tensor".into(),
+            ))),
+        }
+    }
+}
+
+/// Wrap flat values in the nested FixedSizeLists of type `t`; row nulls go on the outermost.
+/// `rows` is needed because a FixedSizeList of size 0 cannot count its rows from its values.
+pub(crate) fn nest_fixed(
+    t: &DataType,
+    values: ArrayRef,
+    nulls: Option<NullBuffer>,
+    rows: usize,
+) -> Result<ArrayRef> {
+    match t {
+        DataType::FixedSizeList(f, n) => {
+            let inner = if same_structure(f.data_type(), values.data_type()) {
+                values
+            } else {
+                nest_fixed(f.data_type(), values, None, rows * (*n as usize))?
+            };
+            if *n == 0 {
+                let d = arrow_data::ArrayDataBuilder::new(t.clone())
+                    .len(rows)
+                    .nulls(nulls)
+                    .add_child_data(inner.to_data())
+                    .build()?;
+                return Ok(make_array(d));
+            }
+            Ok(Arc::new(FixedSizeListArray::try_new(
+                f.clone(),
+                *n,
+                inner,
+                nulls,
+            )?))
+        }
+        _ => Ok(values),
+    }
+}
+
+/// Offsets of every List level of ragged tensors (outermost first), from each row's shape.
+pub(crate) fn ragged_offsets(dims: &[usize], ndim: usize, rows: usize) -> Result<Vec<Vec<i32>>> {
+    let too_many = || {
+        Error::new(ErrorKind::Layout(
+            "more than 2^31 list entries in one batch; use a smaller batch size".into(),
+        ))
+    };
+    let mut levels = vec![vec![0i32]; ndim];
+    for r in 0..rows {
+        let s = &dims[r * ndim..(r + 1) * ndim];
+        // entries at level k for this row: prod(s[..k]); each of length s[k]
+        let mut count = 1usize;
+        for k in 0..ndim {
+            let lvl = &mut levels[k];
+            for _ in 0..count {
+                let last = *lvl.last().unwrap_or(&0);
+                lvl.push(
+                    i32::try_from(s[k])
+                        .ok()
+                        .and_then(|d| last.checked_add(d))
+                        .ok_or_else(too_many)?,
+                );
+            }
+            count = count.checked_mul(s[k]).ok_or_else(too_many)?;
+        }
+    }
+    Ok(levels)
+}
+
+pub(crate) fn nest_ragged(
+    t: &DataType,
+    values: ArrayRef,
+    mut offsets: Vec<Vec<i32>>,
+    nulls: Option<NullBuffer>,
+) -> Result<ArrayRef> {
+    let DataType::List(f) = t else {
+        return Ok(values);
+    };
+    let mine = offsets.remove(0);
+    let inner = if offsets.is_empty() {
+        values
+    } else {
+        nest_ragged(f.data_type(), values, offsets, None)?
+    };
+    Ok(Arc::new(ListArray::try_new(
+        f.clone(),
+        OffsetBuffer::new(mine.into()),
+        inner,
+        nulls,
+    )?))
+}
