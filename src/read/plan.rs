@@ -1,6 +1,7 @@
 //! The plan of a read: which layout `auto` picks (SPEC §2), how rows are contained, the schema
 //! inferred from the data, and where each batch starts.
 
+use crate::types::layout::{is_columns_map as is_columns_map_rule, ValueForm};
 use self::infer::{Inferrer, NdKind, Ty};
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
@@ -188,32 +189,32 @@ pub(crate) fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result
 /// Whether the map at the cursor qualifies for `auto` → `columns`.
 pub(crate) fn is_columns_map(c: &mut Cursor<'_>, b: &ReaderBuilder) -> Result<bool> {
     let n = c.read_map_len()?;
-    if n == 0 {
-        return Ok(false);
-    }
-    let mut len = None;
+    let mut forms = Vec::with_capacity(n.min(1024));
     for _ in 0..n {
         if !matches!(c.peek_kind()?, Kind::Str | Kind::Bin) {
             return Ok(false);
         }
         c.read_str_or_bin()?;
-        let l = match c.peek_kind()? {
+        let form = match c.peek_kind()? {
             Kind::Array => {
                 let l = c.clone().read_array_len()?;
                 c.skip(b.max_depth)?;
-                l
+                ValueForm::List(l)
             }
             Kind::Map => match probe(c, b.dialect, b.max_depth)? {
-                Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => nd.shape[0],
-                _ => return Ok(false),
+                Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => {
+                    ValueForm::Ndarray(nd.shape[0])
+                }
+                _ => ValueForm::Other,
             },
-            _ => return Ok(false),
+            _ => ValueForm::Other,
         };
-        if *len.get_or_insert(l) != l {
+        if form == ValueForm::Other {
             return Ok(false);
         }
+        forms.push(form);
     }
-    Ok(true)
+    Ok(is_columns_map_rule(forms))
 }
 
 /// Full plan: layout, and the schema inferred unless given.

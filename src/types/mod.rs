@@ -1,9 +1,11 @@
 //! The one numpy ↔ Arrow mapping (SPEC §3): the Arrow type of each dtype ([`arrow`]), numpy
-//! element bytes → Arrow buffers ([`buffers`], shared by the msgpack reader and NPZ), and the
-//! field/schema metadata that carries what Arrow alone would lose ([`meta`]).
+//! element bytes → Arrow buffers ([`buffers`], shared by the msgpack reader and NPZ), the
+//! field/schema metadata that carries what Arrow alone would lose ([`meta`]), and the rule by which
+//! `auto` reads one map as a `columns` map ([`layout`]).
 
 pub mod arrow;
 pub(crate) mod buffers;
+pub mod layout;
 pub mod meta;
 
 pub use crate::wire::dtype::{ByteOrder, NpTimeUnit, NumpyDtype, StructField};

@@ -35,6 +35,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, SchemaRef};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::types::layout::is_columns_map;
 use crate::options::Layout;
 use crate::types::meta;
 
@@ -339,20 +340,21 @@ impl<W: Write> Writer<W> {
     /// `columns` map (all values ndarrays or lists of one length) is wrapped in a one-element
     /// top-level array, which reads back as one record.
     fn finish_records_stream(&mut self, pending: &[RecordBatch]) -> Result<()> {
-        let start = self.out.buf.len();
+        let rows: usize = pending.iter().map(|b| b.num_rows()).sum();
+        if rows == 1 {
+            let b = pending.iter().find(|b| b.num_rows() == 1).expect("one row");
+            let mut forms = Vec::with_capacity(b.num_columns());
+            for (mut enc, f) in self.encoders(b, 0)?.into_iter().zip(self.schema.fields()) {
+                forms.push(enc.form(0).map_err(|e| e.at_record(0).prepend_path(f.name()))?);
+            }
+            if is_columns_map(forms) {
+                self.out.buf.push(0x91);
+            }
+        }
         let mut row0 = 0;
         for b in pending {
             self.encode_records(b, row0)?;
             row0 += b.num_rows() as u64;
-        }
-        if row0 == 1 {
-            let row = &self.out.buf[start..];
-            let as_columns = crate::ReaderBuilder::new()
-                .build_from_slice(row)
-                .is_ok_and(|r| r.layout() == Layout::Columns);
-            if as_columns {
-                self.out.buf.insert(start, 0x91);
-            }
         }
         Ok(())
     }

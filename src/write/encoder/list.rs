@@ -1,5 +1,6 @@
 //! Arrow lists that are msgpack lists (not tensors).
 
+use crate::types::layout::ValueForm;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};
 use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
@@ -98,6 +99,13 @@ impl ColumnEncoder for ListEnc {
     }
     fn may_nd(&self) -> bool {
         self.child.may_nd()
+    }
+    fn form(&mut self, row: usize) -> Result<ValueForm> {
+        if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) {
+            return Ok(ValueForm::Other);
+        }
+        let (a, b) = self.shape.range(row);
+        Ok(ValueForm::List(b - a))
     }
     fn size_hint(&self) -> usize {
         self.child.size_hint() + self.len * 3

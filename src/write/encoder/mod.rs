@@ -8,6 +8,7 @@ pub(crate) mod scalar;
 pub(crate) mod structs;
 pub(crate) mod tensor;
 
+use crate::types::layout::ValueForm;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Float32Type, Float64Type, Int64Type, TimestampNanosecondType, UInt64Type,
@@ -32,6 +33,11 @@ pub(crate) trait ColumnEncoder {
     /// When row `row` encodes as exactly one ndarray map: how its head can be widened (aligned mode).
     fn nd_probe(&mut self, _row: usize) -> Result<Option<NdProbe>> {
         Ok(None)
+    }
+    /// What row `row` is written as, for the `auto` rule (a lone row that would read back as a
+    /// `columns` map must be wrapped).
+    fn form(&mut self, _row: usize) -> Result<ValueForm> {
+        Ok(ValueForm::Other)
     }
     /// Whether values may hold ndarray maps (which align themselves against the absolute output
     /// position, so must be encoded in place).

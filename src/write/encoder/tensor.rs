@@ -1,5 +1,6 @@
 //! ndarray values: tensors (fixed or ragged), complex numbers, raw object-array pickles.
 
+use crate::types::layout::ValueForm;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type};
 use arrow_array::{Array, ArrayRef};
@@ -165,6 +166,13 @@ impl ColumnEncoder for TensorEnc {
     }
     fn may_nd(&self) -> bool {
         true
+    }
+    fn form(&mut self, row: usize) -> Result<ValueForm> {
+        if self.t.is_null(row) {
+            return Ok(ValueForm::Other);
+        }
+        self.head_range(row)?;
+        Ok(self.shape.first().map_or(ValueForm::Other, |&l| ValueForm::Ndarray(l)))
     }
     fn size_hint(&self) -> usize {
         let mut s = Vec::new();
