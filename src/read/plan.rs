@@ -1,11 +1,11 @@
 //! The plan of a read: which layout `auto` picks (SPEC §2), how rows are contained, the schema
 //! inferred from the data, and where each batch starts.
 
-use crate::types::layout::{is_columns_map as is_columns_map_rule, ValueForm};
 use self::infer::{Inferrer, NdKind, Ty};
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Layout, ObjectArrays};
+use crate::types::layout::{is_columns_map as is_columns_map_rule, ValueForm};
 use crate::types::{meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Kind};
 use crate::wire::ndarray::{probe, Special};

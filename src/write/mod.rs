@@ -35,8 +35,8 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, SchemaRef};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::types::layout::is_columns_map;
 use crate::options::Layout;
+use crate::types::layout::is_columns_map;
 use crate::types::meta;
 
 use crate::wire::write::{self as wire, IntVal, Out};
@@ -345,7 +345,10 @@ impl<W: Write> Writer<W> {
             let b = pending.iter().find(|b| b.num_rows() == 1).expect("one row");
             let mut forms = Vec::with_capacity(b.num_columns());
             for (mut enc, f) in self.encoders(b, 0)?.into_iter().zip(self.schema.fields()) {
-                forms.push(enc.form(0).map_err(|e| e.at_record(0).prepend_path(f.name()))?);
+                forms.push(
+                    enc.form(0)
+                        .map_err(|e| e.at_record(0).prepend_path(f.name()))?,
+                );
             }
             if is_columns_map(forms) {
                 self.out.buf.push(0x91);

@@ -172,7 +172,10 @@ impl ColumnEncoder for TensorEnc {
             return Ok(ValueForm::Other);
         }
         self.head_range(row)?;
-        Ok(self.shape.first().map_or(ValueForm::Other, |&l| ValueForm::Ndarray(l)))
+        Ok(self
+            .shape
+            .first()
+            .map_or(ValueForm::Other, |&l| ValueForm::Ndarray(l)))
     }
     fn size_hint(&self) -> usize {
         let mut s = Vec::new();
