@@ -13,6 +13,7 @@ struct Inner {
     offset: Option<u64>,
     record: Option<u64>,
     path: Option<String>,
+    file: Option<String>,
 }
 
 /// What went wrong.
@@ -56,6 +57,9 @@ pub enum ErrorKind {
     /// The layout does not fit the input (e.g. `columns` with unequal lengths).
     #[error("layout: {0}")]
     Layout(String),
+    /// Options that contradict each other or the files given; the message says what to change.
+    #[error("{0}")]
+    Usage(String),
     /// Arrow data this crate cannot write as msgpack-numpy.
     #[error("cannot encode: {0}")]
     Unsupported(String),
@@ -78,6 +82,7 @@ impl Error {
             offset: None,
             record: None,
             path: None,
+            file: None,
         }))
     }
     /// What went wrong.
@@ -95,6 +100,18 @@ impl Error {
     /// Column path, e.g. `frames.depth`.
     pub fn path(&self) -> Option<&str> {
         self.0.path.as_deref()
+    }
+    /// The file (or URL) the error is about, when more than one may be in play.
+    pub fn file(&self) -> Option<&str> {
+        self.0.file.as_deref()
+    }
+    /// Name the file the error is about, unless one is already named (the innermost wins), so a
+    /// message never names it twice.
+    pub fn in_file(mut self, file: &std::path::Path) -> Self {
+        self.0
+            .file
+            .get_or_insert_with(|| file.display().to_string());
+        self
     }
     /// Set the byte offset unless one is already known (the innermost position wins).
     pub fn at_offset(mut self, offset: u64) -> Self {
@@ -122,6 +139,9 @@ pub(crate) fn err<T>(kind: ErrorKind) -> Result<T> {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(file) = &self.0.file {
+            write!(f, "{file}: ")?;
+        }
         write!(f, "{}", self.0.kind)?;
         let mut sep = " at ";
         if let Some(o) = self.0.offset {

@@ -13,13 +13,11 @@ use arrow_schema::{Field, Schema, SchemaRef};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use msgpack_arrow::io::compress::Codec;
-use msgpack_arrow::io::npz::NpzWriter;
-use msgpack_arrow::io::{
-    expand_inputs, open_table, AtomicFile, Compression, Format, ReadOptions, Table,
-};
+use msgpack_arrow::io::convert::{output_format, ConvertOptions};
+use msgpack_arrow::io::dataset::{convert_dataset, DatasetOptions};
+use msgpack_arrow::io::{expand_inputs, open_table, Compression, Format, ReadOptions, Table};
 use msgpack_arrow::types::meta;
-use msgpack_arrow::{Dialect, Layout, ObjectArrays, TensorMode, Writer, WriterBuilder};
+use msgpack_arrow::{Dialect, Layout, ObjectArrays, TensorMode};
 
 /// A message for the user; printed as `error: <message>`.
 type CliResult<T> = std::result::Result<T, String>;
@@ -260,9 +258,9 @@ fn out(text: &str) -> CliResult<()> {
         })
 }
 
-/// Prefix an error with the file it is about.
+/// Name the file an error is about (once: the core may have named it already).
 fn at(path: &Path) -> impl Fn(msgpack_arrow::Error) -> String + '_ {
-    move |e| format!("{}: {e}", path.display())
+    move |e| e.in_file(path).to_string()
 }
 
 fn open(path: &Path, opts: &ReadOptions) -> CliResult<Table> {
@@ -407,124 +405,6 @@ fn cut(s: &str, width: usize) -> String {
 // ---------------------------------------------------------------------------------------------
 // convert
 
-/// A compressing writer for a `.msgpack.zst` / `.gz` / `.lz4` output.
-enum Compressed<W: Write> {
-    Plain(W),
-    Zstd(zstd::stream::write::Encoder<'static, W>),
-    Gzip(flate2::write::GzEncoder<W>),
-    Lz4(lz4_flex::frame::FrameEncoder<W>),
-}
-
-impl<W: Write> Compressed<W> {
-    fn new(w: W, codec: Option<Codec>) -> io::Result<Self> {
-        Ok(match codec {
-            None => Compressed::Plain(w),
-            Some(Codec::Zstd) => {
-                let mut e = zstd::stream::write::Encoder::new(w, 3)?;
-                // Multi-threaded compression would need zstd's feature; checksums are cheap.
-                e.include_checksum(true)?;
-                Compressed::Zstd(e)
-            }
-            Some(Codec::Gzip) => Compressed::Gzip(flate2::write::GzEncoder::new(
-                w,
-                flate2::Compression::default(),
-            )),
-            Some(Codec::Lz4) => Compressed::Lz4(lz4_flex::frame::FrameEncoder::new(w)),
-        })
-    }
-    fn finish(self) -> io::Result<W> {
-        match self {
-            Compressed::Plain(w) => Ok(w),
-            Compressed::Zstd(e) => e.finish(),
-            Compressed::Gzip(e) => e.finish(),
-            Compressed::Lz4(e) => e.finish().map_err(io::Error::other),
-        }
-    }
-}
-
-impl<W: Write> Write for Compressed<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Compressed::Plain(w) => w.write(buf),
-            Compressed::Zstd(e) => e.write(buf),
-            Compressed::Gzip(e) => e.write(buf),
-            Compressed::Lz4(e) => e.write(buf),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Compressed::Plain(w) => w.flush(),
-            Compressed::Zstd(e) => e.flush(),
-            Compressed::Gzip(e) => e.flush(),
-            Compressed::Lz4(e) => e.flush(),
-        }
-    }
-}
-
-/// Where batches go.
-enum Sink<'a> {
-    Parquet(parquet::arrow::ArrowWriter<&'a mut AtomicFile>),
-    Ipc(arrow_ipc::writer::FileWriter<&'a mut AtomicFile>),
-    Npz(NpzWriter<&'a mut AtomicFile>),
-    Msgpack(Writer<Compressed<&'a mut AtomicFile>>),
-}
-
-impl Sink<'_> {
-    fn write(&mut self, b: &RecordBatch) -> msgpack_arrow::Result<()> {
-        match self {
-            Sink::Parquet(w) => w.write(b)?,
-            Sink::Ipc(w) => w.write(b)?,
-            Sink::Npz(w) => w.write(b)?,
-            Sink::Msgpack(w) => w.write(b)?,
-        }
-        Ok(())
-    }
-    fn finish(self) -> msgpack_arrow::Result<()> {
-        match self {
-            Sink::Parquet(w) => {
-                w.close()?;
-            }
-            Sink::Ipc(mut w) => w.finish()?,
-            Sink::Npz(w) => {
-                w.finish()?;
-            }
-            Sink::Msgpack(w) => {
-                w.finish()?.finish()?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Whether two files' schemas can go into one output: same column names in the same order, same
-/// types (nested field names aside). Returns what differs.
-fn schema_difference(a: &Schema, b: &Schema) -> Option<String> {
-    let names = |s: &Schema| {
-        s.fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .collect::<Vec<_>>()
-    };
-    if names(a) != names(b) {
-        return Some(format!(
-            "its columns [{}] differ from [{}]",
-            names(b).join(", "),
-            names(a).join(", ")
-        ));
-    }
-    for (fa, fb) in a.fields().iter().zip(b.fields()) {
-        if !fa.data_type().equals_datatype(fb.data_type()) {
-            return Some(format!(
-                "column {:?} is {} there but {} here",
-                fa.name(),
-                fa.data_type(),
-                fb.data_type()
-            ));
-        }
-    }
-    None
-}
-
 fn progress_bar(total: Option<u64>) -> ProgressBar {
     let bar = match total {
         Some(t) => ProgressBar::with_draw_target(Some(t), ProgressDrawTarget::stderr()).with_style(
@@ -543,48 +423,46 @@ fn progress_bar(total: Option<u64>) -> ProgressBar {
     bar
 }
 
+impl ConvertArgs {
+    fn convert_options(&self) -> ConvertOptions {
+        ConvertOptions {
+            format: self.format.map(Format::from),
+            compression: self.compression,
+            output_layout: self.output_layout.map(Layout::from),
+            aligned: self.aligned,
+        }
+    }
+}
+
 fn convert(args: ConvertArgs) -> CliResult<()> {
     let inputs = expand_inputs(&args.inputs).map_err(|e| e.to_string())?;
+    let mut read = args
+        .read
+        .options(usize::try_from(args.batch_size).unwrap_or(usize::MAX));
     if args.dataset {
-        return convert_dataset(&args, &inputs);
+        let opts = DatasetOptions {
+            format: args.format.map(Format::from),
+            partition_by: args.partition_by.clone(),
+            overwrite: args.overwrite,
+        };
+        let r = convert_dataset(&inputs, &args.output, &read, &args.convert_options(), &opts)
+            .map_err(|e| e.to_string())?;
+        if !args.quiet {
+            eprintln!(
+                "{}: converted {} input(s), skipped {} already complete",
+                args.output.display(),
+                r.converted,
+                r.skipped
+            );
+        }
+        return Ok(());
     }
-    let output = &args.output;
-    if output.as_os_str() == "-" {
-        return Err("writing to standard output is not supported; give an output file name".into());
-    }
-    let out_format = match args.format {
-        Some(f) => Format::from(f),
-        None => Format::from_path(output).ok_or_else(|| {
-            format!(
-                "cannot tell the output format from {:?}; use an extension (.parquet, .feather, .arrow, .npz, .msgpack) or --format",
-                output.display().to_string()
-            )
-        })?,
-    };
-    let out_codec = Codec::from_path(output);
-    if out_codec.is_some() && out_format != Format::Msgpack {
-        return Err(format!(
-            "{}: only msgpack outputs are compressed by extension; {} files compress internally (see --compression)",
-            output.display(),
-            out_format
-        ));
-    }
-    if args.compression.is_some() && matches!(out_format, Format::Msgpack | Format::Npz) {
-        return Err(format!(
-            "--compression applies to parquet and feather outputs; {}",
-            if out_format == Format::Msgpack {
-                "to compress msgpack, name the output .msgpack.zst, .msgpack.gz or .msgpack.lz4"
-            } else {
-                "npz members are stored uncompressed, like np.savez"
-            }
-        ));
-    }
-    let batch_size = usize::try_from(args.batch_size).unwrap_or(usize::MAX);
-    let mut opts = args.read.options(batch_size);
-
+    let opts = args.convert_options();
+    // refuse contradicting options before any input is read
+    output_format(&args.output, &opts).map_err(|e| e.to_string())?;
     let show = !args.quiet && io::stderr().is_terminal();
     let counter = Arc::new(AtomicU64::new(0));
-    let bar = if show {
+    let bar = show.then(|| {
         let total = inputs
             .iter()
             .map(|p| {
@@ -595,12 +473,21 @@ fn convert(args: ConvertArgs) -> CliResult<()> {
                 }
             })
             .sum::<Option<u64>>();
-        opts.progress = Some(counter.clone());
-        Some(progress_bar(total))
-    } else {
-        None
+        read.progress = Some(counter.clone());
+        progress_bar(total)
+    });
+    let mut on_batch = |path: &Path| {
+        if let Some(bar) = &bar {
+            bar.set_message(
+                path.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
+            bar.set_position(counter.load(Ordering::Relaxed));
+        }
     };
-    let result = convert_into(&args, &inputs, out_format, out_codec, &opts, &bar, &counter);
+    let result =
+        msgpack_arrow::io::convert::convert(&inputs, &args.output, &read, &opts, &mut on_batch);
     if let Some(bar) = &bar {
         if result.is_ok() {
             bar.finish_and_clear();
@@ -608,374 +495,16 @@ fn convert(args: ConvertArgs) -> CliResult<()> {
             bar.abandon();
         }
     }
-    result
-}
-
-fn convert_into(
-    args: &ConvertArgs,
-    inputs: &[PathBuf],
-    out_format: Format,
-    out_codec: Option<Codec>,
-    opts: &ReadOptions,
-    bar: &Option<ProgressBar>,
-    counter: &AtomicU64,
-) -> CliResult<()> {
-    let output = &args.output;
-    let first_path = &inputs[0];
-    let first = open(first_path, opts)?;
-    let schema = first.schema.clone();
-
-    let mut file = AtomicFile::create(output).map_err(|e| e.to_string())?;
-    let out_err = |e: msgpack_arrow::Error| format!("{}: {e}", output.display());
-    let mut sink = match out_format {
-        Format::Parquet => Sink::Parquet(
-            msgpack_arrow::io::parquet::parquet_writer(
-                &mut file,
-                schema.clone(),
-                args.compression.unwrap_or_default(),
-            )
-            .map_err(out_err)?,
-        ),
-        Format::Ipc => Sink::Ipc(
-            msgpack_arrow::io::ipc::ipc_writer(
-                &mut file,
-                &schema,
-                args.compression.unwrap_or(Compression::None),
-            )
-            .map_err(out_err)?,
-        ),
-        Format::Npz => {
-            let dir = output
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            Sink::Npz(
-                NpzWriter::try_new(&mut file, schema.clone())
-                    .map_err(out_err)?
-                    .with_spool_dir(dir),
-            )
-        }
-        Format::Msgpack => {
-            let any_msgpack = inputs.iter().any(|p| {
-                opts.format
-                    .map(|f| f == Format::Msgpack)
-                    .unwrap_or_else(|| {
-                        Format::detect(p)
-                            .map(|f| f == Format::Msgpack)
-                            .unwrap_or(true)
-                    })
-            });
-            let layout = match args.output_layout {
-                Some(l) => Layout::from(l),
-                None if !any_msgpack => Layout::from(args.read.layout),
-                // Auto: the layout recorded in the schema metadata (what the reader used), else records.
-                None => Layout::Auto,
-            };
-            // An empty table (e.g. from an empty file) has no columns to lay out: write nothing.
-            let layout = if schema.fields().is_empty() {
-                Layout::Records
-            } else {
-                layout
-            };
-            let w = Compressed::new(&mut file, out_codec)
-                .map_err(|e| format!("{}: {e}", output.display()))?;
-            Sink::Msgpack(
-                WriterBuilder::new()
-                    .with_layout(layout)
-                    .with_aligned(args.aligned)
-                    .build(w, schema.clone())
-                    .map_err(out_err)?,
-            )
-        }
-    };
-
-    let mut rows: u64 = 0;
-    let mut pending = Some(first);
-    for (i, path) in inputs.iter().enumerate() {
-        let table = match pending.take() {
-            Some(t) => t,
-            None => open(path, opts)?,
-        };
-        if i > 0 {
-            if let Some(diff) = schema_difference(&schema, &table.schema) {
-                return Err(format!(
-                    "{}: schema differs from the first input {}: {diff}",
-                    path.display(),
-                    first_path.display()
-                ));
-            }
-        }
-        if let Some(bar) = bar {
-            bar.set_message(
-                path.file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-            );
-        }
-        for batch in table.batches {
-            let batch = batch.map_err(at(path))?;
-            // Later files may differ from the first in metadata or nested field names only.
-            let batch = if batch.schema() != schema {
-                RecordBatch::try_new_with_options(
-                    schema.clone(),
-                    batch.columns().to_vec(),
-                    &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
-                )
-                .map_err(|e| format!("{}: {e}", path.display()))?
-            } else {
-                batch
-            };
-            rows += batch.num_rows() as u64;
-            sink.write(&batch).map_err(out_err)?;
-            if let Some(bar) = bar {
-                bar.set_position(counter.load(Ordering::Relaxed));
-            }
-        }
-    }
-    sink.finish().map_err(out_err)?;
-    file.commit().map_err(|e| e.to_string())?;
-    if let Some(bar) = bar {
-        bar.set_position(counter.load(Ordering::Relaxed));
-    }
-    if !args.quiet && io::stderr().is_terminal() {
+    let done = result.map_err(|e| e.to_string())?;
+    if show {
         eprintln!(
-            "wrote {rows} row{} from {} input{} to {}",
-            if rows == 1 { "" } else { "s" },
-            inputs.len(),
-            if inputs.len() == 1 { "" } else { "s" },
-            output.display()
+            "wrote {} row{} from {} input{} to {}",
+            done.rows,
+            if done.rows == 1 { "" } else { "s" },
+            done.inputs,
+            if done.inputs == 1 { "" } else { "s" },
+            args.output.display()
         );
-    }
-    Ok(())
-}
-
-/// The name of an input without its directory and its `.msgpack[.zst]`-style extensions.
-fn stem(path: &Path) -> String {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut s = name.as_str();
-    for ext in [
-        ".zst", ".gz", ".lz4", ".msgpack", ".mpk", ".parquet", ".pq", ".feather", ".arrow", ".ipc",
-        ".npz",
-    ] {
-        s = s.strip_suffix(ext).unwrap_or(s);
-    }
-    s.to_string()
-}
-
-/// `convert --dataset`: one output per input, in parallel (a file per core, each decoded on one
-/// thread), written atomically so that a re-run can skip what is complete.
-fn convert_dataset(args: &ConvertArgs, inputs: &[PathBuf]) -> CliResult<()> {
-    use rayon::prelude::*;
-    let dir = &args.output;
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let fmt = args.format.map(Format::from).unwrap_or(Format::Parquet);
-    let ext = match fmt {
-        Format::Parquet => "parquet",
-        Format::Ipc => "arrow",
-        Format::Npz => "npz",
-        Format::Msgpack => "msgpack",
-    };
-    if args.partition_by.is_some() && !matches!(fmt, Format::Parquet | Format::Ipc) {
-        return Err("--partition-by writes parquet or feather files".into());
-    }
-    let mut seen = std::collections::HashMap::new();
-    for p in inputs {
-        if let Some(other) = seen.insert(stem(p), p) {
-            return Err(format!(
-                "{} and {} would write the same output {}",
-                other.display(),
-                p.display(),
-                stem(p)
-            ));
-        }
-    }
-    let mut opts = args
-        .read
-        .options(usize::try_from(args.batch_size).unwrap_or(usize::MAX));
-    opts.threads = Some(1);
-    let done_dir = dir.join(".msgpack-arrow");
-    let results: Vec<CliResult<bool>> = inputs
-        .par_iter()
-        .map(|input| {
-            let stem = stem(input);
-            match &args.partition_by {
-                None => {
-                    // the output appears only when complete (AtomicFile): existing means done
-                    let target = dir.join(format!("{stem}.{ext}"));
-                    if target.exists() && !args.overwrite {
-                        return Ok(false);
-                    }
-                    let mut sub = args.clone();
-                    sub.output = target;
-                    sub.dataset = false;
-                    sub.quiet = true;
-                    convert_into(
-                        &sub,
-                        std::slice::from_ref(input),
-                        fmt,
-                        None,
-                        &opts,
-                        &None,
-                        &AtomicU64::new(0),
-                    )?;
-                    Ok(true)
-                }
-                Some(col) => {
-                    let marker = done_dir.join(format!("{stem}.done"));
-                    if marker.exists() && !args.overwrite {
-                        return Ok(false);
-                    }
-                    write_partitions(input, dir, col, fmt, &stem, args, &opts)?;
-                    std::fs::create_dir_all(&done_dir).map_err(|e| e.to_string())?;
-                    let mut m = AtomicFile::create(&marker).map_err(|e| e.to_string())?;
-                    m.write_all(b"").map_err(|e| e.to_string())?;
-                    m.commit().map_err(|e| e.to_string())?;
-                    Ok(true)
-                }
-            }
-        })
-        .collect();
-    let (mut wrote, mut skipped) = (0, 0);
-    for r in results {
-        if r? {
-            wrote += 1;
-        } else {
-            skipped += 1;
-        }
-    }
-    if !args.quiet {
-        eprintln!(
-            "{}: converted {wrote} input(s), skipped {skipped} already complete",
-            dir.display()
-        );
-    }
-    Ok(())
-}
-
-/// One input into `dir/COLUMN=value/<stem>.<ext>` files; all appear together at the end.
-fn write_partitions(
-    input: &Path,
-    dir: &Path,
-    col: &str,
-    fmt: Format,
-    stem: &str,
-    args: &ConvertArgs,
-    opts: &ReadOptions,
-) -> CliResult<()> {
-    enum Part {
-        Parquet(parquet::arrow::ArrowWriter<AtomicFile>),
-        Ipc(arrow_ipc::writer::FileWriter<AtomicFile>),
-    }
-    let table = open(input, opts)?;
-    let idx = table
-        .schema
-        .index_of(col)
-        .map_err(|_| format!("{}: no column {col:?} to partition by", input.display()))?;
-    let kept: Vec<usize> = (0..table.schema.fields().len())
-        .filter(|&i| i != idx)
-        .collect();
-    let schema = Arc::new(table.schema.project(&kept).map_err(|e| e.to_string())?);
-    let mut parts: std::collections::BTreeMap<String, Part> = Default::default();
-    let fail = |e: msgpack_arrow::Error| format!("{}: {e}", input.display());
-    for batch in table.batches {
-        let batch = batch.map_err(at(input))?;
-        let keys = batch.column(idx);
-        let fmt_opts =
-            arrow_cast::display::FormatOptions::default().with_null("__HIVE_DEFAULT_PARTITION__");
-        let f = arrow_cast::display::ArrayFormatter::try_new(keys.as_ref(), &fmt_opts)
-            .map_err(|e| e.to_string())?;
-        let mut groups: std::collections::BTreeMap<String, Vec<u32>> = Default::default();
-        for r in 0..batch.num_rows() {
-            groups
-                .entry(f.value(r).to_string())
-                .or_default()
-                .push(r as u32);
-        }
-        let projected = batch.project(&kept).map_err(|e| e.to_string())?;
-        for (value, rows) in groups {
-            // a value becomes a directory name: keep it to one safe path segment
-            let safe: String = value
-                .chars()
-                .map(|c| {
-                    if c == '/' || c == '\\' || c == '\0' {
-                        '_'
-                    } else {
-                        c
-                    }
-                })
-                .collect();
-            let safe = if safe == "." || safe == ".." {
-                format!("_{safe}")
-            } else {
-                safe
-            };
-            let rows = arrow_array::UInt32Array::from(rows);
-            let cols = projected
-                .columns()
-                .iter()
-                .map(|c| arrow_select::take::take(c.as_ref(), &rows, None))
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .map_err(|e| e.to_string())?;
-            let part = RecordBatch::try_new_with_options(
-                schema.clone(),
-                cols,
-                &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
-            )
-            .map_err(|e| e.to_string())?;
-            if !parts.contains_key(&safe) {
-                let target = dir.join(format!("{col}={safe}")).join(format!(
-                    "{stem}.{}",
-                    if fmt == Format::Ipc {
-                        "arrow"
-                    } else {
-                        "parquet"
-                    }
-                ));
-                std::fs::create_dir_all(target.parent().unwrap()).map_err(|e| e.to_string())?;
-                let file = AtomicFile::create(&target).map_err(|e| e.to_string())?;
-                let w = if fmt == Format::Ipc {
-                    Part::Ipc(
-                        msgpack_arrow::io::ipc::ipc_writer(
-                            file,
-                            &schema,
-                            args.compression.unwrap_or(Compression::None),
-                        )
-                        .map_err(fail)?,
-                    )
-                } else {
-                    Part::Parquet(
-                        msgpack_arrow::io::parquet::parquet_writer(
-                            file,
-                            schema.clone(),
-                            args.compression.unwrap_or_default(),
-                        )
-                        .map_err(fail)?,
-                    )
-                };
-                parts.insert(safe.clone(), w);
-            }
-            match parts.get_mut(&safe).expect("inserted") {
-                Part::Parquet(w) => w.write(&part).map_err(|e| e.to_string())?,
-                Part::Ipc(w) => w.write(&part).map_err(|e| e.to_string())?,
-            }
-        }
-    }
-    // finish every partition file first, then make them all appear
-    let mut files = Vec::new();
-    for (_, p) in parts {
-        files.push(match p {
-            Part::Parquet(w) => w.into_inner().map_err(|e| e.to_string())?,
-            Part::Ipc(mut w) => {
-                w.finish().map_err(|e| e.to_string())?;
-                w.into_inner().map_err(|e| e.to_string())?
-            }
-        });
-    }
-    for f in files {
-        f.commit().map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -1038,7 +567,7 @@ mod tests {
             Arc::new(Int64Array::from(x)),
         ];
         let batch = RecordBatch::try_new(schema.clone(), cols).unwrap();
-        let mut w = WriterBuilder::new()
+        let mut w = msgpack_arrow::WriterBuilder::new()
             .with_layout(Layout::Records)
             .build(Vec::new(), schema)
             .unwrap();

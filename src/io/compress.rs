@@ -2,7 +2,7 @@
 //! the fly, and `-` is standard input. Also the expansion of CLI arguments (globs, directories).
 
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -60,12 +60,71 @@ impl Codec {
     }
 }
 
+/// A writer that compresses by codec (`.msgpack.zst`, `.gz`, `.lz4` outputs), or passes through.
+/// [`CompressedWriter::finish`] writes the codec's trailer; dropping it without that leaves a
+/// truncated stream (the atomic output is then never committed).
+pub enum CompressedWriter<W: Write> {
+    /// No codec.
+    Plain(W),
+    /// zstd, level 3, with a checksum.
+    Zstd(zstd::stream::write::Encoder<'static, W>),
+    /// gzip, default level.
+    Gzip(flate2::write::GzEncoder<W>),
+    /// LZ4 frame format.
+    Lz4(lz4_flex::frame::FrameEncoder<W>),
+}
+
+impl<W: Write> CompressedWriter<W> {
+    /// Compress into `w` with `codec` (`None`: pass through).
+    pub fn new(w: W, codec: Option<Codec>) -> io::Result<Self> {
+        Ok(match codec {
+            None => CompressedWriter::Plain(w),
+            Some(Codec::Zstd) => {
+                let mut e = zstd::stream::write::Encoder::new(w, 3)?;
+                // Multi-threaded compression would need zstd's feature; checksums are cheap.
+                e.include_checksum(true)?;
+                CompressedWriter::Zstd(e)
+            }
+            Some(Codec::Gzip) => CompressedWriter::Gzip(flate2::write::GzEncoder::new(
+                w,
+                flate2::Compression::default(),
+            )),
+            Some(Codec::Lz4) => CompressedWriter::Lz4(lz4_flex::frame::FrameEncoder::new(w)),
+        })
+    }
+    /// Write the codec's trailer; the inner writer back.
+    pub fn finish(self) -> io::Result<W> {
+        match self {
+            CompressedWriter::Plain(w) => Ok(w),
+            CompressedWriter::Zstd(e) => e.finish(),
+            CompressedWriter::Gzip(e) => e.finish(),
+            CompressedWriter::Lz4(e) => e.finish().map_err(io::Error::other),
+        }
+    }
+}
+
+impl<W: Write> Write for CompressedWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            CompressedWriter::Plain(w) => w.write(buf),
+            CompressedWriter::Zstd(e) => e.write(buf),
+            CompressedWriter::Gzip(e) => e.write(buf),
+            CompressedWriter::Lz4(e) => e.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            CompressedWriter::Plain(w) => w.flush(),
+            CompressedWriter::Zstd(e) => e.flush(),
+            CompressedWriter::Gzip(e) => e.flush(),
+            CompressedWriter::Lz4(e) => e.flush(),
+        }
+    }
+}
+
 /// An I/O error that names the path it happened on.
 pub(crate) fn io_error(path: &Path, e: io::Error) -> Error {
-    Error::new(ErrorKind::Io(io::Error::new(
-        e.kind(),
-        format!("{}: {e}", path.display()),
-    )))
+    Error::new(ErrorKind::Io(e)).in_file(path)
 }
 
 /// Whether `path` means standard input / output.

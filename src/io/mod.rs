@@ -4,9 +4,12 @@
 
 pub mod atomic;
 pub mod compress;
+pub mod convert;
+pub mod dataset;
 pub mod ipc;
 pub mod npz;
 pub mod parquet;
+pub mod sink;
 pub mod sniff;
 
 #[cfg(test)]

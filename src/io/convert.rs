@@ -1,0 +1,220 @@
+//! Converting files: inputs in any format read as one table, written to one output that appears
+//! only when complete (an [`AtomicFile`]), in the format its extension names.
+
+use std::path::{Path, PathBuf};
+
+use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_schema::Schema;
+
+use super::compress::{is_stdio, Codec};
+use super::sink::{spool_dir_for, Sink, SinkOptions};
+use super::{open_table, AtomicFile, Compression, Format, ReadOptions};
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::Layout;
+
+/// How [`convert`] writes; how it reads is a [`ReadOptions`].
+#[derive(Debug, Clone, Default)]
+pub struct ConvertOptions {
+    /// Output format (default `None`: from the output's extension).
+    pub format: Option<Format>,
+    /// Parquet / Feather compression (default: zstd for Parquet, none for Feather).
+    pub compression: Option<Compression>,
+    /// msgpack outputs: the layout (default `None`: the one the input was read with).
+    pub output_layout: Option<Layout>,
+    /// msgpack outputs: align ndarray payloads to 64 bytes (default false).
+    pub aligned: bool,
+}
+
+/// What [`convert`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Converted {
+    /// Rows written.
+    pub rows: u64,
+    /// Inputs read.
+    pub inputs: usize,
+}
+
+fn usage(msg: String) -> Error {
+    Error::new(ErrorKind::Usage(msg))
+}
+
+/// The output format and msgpack codec `output` and `opts` ask for; an error when they disagree.
+pub fn output_format(output: &Path, opts: &ConvertOptions) -> Result<(Format, Option<Codec>)> {
+    if is_stdio(output) {
+        return Err(usage(
+            "writing to standard output is not supported; give an output file name".into(),
+        ));
+    }
+    let named = Format::from_path(output);
+    let format = match (opts.format, named) {
+        (Some(f), Some(n)) if f != n => {
+            return Err(usage(format!(
+                "{}: --format {f} contradicts the extension, which names {n}; rename the output or drop --format",
+                output.display()
+            )))
+        }
+        (Some(f), _) | (None, Some(f)) => f,
+        (None, None) => {
+            return Err(usage(format!(
+                "cannot tell the output format from {:?}; use an extension (.parquet, .feather, .arrow, .npz, .msgpack) or --format",
+                output.display().to_string()
+            )))
+        }
+    };
+    let codec = Codec::from_path(output);
+    if codec.is_some() && format != Format::Msgpack {
+        return Err(usage(format!(
+            "{}: only msgpack outputs are compressed by extension; {format} files compress internally (see --compression)",
+            output.display()
+        )));
+    }
+    if opts.compression.is_some() && matches!(format, Format::Msgpack | Format::Npz) {
+        return Err(usage(if format == Format::Msgpack {
+            "--compression applies to parquet and feather outputs; to compress msgpack, name the output .msgpack.zst, .msgpack.gz or .msgpack.lz4".into()
+        } else {
+            "--compression applies to parquet and feather outputs; npz members are stored uncompressed, like np.savez".into()
+        }));
+    }
+    if format != Format::Msgpack {
+        if opts.aligned {
+            return Err(usage(format!(
+                "--aligned applies to msgpack outputs only, not {format}"
+            )));
+        }
+        if opts.output_layout.is_some() {
+            return Err(usage(format!(
+                "--output-layout applies to msgpack outputs only, not {format}"
+            )));
+        }
+    }
+    Ok((format, codec))
+}
+
+/// Whether two files' schemas can go into one output: same column names in the same order, same
+/// types (nested field names aside). Returns what differs.
+pub fn schema_difference(a: &Schema, b: &Schema) -> Option<String> {
+    let names = |s: &Schema| {
+        s.fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect::<Vec<_>>()
+    };
+    if names(a) != names(b) {
+        return Some(format!(
+            "its columns [{}] differ from [{}]",
+            names(b).join(", "),
+            names(a).join(", ")
+        ));
+    }
+    for (fa, fb) in a.fields().iter().zip(b.fields()) {
+        if !fa.data_type().equals_datatype(fb.data_type()) {
+            return Some(format!(
+                "column {:?} is {} there but {} here",
+                fa.name(),
+                fa.data_type(),
+                fb.data_type()
+            ));
+        }
+    }
+    None
+}
+
+/// A column name given twice would make an output that Polars and pyarrow refuse to read.
+pub fn check_unique_columns(schema: &Schema) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for f in schema.fields() {
+        if !seen.insert(f.name()) {
+            return Err(usage(format!(
+                "column {:?} is selected twice; an output cannot hold two columns of one name",
+                f.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Convert `inputs` (read as one table: same columns and types) into `output`. `on_batch` is
+/// called after each batch with the input it came from (for progress reports). The output
+/// appears only when complete; on any error it is left as it was.
+pub fn convert(
+    inputs: &[PathBuf],
+    output: &Path,
+    read: &ReadOptions,
+    opts: &ConvertOptions,
+    on_batch: &mut dyn FnMut(&Path),
+) -> Result<Converted> {
+    let (format, codec) = output_format(output, opts)?;
+    let Some(first_path) = inputs.first() else {
+        return Err(usage("no input given".into()));
+    };
+    let first = open_table(first_path, read).map_err(|e| e.in_file(first_path))?;
+    let schema = first.schema.clone();
+    check_unique_columns(&schema)?;
+    let layout = match opts.output_layout {
+        Some(l) => l,
+        // Auto: the layout recorded in the schema metadata (what the reader used), else records.
+        None if inputs.iter().any(|p| is_msgpack(p, read)) => Layout::Auto,
+        None => read.layout,
+    };
+    let sink_opts = SinkOptions {
+        compression: opts.compression,
+        codec,
+        layout,
+        aligned: opts.aligned,
+        spool_dir: Some(spool_dir_for(output)),
+        ..SinkOptions::new(format)
+    };
+    let mut file = AtomicFile::create(output)?;
+    let mut sink =
+        Sink::try_new(&mut file, schema.clone(), &sink_opts).map_err(|e| e.in_file(output))?;
+    let mut rows = 0u64;
+    let mut pending = Some(first);
+    for (i, path) in inputs.iter().enumerate() {
+        let table = match pending.take() {
+            Some(t) => t,
+            None => open_table(path, read).map_err(|e| e.in_file(path))?,
+        };
+        if i > 0 {
+            if let Some(diff) = schema_difference(&schema, &table.schema) {
+                return Err(usage(format!(
+                    "schema differs from the first input {}: {diff}",
+                    first_path.display()
+                ))
+                .in_file(path));
+            }
+        }
+        for batch in table.batches {
+            let batch = batch.map_err(|e| e.in_file(path))?;
+            // Later files may differ from the first in metadata or nested field names only.
+            let batch = if batch.schema() != schema {
+                RecordBatch::try_new_with_options(
+                    schema.clone(),
+                    batch.columns().to_vec(),
+                    &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+                )
+                .map_err(|e| Error::from(e).in_file(path))?
+            } else {
+                batch
+            };
+            rows += batch.num_rows() as u64;
+            sink.write(&batch).map_err(|e| e.in_file(output))?;
+            on_batch(path);
+        }
+    }
+    sink.finish().map_err(|e| e.in_file(output))?;
+    file.commit()?;
+    Ok(Converted {
+        rows,
+        inputs: inputs.len(),
+    })
+}
+
+fn is_msgpack(p: &Path, read: &ReadOptions) -> bool {
+    read.format
+        .map(|f| f == Format::Msgpack)
+        .unwrap_or_else(|| {
+            Format::detect(p)
+                .map(|f| f == Format::Msgpack)
+                .unwrap_or(true)
+        })
+}

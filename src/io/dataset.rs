@@ -1,0 +1,320 @@
+//! Converting many files into a dataset directory: one output per input, in parallel, resumable
+//! (outputs appear atomically, so a re-run skips what is complete), optionally hive-partitioned
+//! by a column (`dir/COLUMN=value/<input>.parquet`).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow_schema::DataType;
+
+use super::convert::{check_unique_columns, convert, ConvertOptions};
+use super::sink::{Sink, SinkOptions};
+use super::{open_table, AtomicFile, Format, ReadOptions};
+use crate::error::{Error, ErrorKind, Result};
+
+/// What [`convert_dataset`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DatasetReport {
+    /// Inputs converted in this run.
+    pub converted: usize,
+    /// Inputs skipped because their output was already complete.
+    pub skipped: usize,
+}
+
+/// Options of [`convert_dataset`] beyond [`ConvertOptions`].
+#[derive(Debug, Clone, Default)]
+pub struct DatasetOptions {
+    /// Output format (default Parquet; partitioned datasets: Parquet or Feather).
+    pub format: Option<Format>,
+    /// Partition by this column's values (hive style).
+    pub partition_by: Option<String>,
+    /// Convert again inputs whose output is complete (default: skip them).
+    pub overwrite: bool,
+}
+
+fn usage(msg: String) -> Error {
+    Error::new(ErrorKind::Usage(msg))
+}
+
+/// The name of an input without its directory and its `.msgpack[.zst]`-style extensions.
+pub fn stem(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut s = name.as_str();
+    for ext in [
+        ".zst", ".gz", ".lz4", ".msgpack", ".mpk", ".parquet", ".pq", ".feather", ".arrow", ".ipc",
+        ".npz",
+    ] {
+        s = s.strip_suffix(ext).unwrap_or(s);
+    }
+    s.to_string()
+}
+
+/// Where a dataset records how it is laid out, so a re-run with another layout cannot mix files.
+const STATE_DIR: &str = ".msgpack-arrow";
+const LAYOUT_FILE: &str = "layout";
+
+/// Convert each input into `dir`, a file per core at a time (each decoded on one thread).
+pub fn convert_dataset(
+    inputs: &[PathBuf],
+    dir: &Path,
+    read: &ReadOptions,
+    convert_opts: &ConvertOptions,
+    opts: &DatasetOptions,
+) -> Result<DatasetReport> {
+    use rayon::prelude::*;
+    let fmt = opts.format.unwrap_or(Format::Parquet);
+    let ext = match fmt {
+        Format::Parquet => "parquet",
+        Format::Ipc => "arrow",
+        Format::Npz => "npz",
+        Format::Msgpack => "msgpack",
+    };
+    if opts.partition_by.is_some() && !matches!(fmt, Format::Parquet | Format::Ipc) {
+        return Err(usage(
+            "--partition-by writes parquet or feather files".into(),
+        ));
+    }
+    let mut seen = std::collections::HashMap::new();
+    for p in inputs {
+        if let Some(other) = seen.insert(stem(p), p) {
+            return Err(usage(format!(
+                "{} and {} would write the same output {}",
+                other.display(),
+                p.display(),
+                stem(p)
+            )));
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
+    let state = dir.join(STATE_DIR);
+    let layout = match &opts.partition_by {
+        Some(c) => format!("{ext} partitioned by {c}\n"),
+        None => format!("{ext}\n"),
+    };
+    check_layout(dir, &state, &layout, opts.overwrite)?;
+    let mut read = read.clone();
+    read.threads = Some(1);
+    let results: Vec<Result<bool>> = inputs
+        .par_iter()
+        .map(|input| {
+            let stem = stem(input);
+            match &opts.partition_by {
+                None => {
+                    // the output appears only when complete (AtomicFile): existing means done
+                    let target = dir.join(format!("{stem}.{ext}"));
+                    if target.exists() && !opts.overwrite {
+                        return Ok(false);
+                    }
+                    let co = ConvertOptions {
+                        format: Some(fmt),
+                        ..convert_opts.clone()
+                    };
+                    convert(
+                        std::slice::from_ref(input),
+                        &target,
+                        &read,
+                        &co,
+                        &mut |_| {},
+                    )?;
+                    Ok(true)
+                }
+                Some(col) => {
+                    let marker = state.join(format!("{stem}.done"));
+                    if marker.exists() && !opts.overwrite {
+                        return Ok(false);
+                    }
+                    write_partitions(input, dir, col, fmt, &stem, convert_opts, &read)?;
+                    write_atomic(&marker, b"")?;
+                    Ok(true)
+                }
+            }
+        })
+        .collect();
+    let mut report = DatasetReport::default();
+    for r in results {
+        if r? {
+            report.converted += 1;
+        } else {
+            report.skipped += 1;
+        }
+    }
+    Ok(report)
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(p) = path.parent() {
+        std::fs::create_dir_all(p).map_err(|e| Error::from(e).in_file(p))?;
+    }
+    let mut f = AtomicFile::create(path)?;
+    f.write_all(bytes)
+        .map_err(|e| Error::from(e).in_file(path))?;
+    f.commit()
+}
+
+/// A dataset keeps one layout: a re-run with another one is refused (it would leave the old
+/// files beside the new ones, which no reader of the directory can tell apart).
+fn check_layout(dir: &Path, state: &Path, layout: &str, overwrite: bool) -> Result<()> {
+    let file = state.join(LAYOUT_FILE);
+    match std::fs::read_to_string(&file) {
+        Ok(old) if old == layout => Ok(()),
+        Ok(old) => Err(usage(format!(
+            "{} holds a dataset written as {}, not {}; write to another directory or remove it first{}",
+            dir.display(),
+            old.trim(),
+            layout.trim(),
+            if overwrite { " (--overwrite replaces files of the same layout only)" } else { "" }
+        ))),
+        Err(_) => {
+            let occupied = std::fs::read_dir(dir)
+                .map_err(|e| Error::from(e).in_file(dir))?
+                .filter_map(|e| e.ok())
+                .any(|e| e.file_name() != STATE_DIR);
+            if occupied {
+                return Err(usage(format!(
+                    "{} is not empty and was not written by convert --dataset; give an empty or new directory",
+                    dir.display()
+                )));
+            }
+            write_atomic(&file, layout.as_bytes())
+        }
+    }
+}
+
+/// Whether a column can name a partition directory: a scalar (not a list, struct or binary).
+fn partitionable(t: &DataType) -> bool {
+    !matches!(
+        t,
+        DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::ListView(_)
+            | DataType::LargeListView(_)
+            | DataType::FixedSizeList(..)
+            | DataType::Struct(_)
+            | DataType::Map(..)
+            | DataType::Union(..)
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::FixedSizeBinary(_)
+            | DataType::Null
+    )
+}
+
+/// A partition value as one safe path segment.
+fn segment(value: &str) -> String {
+    let safe: String = value
+        .chars()
+        .map(|c| {
+            if matches!(c, '/' | '\\' | '\0') {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    if safe == "." || safe == ".." {
+        format!("_{safe}")
+    } else {
+        safe
+    }
+}
+
+/// One input into `dir/COLUMN=value/<stem>.<ext>` files; all appear together at the end.
+fn write_partitions(
+    input: &Path,
+    dir: &Path,
+    col: &str,
+    fmt: Format,
+    stem: &str,
+    convert_opts: &ConvertOptions,
+    read: &ReadOptions,
+) -> Result<()> {
+    let table = open_table(input, read).map_err(|e| e.in_file(input))?;
+    check_unique_columns(&table.schema)?;
+    let idx = table
+        .schema
+        .index_of(col)
+        .map_err(|_| usage(format!("no column {col:?} to partition by")).in_file(input))?;
+    let key_type = table.schema.field(idx).data_type();
+    if !partitionable(key_type) {
+        return Err(usage(format!(
+            "cannot partition by {col:?}: it is {key_type}, not a scalar column; pick a column of numbers, strings, dates or booleans"
+        ))
+        .in_file(input));
+    }
+    let kept: Vec<usize> = (0..table.schema.fields().len())
+        .filter(|&i| i != idx)
+        .collect();
+    let schema = Arc::new(table.schema.project(&kept)?);
+    let sink_opts = SinkOptions {
+        compression: convert_opts.compression,
+        ..SinkOptions::new(fmt)
+    };
+    let mut parts: BTreeMap<String, Sink<AtomicFile>> = BTreeMap::new();
+    let fmt_opts =
+        arrow_cast::display::FormatOptions::default().with_null("__HIVE_DEFAULT_PARTITION__");
+    for batch in table.batches {
+        let batch = batch.map_err(|e| e.in_file(input))?;
+        let keys = batch.column(idx);
+        let f = arrow_cast::display::ArrayFormatter::try_new(keys.as_ref(), &fmt_opts)?;
+        let mut groups: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for r in 0..batch.num_rows() {
+            groups
+                .entry(f.value(r).to_string())
+                .or_default()
+                .push(r as u32);
+        }
+        let projected = batch.project(&kept)?;
+        for (value, rows) in groups {
+            let safe = segment(&value);
+            let rows = UInt32Array::from(rows);
+            let cols = projected
+                .columns()
+                .iter()
+                .map(|c| arrow_select::take::take(c.as_ref(), &rows, None))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let part = RecordBatch::try_new_with_options(
+                schema.clone(),
+                cols,
+                &RecordBatchOptions::new().with_row_count(Some(rows.len())),
+            )?;
+            if !parts.contains_key(&safe) {
+                let ext = if fmt == Format::Ipc {
+                    "arrow"
+                } else {
+                    "parquet"
+                };
+                let target = dir
+                    .join(format!("{col}={safe}"))
+                    .join(format!("{stem}.{ext}"));
+                let parent = target.parent().expect("a partition directory");
+                std::fs::create_dir_all(parent).map_err(|e| Error::from(e).in_file(parent))?;
+                let file = AtomicFile::create(&target)?;
+                parts.insert(
+                    safe.clone(),
+                    Sink::try_new(file, schema.clone(), &sink_opts)?,
+                );
+            }
+            parts
+                .get_mut(&safe)
+                .expect("inserted")
+                .write(&part)
+                .map_err(|e| e.in_file(input))?;
+        }
+    }
+    // finish every partition file first, then make them all appear
+    let mut files = Vec::new();
+    for (_, p) in parts {
+        files.push(p.finish()?);
+    }
+    for f in files {
+        f.commit()?;
+    }
+    Ok(())
+}
