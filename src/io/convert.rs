@@ -218,3 +218,58 @@ fn is_msgpack(p: &Path, read: &ReadOptions) -> bool {
                 .unwrap_or(true)
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> ConvertOptions {
+        ConvertOptions::default()
+    }
+
+    #[test]
+    fn the_output_format_comes_from_the_name_and_contradictions_are_refused() {
+        let f = |p: &str, o: &ConvertOptions| output_format(Path::new(p), o);
+        assert_eq!(f("x.parquet", &opts()).unwrap(), (Format::Parquet, None));
+        assert_eq!(
+            f("x.msgpack.zst", &opts()).unwrap(),
+            (Format::Msgpack, Some(Codec::Zstd))
+        );
+        let npz = ConvertOptions {
+            format: Some(Format::Npz),
+            ..opts()
+        };
+        let e = f("x.parquet", &npz).unwrap_err().to_string();
+        assert!(e.contains("contradicts the extension"), "{e}");
+        assert_eq!(f("x.out", &npz).unwrap().0, Format::Npz);
+        let aligned = ConvertOptions {
+            aligned: true,
+            ..opts()
+        };
+        let e = f("x.parquet", &aligned).unwrap_err().to_string();
+        assert!(
+            e.contains("--aligned applies to msgpack outputs only"),
+            "{e}"
+        );
+        let layout = ConvertOptions {
+            output_layout: Some(Layout::Columns),
+            ..opts()
+        };
+        let e = f("x.feather", &layout).unwrap_err().to_string();
+        assert!(e.contains("--output-layout applies"), "{e}");
+        assert!(f("x.parquet.gz", &opts()).is_err());
+        assert!(f("-", &opts()).is_err());
+        assert!(f("x.csv", &opts()).is_err());
+    }
+
+    #[test]
+    fn a_column_given_twice_is_refused() {
+        use arrow_schema::{DataType, Field};
+        let s = Schema::new(vec![
+            Field::new("id", DataType::Int64, true),
+            Field::new("id", DataType::Int64, true),
+        ]);
+        let e = check_unique_columns(&s).unwrap_err().to_string();
+        assert!(e.contains("\"id\" is selected twice"), "{e}");
+    }
+}

@@ -318,3 +318,92 @@ fn write_partitions(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::WriterBuilder;
+    use arrow_array::{FixedSizeListArray, Float32Array, Int64Array};
+    use arrow_schema::{Field, Schema};
+
+    /// A small record file {id, emb f32[2]} as the writer makes it.
+    fn input(dir: &Path, name: &str) -> PathBuf {
+        let item = Arc::new(Field::new("item", DataType::Float32, true));
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, true),
+            Field::new("emb", DataType::FixedSizeList(item.clone(), 2), true),
+        ]));
+        let emb = FixedSizeListArray::new(
+            item,
+            2,
+            Arc::new(Float32Array::from(vec![1.0, 2.0, 3.0, 4.0])),
+            None,
+        );
+        let b = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from(vec![1, 2])), Arc::new(emb)],
+        )
+        .unwrap();
+        let mut w = WriterBuilder::new().build(Vec::new(), schema).unwrap();
+        w.write(&b).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, w.finish().unwrap()).unwrap();
+        p
+    }
+
+    fn run(inputs: &[PathBuf], out: &Path, opts: &DatasetOptions) -> Result<DatasetReport> {
+        convert_dataset(
+            inputs,
+            out,
+            &ReadOptions::default(),
+            &ConvertOptions::default(),
+            opts,
+        )
+    }
+
+    #[test]
+    fn a_tensor_column_is_no_partition_key() {
+        let d = tempfile::tempdir().unwrap();
+        let i = input(d.path(), "a.msgpack");
+        let opts = DatasetOptions {
+            partition_by: Some("emb".into()),
+            ..Default::default()
+        };
+        let e = run(&[i], &d.path().join("ds"), &opts).unwrap_err();
+        assert!(e.to_string().contains("not a scalar column"), "{e}");
+        assert!(!d.path().join("ds").join("emb=[1.0, 2.0]").exists());
+    }
+
+    #[test]
+    fn a_rerun_with_another_layout_is_refused_not_mixed() {
+        let d = tempfile::tempdir().unwrap();
+        let i = input(d.path(), "a.msgpack");
+        let out = d.path().join("ds");
+        let r = run(std::slice::from_ref(&i), &out, &DatasetOptions::default()).unwrap();
+        assert_eq!(r.converted, 1);
+        let by_id = DatasetOptions {
+            partition_by: Some("id".into()),
+            ..Default::default()
+        };
+        let e = run(std::slice::from_ref(&i), &out, &by_id).unwrap_err();
+        assert!(
+            e.to_string().contains("holds a dataset written as parquet"),
+            "{e}"
+        );
+        assert!(!out.join("id=1").exists());
+        // the same layout again: resumes (skips the complete output)
+        let r = run(&[i], &out, &DatasetOptions::default()).unwrap();
+        assert_eq!((r.converted, r.skipped), (0, 1));
+    }
+
+    #[test]
+    fn a_foreign_directory_is_not_written_into() {
+        let d = tempfile::tempdir().unwrap();
+        let i = input(d.path(), "a.msgpack");
+        let out = d.path().join("ds");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("notes.txt"), "mine").unwrap();
+        let e = run(&[i], &out, &DatasetOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("is not empty"), "{e}");
+    }
+}
