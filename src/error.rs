@@ -57,6 +57,9 @@ pub enum ErrorKind {
     /// The layout does not fit the input (e.g. `columns` with unequal lengths).
     #[error("layout: {0}")]
     Layout(String),
+    /// The input is not MessagePack (text, another file format, compressed bytes): what it is.
+    #[error("{0}")]
+    NotMsgpack(String),
     /// Options that contradict each other or the files given; the message says what to change.
     #[error("{0}")]
     Usage(String),

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+use msgpack_arrow::io::compress::open_buffer;
 use msgpack_arrow::types::polars_compatible_type;
 use msgpack_arrow::{Dialect, Layout, ObjectArrays, Reader, ReaderBuilder, TensorMode};
 use pyo3::buffer::PyBuffer;
@@ -83,7 +84,8 @@ impl Source {
     fn build(&self, b: ReaderBuilder) -> msgpack_arrow::Result<Reader> {
         match self {
             Source::Path(p) => b.build_from_path(p),
-            Source::Buffer(buf) => b.build_from_buffer(buf.clone()),
+            // compressed bytes are decompressed whatever their source (wire::sniff)
+            Source::Buffer(buf) => b.build_from_input(open_buffer(buf.clone())?),
         }
     }
 }

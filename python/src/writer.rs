@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::ffi_stream::RecordBatchStreamReader;
 use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
+use msgpack_arrow::io::compress::{Codec, CompressedWriter};
 use msgpack_arrow::io::AtomicFile;
 use msgpack_arrow::{mark_ragged_ndarrays, Layout, Writer, WriterBuilder};
 use pyo3::exceptions::PyValueError;
@@ -61,11 +62,12 @@ pub fn write<'py>(
     match path {
         Some(path) => {
             let w = py
-                .detach(|| guarded(|| Ok(builder.build(AtomicFile::create(&path)?, schema)?)))
+                .detach(|| guarded(|| Ok(builder.build(create(&path)?, schema)?)))
                 .map_err(err)?;
             let file = pump(py, &mut stream, w)?;
             // dropping an uncommitted AtomicFile (on any error above) deletes the temporary file
-            py.detach(|| guarded(|| Ok(file.commit()?))).map_err(err)?;
+            py.detach(|| guarded(|| Ok(file.finish()?.commit()?)))
+                .map_err(err)?;
             Ok(None)
         }
         None => {
@@ -76,6 +78,15 @@ pub fn write<'py>(
             Ok(Some(PyBytes::new(py, &bytes)))
         }
     }
+}
+
+/// The output file at `path`, appearing only when committed, compressed as its name says
+/// (`.msgpack.zst`, `.gz`, `.lz4`), as the CLI writes it.
+fn create(path: &std::path::Path) -> msgpack_arrow::Result<CompressedWriter<AtomicFile>> {
+    Ok(CompressedWriter::new(
+        AtomicFile::create(path)?,
+        Codec::from_path(path),
+    )?)
 }
 
 /// Encode every batch of `stream` with `w`, GIL released, then finish it.
@@ -143,10 +154,11 @@ pub fn write_iter<'py>(
     match (path, target) {
         (Some(path), None) => {
             let w = py
-                .detach(|| guarded(|| Ok(builder.build(AtomicFile::create(&path)?, schema)?)))
+                .detach(|| guarded(|| Ok(builder.build(create(&path)?, schema)?)))
                 .map_err(err)?;
             let file = pump(py, &mut stream, w).map_err(reraise)?;
-            py.detach(|| guarded(|| Ok(file.commit()?))).map_err(err)?;
+            py.detach(|| guarded(|| Ok(file.finish()?.commit()?)))
+                .map_err(err)?;
         }
         (None, Some(target)) => {
             let out = BufWriter::with_capacity(

@@ -533,6 +533,34 @@ mod tests {
         run(Cli::try_parse_from(v).map_err(|e| e.to_string())?)
     }
 
+    #[test]
+    fn text_is_refused_and_no_output_is_written() {
+        let d = tempfile::tempdir().unwrap();
+        let csv = d.path().join("t.csv");
+        std::fs::write(&csv, "id,name\n1,alpha\n2,beta\n").unwrap();
+        let out = d.path().join("t.parquet");
+        let e = cli(&["convert", s(&csv), "-o", s(&out)]).unwrap_err();
+        assert!(
+            e.starts_with(&format!("{}: input looks like text (CSV?)", csv.display())),
+            "{e}"
+        );
+        assert!(!out.exists());
+        let e = cli(&["schema", s(&csv)]).unwrap_err();
+        assert!(e.contains("looks like text"), "{e}");
+        // asked for explicitly, it reads
+        cli(&[
+            "convert",
+            s(&csv),
+            "-o",
+            s(&out),
+            "--layout",
+            "values",
+            "-q",
+        ])
+        .unwrap();
+        assert!(out.exists());
+    }
+
     /// A records msgpack file: id (int), emb (2x3 float32 ndarrays, big-endian), name (str), x (nullable int).
     fn sample(dir: &Path, nulls: bool) -> PathBuf {
         let item = Arc::new(Field::new("item", arrow_schema::DataType::Float32, true));

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::wire::sniff::{sniff, Compression as SniffedCodec, Sniffed, SNIFF_LEN};
 
 /// An opened input.
 pub enum Input {
@@ -15,12 +16,15 @@ pub enum Input {
     Mmap(memmap2::Mmap),
     /// A compressed file (decompressed as it is read) or standard input.
     Stream(Box<dyn Read + Send>),
+    /// Bytes already in memory.
+    Buffer(arrow_buffer::Buffer),
 }
 
 impl std::fmt::Debug for Input {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Input::Mmap(m) => write!(f, "Input::Mmap({} bytes)", m.len()),
+            Input::Buffer(b) => write!(f, "Input::Buffer({} bytes)", b.len()),
             Input::Stream(_) => f.write_str("Input::Stream"),
         }
     }
@@ -35,6 +39,8 @@ pub enum Codec {
     Lz4,
     /// `.gz` (gzip; concatenated members are read as one stream)
     Gzip,
+    /// a raw zlib stream (RFC 1950), recognised by its header only
+    Zlib,
 }
 
 impl Codec {
@@ -49,6 +55,19 @@ impl Codec {
         }
     }
 
+    /// The codec whose magic bytes start `head` (see [`crate::wire::sniff`]), if any.
+    pub fn from_magic(head: &[u8]) -> Option<Codec> {
+        match sniff(head) {
+            Sniffed::Compressed(c) => Some(match c {
+                SniffedCodec::Gzip => Codec::Gzip,
+                SniffedCodec::Zstd => Codec::Zstd,
+                SniffedCodec::Lz4 => Codec::Lz4,
+                SniffedCodec::Zlib => Codec::Zlib,
+            }),
+            _ => None,
+        }
+    }
+
     /// Wrap `r` in this codec's decoder.
     pub fn decoder(self, r: Box<dyn Read + Send>) -> Result<Box<dyn Read + Send>> {
         Ok(match self {
@@ -56,6 +75,7 @@ impl Codec {
             Codec::Zstd => Box::new(zstd::stream::read::Decoder::new(r)?),
             Codec::Lz4 => Box::new(lz4_flex::frame::FrameDecoder::new(BufReader::new(r))),
             Codec::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(r))),
+            Codec::Zlib => Box::new(flate2::read::ZlibDecoder::new(BufReader::new(r))),
         })
     }
 }
@@ -72,6 +92,8 @@ pub enum CompressedWriter<W: Write> {
     Gzip(flate2::write::GzEncoder<W>),
     /// LZ4 frame format.
     Lz4(lz4_flex::frame::FrameEncoder<W>),
+    /// zlib.
+    Zlib(flate2::write::ZlibEncoder<W>),
 }
 
 impl<W: Write> CompressedWriter<W> {
@@ -90,6 +112,10 @@ impl<W: Write> CompressedWriter<W> {
                 flate2::Compression::default(),
             )),
             Some(Codec::Lz4) => CompressedWriter::Lz4(lz4_flex::frame::FrameEncoder::new(w)),
+            Some(Codec::Zlib) => CompressedWriter::Zlib(flate2::write::ZlibEncoder::new(
+                w,
+                flate2::Compression::default(),
+            )),
         })
     }
     /// Write the codec's trailer; the inner writer back.
@@ -99,6 +125,7 @@ impl<W: Write> CompressedWriter<W> {
             CompressedWriter::Zstd(e) => e.finish(),
             CompressedWriter::Gzip(e) => e.finish(),
             CompressedWriter::Lz4(e) => e.finish().map_err(io::Error::other),
+            CompressedWriter::Zlib(e) => e.finish(),
         }
     }
 }
@@ -110,6 +137,7 @@ impl<W: Write> Write for CompressedWriter<W> {
             CompressedWriter::Zstd(e) => e.write(buf),
             CompressedWriter::Gzip(e) => e.write(buf),
             CompressedWriter::Lz4(e) => e.write(buf),
+            CompressedWriter::Zlib(e) => e.write(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -118,6 +146,7 @@ impl<W: Write> Write for CompressedWriter<W> {
             CompressedWriter::Zstd(e) => e.flush(),
             CompressedWriter::Gzip(e) => e.flush(),
             CompressedWriter::Lz4(e) => e.flush(),
+            CompressedWriter::Zlib(e) => e.flush(),
         }
     }
 }
@@ -152,7 +181,9 @@ pub fn open_input_counted(path: &Path, counter: Option<Arc<AtomicU64>>) -> Resul
         }
     };
     if is_stdio(path) {
-        return Ok(Input::Stream(count(Box::new(io::stdin()))));
+        return Ok(Input::Stream(decompress_by_magic(count(Box::new(
+            io::stdin(),
+        )))?));
     }
     let file = File::open(path).map_err(|e| io_error(path, e))?;
     if let Some(codec) = Codec::from_path(path) {
@@ -161,13 +192,49 @@ pub fn open_input_counted(path: &Path, counter: Option<Arc<AtomicU64>>) -> Resul
     let meta = file.metadata().map_err(|e| io_error(path, e))?;
     if !meta.is_file() {
         // A FIFO or character device cannot be mapped: read it as a stream.
-        return Ok(Input::Stream(count(Box::new(file))));
+        return Ok(Input::Stream(decompress_by_magic(count(Box::new(file)))?));
     }
     // SAFETY: the map is read-only. If another process truncates or rewrites the file while it is
     // mapped, reads may see the new bytes or fault (SIGBUS); that is the documented contract of
     // reading a memory-mapped file, and the same caveat every mmap-based reader carries.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| io_error(path, e))?;
+    // compressed data is decompressed whatever its name (SPEC §5, `wire::sniff`)
+    if let Some(codec) = Codec::from_magic(&map[..map.len().min(SNIFF_LEN)]) {
+        let counted = count(Box::new(io::Cursor::new(map)));
+        return Ok(Input::Stream(codec.decoder(counted)?));
+    }
     Ok(Input::Mmap(map))
+}
+
+/// A stream whose first bytes name a codec, decompressed; else the same bytes.
+pub fn decompress_by_magic(mut r: Box<dyn Read + Send>) -> Result<Box<dyn Read + Send>> {
+    let mut head = Vec::with_capacity(SNIFF_LEN);
+    (&mut r).take(SNIFF_LEN as u64).read_to_end(&mut head)?;
+    let codec = Codec::from_magic(&head);
+    let whole: Box<dyn Read + Send> = Box::new(io::Cursor::new(head).chain(r));
+    match codec {
+        Some(c) => c.decoder(whole),
+        None => Ok(whole),
+    }
+}
+
+/// An in-memory input: as it is, or, when its first bytes name a codec, decompressed on the fly.
+pub fn open_buffer(buf: arrow_buffer::Buffer) -> Result<Input> {
+    match Codec::from_magic(&buf[..buf.len().min(SNIFF_LEN)]) {
+        None => Ok(Input::Buffer(buf)),
+        Some(c) => Ok(Input::Stream(
+            c.decoder(Box::new(io::Cursor::new(BufferBytes(buf))))?,
+        )),
+    }
+}
+
+/// An Arrow buffer as bytes a `Cursor` can read.
+struct BufferBytes(arrow_buffer::Buffer);
+
+impl AsRef<[u8]> for BufferBytes {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_slice()
+    }
 }
 
 /// Counts the bytes read through it.
@@ -275,9 +342,36 @@ mod tests {
     use super::*;
     use std::io::Write;
 
+    #[test]
+    fn compressed_data_is_recognised_whatever_its_name() {
+        let d = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..5000u32).flat_map(|i| i.to_le_bytes()).collect();
+        for codec in [Codec::Gzip, Codec::Zstd, Codec::Lz4, Codec::Zlib] {
+            let mut w = CompressedWriter::new(Vec::new(), Some(codec)).unwrap();
+            w.write_all(&data).unwrap();
+            let packed = w.finish().unwrap();
+            let p = d.path().join("plain.msgpack");
+            std::fs::write(&p, &packed).unwrap();
+            assert_eq!(
+                read_all(open_input(&p).unwrap()),
+                data,
+                "{codec:?} by magic"
+            );
+            let buf = arrow_buffer::Buffer::from_vec(packed);
+            assert_eq!(
+                read_all(open_buffer(buf).unwrap()),
+                data,
+                "{codec:?} in memory"
+            );
+        }
+        let plain = arrow_buffer::Buffer::from_vec(data.clone());
+        assert!(matches!(open_buffer(plain).unwrap(), Input::Buffer(_)));
+    }
+
     fn read_all(input: Input) -> Vec<u8> {
         match input {
             Input::Mmap(m) => m.to_vec(),
+            Input::Buffer(b) => b.to_vec(),
             Input::Stream(mut r) => {
                 let mut v = Vec::new();
                 r.read_to_end(&mut v).unwrap();

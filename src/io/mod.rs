@@ -10,7 +10,6 @@ pub mod ipc;
 pub mod npz;
 pub mod parquet;
 pub mod sink;
-pub mod sniff;
 
 #[cfg(test)]
 mod python_tests;
@@ -31,6 +30,25 @@ use crate::types::meta;
 
 pub use atomic::AtomicFile;
 pub use compress::{expand_inputs, open_input, Input};
+
+impl crate::ReaderBuilder {
+    /// Read a file: memory-mapped when plain; compressed data (`.zst`, `.lz4`, `.gz`, zlib, by
+    /// name or by magic bytes) is decompressed on the fly; `-` is standard input.
+    pub fn build_from_path(self, path: impl AsRef<Path>) -> Result<crate::Reader> {
+        let path = path.as_ref();
+        // the caller knows the path: errors name it only where opening it failed
+        self.build_from_input(open_input(path)?)
+    }
+
+    /// Read an opened [`Input`].
+    pub fn build_from_input(self, input: Input) -> Result<crate::Reader> {
+        match input {
+            Input::Mmap(m) => self.build_from_mmap(m),
+            Input::Stream(r) => self.build(r),
+            Input::Buffer(b) => self.build_from_buffer(b),
+        }
+    }
+}
 
 /// A stream of record batches.
 pub type BatchIter = Box<dyn Iterator<Item = Result<RecordBatch>> + Send>;
@@ -73,29 +91,22 @@ impl Format {
 
     /// Recognise a file by its first bytes (Parquet, Arrow IPC, zip); anything else is msgpack.
     pub fn sniff(path: &Path) -> Result<Format> {
+        use crate::wire::sniff::{sniff, OtherFormat, Sniffed, SNIFF_LEN};
         if compress::is_stdio(path) || compress::Codec::from_path(path).is_some() {
             return Ok(Format::Msgpack);
         }
-        let mut head = [0u8; 8];
-        let mut f = std::fs::File::open(path).map_err(|e| compress::io_error(path, e))?;
-        let mut n = 0;
-        while n < head.len() {
-            match f.read(&mut head[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(compress::io_error(path, e)),
-            }
-        }
-        let head = &head[..n];
-        Ok(if head.starts_with(b"PAR1") {
-            Format::Parquet
-        } else if head.starts_with(b"ARROW1") || head.starts_with(&[0xff, 0xff, 0xff, 0xff]) {
-            Format::Ipc
-        } else if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
-            Format::Npz
-        } else {
-            Format::Msgpack
+        let mut head = Vec::with_capacity(SNIFF_LEN);
+        std::fs::File::open(path)
+            .and_then(|f| f.take(SNIFF_LEN as u64).read_to_end(&mut head))
+            .map_err(|e| compress::io_error(path, e))?;
+        Ok(match sniff(&head) {
+            Sniffed::Other(OtherFormat::Parquet) => Format::Parquet,
+            Sniffed::Other(OtherFormat::ArrowFile) => Format::Ipc,
+            Sniffed::Other(OtherFormat::Zip) => Format::Npz,
+            // an Arrow IPC stream (continuation marker)
+            _ if head.starts_with(&[0xff, 0xff, 0xff, 0xff]) => Format::Ipc,
+            // msgpack, compressed msgpack, or something the msgpack reader refuses by name
+            _ => Format::Msgpack,
         })
     }
 
@@ -327,16 +338,9 @@ fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Ta
         .with_object_arrays(opts.object_arrays)
         .with_threads(opts.threads)
         .with_dialect(opts.dialect);
-    let streamed = compress::is_stdio(path) || compress::Codec::from_path(path).is_some();
-    let reader: Reader = if streamed {
-        match compress::open_input_counted(path, opts.progress.clone())? {
-            Input::Stream(r) => builder.build(r)?,
-            // open_input_counted only maps plain files
-            Input::Mmap(_) => builder.build_from_path(path)?,
-        }
-    } else {
-        builder.build_from_path(path)?
-    };
+    let input = compress::open_input_counted(path, opts.progress.clone())?;
+    let streamed = !matches!(input, Input::Mmap(_));
+    let reader: Reader = builder.build_from_input(input)?;
     let schema = reader.schema();
     let layout = Some(reader.layout());
     let layout_reason = Some(reader.layout_reason().to_string());

@@ -25,9 +25,9 @@ use self::plan::*;
 use self::rows::*;
 use self::source::*;
 use self::stream::*;
+use crate::wire::sniff::{not_msgpack_message, sniff, SNIFF_LEN};
 
 use std::io::Read;
-use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
@@ -46,6 +46,19 @@ pub const DEFAULT_BATCH_SIZE: usize = 65_536;
 pub const DEFAULT_MAX_DEPTH: usize = 128;
 /// Rows a streaming (`Read`) source infers its schema from, by default.
 pub const DEFAULT_STREAM_INFER_ROWS: usize = 1000;
+
+/// Under the `auto` layout, refuse what is not MessagePack (one detection for every entry point:
+/// [`crate::wire::sniff`]): text, which would read as a column of character codes, another file
+/// format, or compressed bytes. An explicit layout reads the bytes as they are.
+fn check_msgpack(b: &ReaderBuilder, head: &[u8]) -> Result<()> {
+    if b.layout != Layout::Auto {
+        return Ok(());
+    }
+    match not_msgpack_message(sniff(head)) {
+        None => Ok(()),
+        Some(m) => Err(Error::new(ErrorKind::NotMsgpack(m))),
+    }
+}
 
 /// Builds a [`Reader`]. Every setter documents its default; `new()` sets them all.
 ///
@@ -208,21 +221,18 @@ impl ReaderBuilder {
 
     /// Read from an Arrow buffer. `columns`-layout tensors are taken zero-copy where aligned.
     pub fn build_from_buffer(self, buf: Buffer) -> Result<Reader> {
+        check_msgpack(&self, buf.as_slice())?;
         let plan = plan(&self, buf.as_slice())?;
         Reader::from_plan(self, buf, plan)
     }
 
-    /// Read a file: memory-mapped when plain; `.zst`, `.lz4`, `.gz` are decompressed on the fly.
-    pub fn build_from_path(self, path: impl AsRef<Path>) -> Result<Reader> {
-        let path = path.as_ref();
-        match crate::io::compress::open_input(path)? {
-            crate::io::compress::Input::Mmap(m) => {
-                let mut b = self;
-                b.release_input = true;
-                b.build_from_buffer(mmap_buffer(m))
-            }
-            crate::io::compress::Input::Stream(r) => self.build(r),
-        }
+    /// Read a memory-mapped file. Pages already decoded are handed back to the kernel as the read
+    /// goes, so a big file never stays resident. (`build_from_path`, in [`crate::io`], opens a
+    /// path: mapped when plain, decompressed on the fly when compressed.)
+    pub fn build_from_mmap(self, map: memmap2::Mmap) -> Result<Reader> {
+        let mut b = self;
+        b.release_input = true;
+        b.build_from_buffer(mmap_buffer(map))
     }
 
     /// Read from any `Read`: a stream of records or values is decoded batch by batch in bounded
@@ -230,6 +240,10 @@ impl ReaderBuilder {
     /// ndarray) are read whole.
     pub fn build<R: Read + Send + 'static>(self, r: R) -> Result<Reader> {
         let mut s = StreamReader::new(Box::new(r));
+        if self.layout == Layout::Auto {
+            s.fill_to(SNIFF_LEN)?;
+            check_msgpack(&self, &s.buf[..s.buf.len().min(SNIFF_LEN)])?;
+        }
         // buffer the first object (and one more byte, to know whether more follow)
         let first_end = s.fill_object(0)?;
         let single = match first_end {
@@ -272,6 +286,15 @@ pub struct Reader {
     layout: Layout,
     reason: String,
     inner: Inner,
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader")
+            .field("layout", &self.layout())
+            .field("schema", &self.schema())
+            .finish_non_exhaustive()
+    }
 }
 
 enum Inner {
@@ -528,6 +551,45 @@ mod tests {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Float32Type, UInt8Type};
     use arrow_schema::Field;
+
+    #[test]
+    fn text_and_other_formats_are_refused_under_auto_and_read_with_an_explicit_layout() {
+        let cases: [(&[u8], &str); 4] = [
+            (
+                b"id,name\n1,alpha\n2,beta\n",
+                "input looks like text (CSV?), not MessagePack",
+            ),
+            (
+                b"{\"a\": [1, 2, 3], \"b\": \"text\"}\n",
+                "input looks like text (JSON?)",
+            ),
+            (
+                b"PAR1\x15\x04\x15\x10",
+                "input is a Parquet file, not MessagePack",
+            ),
+            (b"\x1f\x8b\x08\x00\x00\x00", "input is gzip-compressed data"),
+        ];
+        for (bytes, want) in cases {
+            let e = ReaderBuilder::new().build_from_slice(bytes).unwrap_err();
+            assert!(e.to_string().starts_with(want), "{e}");
+            assert!(matches!(e.kind(), ErrorKind::NotMsgpack(_)));
+            // the streaming entry point decides the same
+            let e = ReaderBuilder::new()
+                .build(std::io::Cursor::new(bytes.to_vec()))
+                .unwrap_err();
+            assert!(e.to_string().starts_with(want), "{e}");
+        }
+        // an explicit values layout reads text as the small integers it is
+        let r = ReaderBuilder::new()
+            .with_layout(Layout::Values)
+            .build_from_slice(b"id,name\n1,alpha\n")
+            .unwrap();
+        let rows: usize = r.map(|b| b.unwrap().num_rows()).sum();
+        assert_eq!(rows, 16);
+        // a stream of small ints without the shape of text still reads under auto
+        let ints: Vec<u8> = (1..=40).collect();
+        assert!(ReaderBuilder::new().build_from_slice(&ints).is_ok());
+    }
 
     /// `{key: value}` with bin keys, as Python writes `{b'key': ...}`.
     fn map(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {

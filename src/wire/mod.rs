@@ -10,4 +10,5 @@ pub mod dtype;
 pub(crate) mod ndarray;
 pub(crate) mod pad;
 pub(crate) mod pyrepr;
+pub mod sniff;
 pub(crate) mod write;

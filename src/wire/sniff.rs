@@ -169,12 +169,28 @@ pub fn looks_like_text(head: &[u8]) -> Option<&'static str> {
     })
 }
 
-/// The one-line message for an input that is not MessagePack, naming it (`what`: a path, or
-/// `"input"`), or `None` when it is MessagePack or compressed.
-pub fn not_msgpack_message(what: &str, s: Sniffed) -> Option<String> {
+impl Compression {
+    /// The codec's usual name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+            Compression::Lz4 => "lz4",
+            Compression::Zlib => "zlib",
+        }
+    }
+}
+
+/// The one-line message for an input that is not MessagePack (the caller names the input), or
+/// `None` when it is MessagePack.
+pub fn not_msgpack_message(s: Sniffed) -> Option<String> {
     match s {
-        Sniffed::Msgpack | Sniffed::Compressed(_) => None,
-        Sniffed::Other(f) => Some(format!("{what} is {}, not MessagePack", f.name())),
+        Sniffed::Msgpack => None,
+        Sniffed::Compressed(c) => Some(format!(
+            "input is {}-compressed data, not MessagePack: decompress it first (files and Python sources are decompressed by themselves)",
+            c.name()
+        )),
+        Sniffed::Other(f) => Some(format!("input is {}, not MessagePack", f.name())),
         Sniffed::Text(kind) => {
             let hint = if kind.is_empty() {
                 String::new()
@@ -182,8 +198,7 @@ pub fn not_msgpack_message(what: &str, s: Sniffed) -> Option<String> {
                 format!(" ({kind}?)")
             };
             Some(format!(
-                "{what} looks like text{hint}, not MessagePack (to read it as a stream of small \
-                 integers anyway, use the values layout)"
+                "input looks like text{hint}, not MessagePack; to read it as a stream of small integers anyway, use the values layout"
             ))
         }
     }
@@ -263,13 +278,15 @@ mod tests {
 
     #[test]
     fn messages() {
-        let m = not_msgpack_message("notes.txt", Sniffed::Text("JSON")).unwrap();
+        let m = not_msgpack_message(Sniffed::Text("JSON")).unwrap();
         assert!(
-            m.starts_with("notes.txt looks like text (JSON?), not MessagePack"),
+            m.starts_with("input looks like text (JSON?), not MessagePack"),
             "{m}"
         );
-        let m = not_msgpack_message("x.msgpack", Sniffed::Other(OtherFormat::Parquet)).unwrap();
-        assert_eq!(m, "x.msgpack is a Parquet file, not MessagePack");
-        assert!(not_msgpack_message("x", Sniffed::Msgpack).is_none());
+        let m = not_msgpack_message(Sniffed::Other(OtherFormat::Parquet)).unwrap();
+        assert_eq!(m, "input is a Parquet file, not MessagePack");
+        let m = not_msgpack_message(Sniffed::Compressed(Compression::Zlib)).unwrap();
+        assert!(m.starts_with("input is zlib-compressed data"), "{m}");
+        assert!(not_msgpack_message(Sniffed::Msgpack).is_none());
     }
 }
