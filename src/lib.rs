@@ -45,7 +45,7 @@ pub mod tensor;
 
 pub use error::{Error, ErrorKind, Result};
 pub use options::{Dialect, Layout, ObjectArrays, TensorMode};
-pub use read::{infer_schema, Reader, ReaderBuilder};
+pub use read::{infer_schema, Decoder, Reader, ReaderBuilder};
 #[doc(hidden)] // for the Python extension's blob decoder
 pub use types::buffers::advise_huge_pages;
 pub use write::{mark_ragged_ndarrays, Writer, WriterBuilder};

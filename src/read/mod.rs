@@ -13,7 +13,9 @@
 //! An empty file or a top-level `[]` is an empty table with no columns.
 
 pub(crate) mod array;
+mod blobs;
 mod columns;
+mod decoder;
 pub(crate) mod infer;
 mod plan;
 mod rows;
@@ -21,6 +23,7 @@ mod source;
 mod stream;
 
 use self::columns::*;
+pub use self::decoder::Decoder;
 use self::plan::*;
 use self::rows::*;
 use self::source::*;
@@ -453,10 +456,7 @@ impl Reader {
             reason: p.reason,
             inner: Inner::Stream(Box::new(StreamRows {
                 s,
-                dec,
-                schema: projected,
-                batch_size: b.batch_size,
-                row: 0,
+                d: Decoder::from_parts(dec, projected, b.batch_size, b.max_depth),
                 max_depth: b.max_depth,
                 limit: Limit::new(b.max_decoded_bytes),
             })),

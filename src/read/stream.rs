@@ -2,10 +2,9 @@
 //! an object not yet complete.
 
 use super::*;
-use crate::error::{ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::wire::cursor::Cursor;
 use arrow_array::RecordBatch;
-use arrow_schema::SchemaRef;
 use std::io::Read;
 
 /// Buffers a `Read` source so whole top-level objects can be decoded from a slice.
@@ -88,47 +87,48 @@ impl StreamReader {
     }
 }
 
+/// The rows of a `Read` source: a short loop that pushes the buffered bytes into a [`Decoder`]
+/// and reads more when an object is cut.
 pub(crate) struct StreamRows {
     pub(crate) s: StreamReader,
-    pub(crate) dec: RowDecoder,
-    pub(crate) schema: SchemaRef,
-    pub(crate) batch_size: usize,
-    pub(crate) row: u64,
+    pub(crate) d: Decoder,
     pub(crate) max_depth: usize,
     pub(crate) limit: Limit,
 }
 
 impl StreamRows {
     pub(crate) fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        let mut n = 0usize;
-        let mut pos = 0usize;
-        while n < self.batch_size {
-            match self.s.fill_object(pos)? {
-                Some(end) => {
-                    let mut c = Cursor::new(&self.s.buf[..end], self.s.base);
-                    c.set_pos(pos);
-                    let at = c.offset();
-                    self.dec
-                        .decode(&mut c)
-                        .map_err(|e| e.at_offset(at).at_record(self.row))?;
-                    pos = end;
-                    n += 1;
-                    self.row += 1;
+        loop {
+            let used = self.d.decode(&self.s.buf)?;
+            // drop what was decoded; keep the (partial) rest
+            self.s.buf.drain(..used);
+            self.s.base += used as u64;
+            if self.d.is_full() {
+                break;
+            }
+            if self.s.eof {
+                if !self.s.buf.is_empty() {
+                    // an object cut by the end of the input: the cursor says where and by how much
+                    let row = self.d.rows_flushed() + self.d.len() as u64;
+                    let e = Cursor::new(&self.s.buf, self.s.base)
+                        .skip(self.max_depth)
+                        .err()
+                        .unwrap_or_else(|| Error::new(ErrorKind::Truncated { need: 1, have: 0 }));
+                    return Err(e.at_record(row));
                 }
-                None => break,
+                break;
+            }
+            // at least double what the cut object has buffered: every retry re-reads it from
+            // its start, so fixed steps would make a big object quadratic
+            let want = self.s.buf.len() + READ_CHUNK.max(self.s.buf.len());
+            self.s.fill_to(want)?;
+        }
+        match self.d.flush()? {
+            None => Ok(None),
+            Some(b) => {
+                self.limit.add(&b, self.s.base)?;
+                Ok(Some(b))
             }
         }
-        let _ = self.max_depth;
-        // drop what was decoded; keep the (partial) rest
-        self.s.buf.drain(..pos);
-        self.s.base += pos as u64;
-        if n == 0 {
-            return Ok(None);
-        }
-        let cols = self.dec.finish()?;
-        let names = dec_names(&self.dec, &self.schema);
-        let b = batch(&self.schema, reorder(cols, &names, &self.schema), n)?;
-        self.limit.add(&b, self.s.base)?;
-        Ok(Some(b))
     }
 }
