@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use msgpack_arrow::io::convert::{output_format, ConvertOptions};
 use msgpack_arrow::io::dataset::{convert_dataset, DatasetOptions};
 use msgpack_arrow::io::{expand_inputs, open_table, Compression, Format, ReadOptions, Table};
-use msgpack_arrow::types::meta;
+use msgpack_arrow::types::{meta, short_name};
 use msgpack_arrow::{Dialect, Layout, ObjectArrays, TensorMode};
 
 /// A message for the user; printed as `error: <message>`.
@@ -279,7 +279,7 @@ fn layout_line(t: &Table) -> Option<String> {
 }
 
 fn describe_field(f: &Field) -> String {
-    let mut s = format!("{}: {}", f.name(), f.data_type());
+    let mut s = format!("{}: {}", f.name(), short_name(f));
     if !f.is_nullable() {
         s.push_str(" not null");
     }
@@ -304,6 +304,9 @@ fn schema_text(input: &str, read: &ReadArgs) -> CliResult<String> {
         text.push_str(&format!("format: {}\n", t.format));
     }
     text.push_str(&layout_line(&t).unwrap_or_default());
+    if let Some(n) = t.num_rows {
+        text.push_str(&format!("rows: {n}\n"));
+    }
     text.push_str(&format!("columns: {}\n", t.schema.fields().len()));
     for f in t.schema.fields() {
         text.push_str(&format!("  {}\n", describe_field(f)));
@@ -320,6 +323,7 @@ fn head_text(input: &str, n: usize, width: usize, read: &ReadArgs) -> CliResult<
     }
     text.push_str(&layout_line(&t).unwrap_or_default());
     let schema = t.schema.clone();
+    let t_rows = t.num_rows;
     let mut batches = Vec::new();
     let mut rows = 0;
     if n > 0 {
@@ -337,10 +341,14 @@ fn head_text(input: &str, n: usize, width: usize, read: &ReadArgs) -> CliResult<
         .map_err(|e| format!("{}: {e}", path.display()))?;
     text.push_str(&table);
     text.push('\n');
-    text.push_str(&format!(
-        "({shown} row{} shown)\n",
-        if shown == 1 { "" } else { "s" }
-    ));
+    text.push_str(&match t_rows {
+        Some(total) => format!(
+            "({shown} of {total} row{})\n",
+            if total == 1 { "" } else { "s" }
+        ),
+        None if shown == 0 => "(0 rows)\n".to_string(),
+        None => format!("({shown} row{} shown)\n", if shown == 1 { "" } else { "s" }),
+    });
     Ok(text)
 }
 
@@ -375,7 +383,7 @@ fn format_table(
         .iter()
         .map(|f| {
             Field::new(
-                format!("{}\n{}", f.name(), cut(&f.data_type().to_string(), width)),
+                format!("{}\n{}", f.name(), cut(&short_name(f), width)),
                 arrow_schema::DataType::Utf8,
                 true,
             )
@@ -648,7 +656,10 @@ mod tests {
         .unwrap();
         let text = head_text(s(&many), 100, 60, &read_args()).unwrap();
         // The directory: s, back, and t.msgpack.zst/.gz, t.mpk.lz4 (5 files); the glob: s and back.
-        assert!(text.contains("(28 rows shown)"), "{text}");
+        assert!(
+            text.contains("(28 rows shown)") || text.contains("(28 of 28 rows)"),
+            "{text}"
+        );
     }
 
     fn read_args() -> ReadArgs {
@@ -666,7 +677,7 @@ mod tests {
         assert!(text.starts_with("layout: records (auto"), "{text}");
         assert!(
             text.contains(
-                "  emb: FixedSizeList(2 x FixedSizeList(3 x Float32))  msgpack_numpy.dtype=>f4"
+                "rows: 4\ncolumns: 4\n  id: i64\n  emb: f32[2, 3]  msgpack_numpy.dtype=>f4"
             ),
             "{text}"
         );
@@ -676,7 +687,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("[[0.0, 1.0,…"), "{text}");
-        assert!(text.ends_with("(2 rows shown)\n"), "{text}");
+        assert!(text.ends_with("(2 of 4 rows)\n"), "{text}");
         let pq = dir.path().join("n.parquet");
         cli(&["convert", s(&input), "-o", s(&pq)]).unwrap();
         let text = schema_text(s(&pq), &read_args()).unwrap();

@@ -251,6 +251,8 @@ pub struct Table {
     pub layout: Option<Layout>,
     /// Why that layout (e.g. `auto: first object is a map`).
     pub layout_reason: Option<String>,
+    /// Rows in the input, where known before reading them (msgpack files in memory or mapped).
+    pub num_rows: Option<usize>,
 }
 
 impl fmt::Debug for Table {
@@ -298,6 +300,10 @@ pub fn open_table(path: &Path, opts: &ReadOptions) -> Result<Table> {
         }
     };
     let (layout, layout_reason) = recorded_layout(&schema);
+    let num_rows = match units {
+        Some(Units::Rows(n)) => usize::try_from(n).ok(),
+        _ => None,
+    };
     let batches = match (&opts.progress, size) {
         (Some(counter), Some(size)) => {
             Box::new(ProgressIter::new(batches, counter.clone(), size, units)) as BatchIter
@@ -310,6 +316,7 @@ pub fn open_table(path: &Path, opts: &ReadOptions) -> Result<Table> {
         format,
         layout,
         layout_reason,
+        num_rows,
     })
 }
 
@@ -357,6 +364,7 @@ fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Ta
         format: Format::Msgpack,
         layout,
         layout_reason,
+        num_rows: rows,
     })
 }
 

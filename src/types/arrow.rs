@@ -147,6 +147,100 @@ pub fn polars_compatible_type(t: &DataType) -> DataType {
     }
 }
 
+/// A short, readable name of a field's type, numpy-style for tensors: `f32[768]`,
+/// `u8[32, 32, 3]`, `f32[*, 4]` (the ragged axes of an ndarray column as `*`), `list[str]`,
+/// `struct{a: i64, b: f64[2]}`, `datetime[us, UTC]`. Used where people read schemas (`schema`,
+/// `head`).
+pub fn short_name(field: &Field) -> String {
+    let ragged = field
+        .metadata()
+        .get(crate::types::meta::KIND)
+        .map(String::as_str)
+        == Some("ndarray");
+    type_name(field.data_type(), ragged)
+}
+
+fn type_name(t: &DataType, ragged: bool) -> String {
+    // a run of list levels over a primitive element is a tensor
+    let mut dims = Vec::new();
+    let mut inner = t;
+    loop {
+        match inner {
+            DataType::FixedSizeList(f, n) => {
+                dims.push(n.to_string());
+                inner = f.data_type();
+            }
+            DataType::List(f) | DataType::LargeList(f) | DataType::ListView(f) if ragged => {
+                dims.push("*".into());
+                inner = f.data_type();
+            }
+            _ => break,
+        }
+    }
+    if !dims.is_empty() && is_tensor_leaf(inner) {
+        return format!("{}[{}]", scalar_name(inner), dims.join(", "));
+    }
+    match t {
+        DataType::FixedSizeList(f, n) => format!("array[{}, {n}]", short_name(f)),
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f) => {
+            format!("list[{}]", short_name(f))
+        }
+        DataType::Struct(fs) => format!(
+            "struct{{{}}}",
+            fs.iter()
+                .map(|f| format!("{}: {}", f.name(), short_name(f)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        DataType::Map(f, _) => match f.data_type() {
+            DataType::Struct(kv) if kv.len() == 2 => {
+                format!("map[{}, {}]", short_name(&kv[0]), short_name(&kv[1]))
+            }
+            other => format!("map[{}]", type_name(other, false)),
+        },
+        other => scalar_name(other),
+    }
+}
+
+fn is_tensor_leaf(t: &DataType) -> bool {
+    t.is_primitive() || matches!(t, DataType::Boolean | DataType::Utf8 | DataType::Binary)
+}
+
+fn scalar_name(t: &DataType) -> String {
+    let unit = |u: &TimeUnit| match u {
+        TimeUnit::Second => "s",
+        TimeUnit::Millisecond => "ms",
+        TimeUnit::Microsecond => "us",
+        TimeUnit::Nanosecond => "ns",
+    };
+    match t {
+        DataType::Null => "null".into(),
+        DataType::Boolean => "bool".into(),
+        DataType::Int8 => "i8".into(),
+        DataType::Int16 => "i16".into(),
+        DataType::Int32 => "i32".into(),
+        DataType::Int64 => "i64".into(),
+        DataType::UInt8 => "u8".into(),
+        DataType::UInt16 => "u16".into(),
+        DataType::UInt32 => "u32".into(),
+        DataType::UInt64 => "u64".into(),
+        DataType::Float16 => "f16".into(),
+        DataType::Float32 => "f32".into(),
+        DataType::Float64 => "f64".into(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "str".into(),
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => "bin".into(),
+        DataType::FixedSizeBinary(n) => format!("bin[{n}]"),
+        DataType::Date32 | DataType::Date64 => "date".into(),
+        DataType::Timestamp(u, None) => format!("datetime[{}]", unit(u)),
+        DataType::Timestamp(u, Some(tz)) => format!("datetime[{}, {tz}]", unit(u)),
+        DataType::Duration(u) => format!("duration[{}]", unit(u)),
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,5 +253,37 @@ mod tests {
         assert_eq!(t("<m8[D]"), DataType::Duration(TimeUnit::Second));
         assert!(NumpyDtype::parse("<M8[Y]").unwrap().arrow_type().is_err());
         assert!(NumpyDtype::parse("|O").unwrap().arrow_type().is_err());
+    }
+
+    #[test]
+    fn short_names() {
+        let fsl = |t, n| fixed_size_list(t, n).unwrap();
+        let name = |t: DataType| short_name(&Field::new("x", t, true));
+        let nd = |t: DataType| {
+            let md = [(crate::types::meta::KIND.to_string(), "ndarray".to_string())];
+            short_name(&Field::new("x", t, true).with_metadata(std::collections::HashMap::from(md)))
+        };
+        assert_eq!(name(fsl(DataType::Float32, 768)), "f32[768]");
+        assert_eq!(
+            name(fsl(fsl(fsl(DataType::UInt8, 3), 32), 32)),
+            "u8[32, 32, 3]"
+        );
+        assert_eq!(nd(list(fsl(DataType::Float32, 4))), "f32[*, 4]");
+        assert_eq!(nd(list(list(DataType::Int64))), "i64[*, *]");
+        assert_eq!(name(list(DataType::Utf8)), "list[str]");
+        assert_eq!(name(list(list(DataType::Int64))), "list[list[i64]]");
+        let s = DataType::Struct(Fields::from(vec![
+            Field::new("a", DataType::Int64, true),
+            Field::new("b", fsl(DataType::Float64, 2), true),
+        ]));
+        assert_eq!(name(s.clone()), "struct{a: i64, b: f64[2]}");
+        assert_eq!(name(list(s)), "list[struct{a: i64, b: f64[2]}]");
+        assert_eq!(
+            name(DataType::Timestamp(
+                TimeUnit::Nanosecond,
+                Some("UTC".into())
+            )),
+            "datetime[ns, UTC]"
+        );
     }
 }
