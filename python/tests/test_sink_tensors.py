@@ -62,23 +62,35 @@ def kib(field):
     with open("/proc/self/status") as f:
         return next(int(l.split()[1]) for l in f if l.startswith(field + ":"))
 base = kib("VmRSS")
-ma.sink_msgpack(pl.scan_parquet(sys.argv[1]), sys.argv[2], chunk_size=5000)
+lf = pl.scan_parquet(sys.argv[1])
+if sys.argv[3] == "ours":
+    ma.sink_msgpack(lf, sys.argv[2], chunk_size=5000)
+else:  # the floor: Polars producing the same batches, each dropped at once
+    for b in lf.collect_batches(chunk_size=5000):
+        del b
 print(json.dumps({"peak": (kib("VmHWM") - base) * 1024}))
 """
 
 
+def _peak(src, out, mode):
+    r = subprocess.run([sys.executable, "-c", MEASURE, str(src), str(out), mode], capture_output=True, text=True, check=True)
+    return json.loads(r.stdout)["peak"]
+
+
 def test_sink_memory_is_bounded_by_batches_not_the_table(tmp_path):
-    """A 400 MB query streams through: peak RSS stays a fraction of the table (fresh interpreter)."""
+    """A 400 MB query streams through: peak RSS (fresh interpreters) is what Polars itself needs to
+    produce the batches, plus a constant, never a share of the table."""
     src, out = tmp_path / "big.parquet", tmp_path / "big.msgpack"
     n = 400_000
     pl.LazyFrame().select(pl.int_range(0, n, dtype=pl.Int64).alias("id")).with_columns(
         pl.col("id").cast(pl.String).str.pad_start(1000, "x").alias("s")
     ).sink_parquet(src, row_group_size=10_000, compression="uncompressed")
-    r = subprocess.run([sys.executable, "-c", MEASURE, str(src), str(out)], capture_output=True, text=True, check=True)
-    peak = json.loads(r.stdout)["peak"]
+    floor = _peak(src, out, "polars")
+    peak = _peak(src, out, "ours")
     size = out.stat().st_size
     assert size > 390e6
-    assert peak < 0.4 * size, f"peak {peak / 2**20:.0f} MiB for a {size / 2**20:.0f} MiB output"
+    assert peak < floor + 64 * 2**20, f"peak {peak / 2**20:.0f} MiB; Polars alone {floor / 2**20:.0f} MiB"
+    assert peak < 0.75 * size, f"peak {peak / 2**20:.0f} MiB for a {size / 2**20:.0f} MiB output"
     rows = mn.Unpacker(open(out, "rb"), raw=False)
     first = next(rows)
     assert first == {"id": 0, "s": "0".rjust(1000, "x")}

@@ -1,0 +1,78 @@
+"""Ctrl-C (SIGINT) during long reads, scans and writes: KeyboardInterrupt within a second, no
+partial output, and the interpreter still works afterwards. Each case runs in a fresh interpreter
+that loops over the operation until the signal arrives."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import polars as pl
+import pytest
+
+import msgpack_arrow as ma
+
+CHILD = r"""
+import os, sys, time
+import polars as pl, msgpack_arrow as ma
+path, out, op = sys.argv[1], sys.argv[2], sys.argv[3]
+df = ma.read_msgpack(path) if op in ("write", "sink") else None
+ops = {
+    "read": lambda: ma.read_msgpack(path),
+    "scan": lambda: ma.scan_msgpack(path).collect(),
+    "scan-streaming": lambda: ma.scan_msgpack(path).collect(engine="streaming"),
+    "write": lambda: ma.write_msgpack(df, out),
+    "sink": lambda: ma.sink_msgpack(pl.concat([df] * 4, rechunk=False).lazy(), out),
+}
+print("ready", flush=True)
+try:
+    while True:
+        ops[op]()
+except KeyboardInterrupt:
+    print("interrupted", time.monotonic(), flush=True)
+# still usable: a small read works, and no temporary file was left beside the output
+small = ma.read_msgpack(ma.write_msgpack(pl.DataFrame({"x": [1, 2]}), None))
+assert small["x"].to_list() == [1, 2]
+print("usable", sorted(os.listdir(os.path.dirname(out))), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sigint")
+    p = d / "in.msgpack"
+    n = 60_000
+    df = pl.DataFrame({"id": np.arange(n), "emb": np.random.default_rng(1).random((n, 768), dtype=np.float32)})
+    ma.write_msgpack(df, p)
+    return p
+
+
+@pytest.mark.parametrize("op", ["read", "scan", "scan-streaming", "write", "sink"])
+def test_sigint_is_a_prompt_keyboard_interrupt(dump, tmp_path, op):
+    out = tmp_path / "out" / "o.msgpack"
+    out.parent.mkdir()
+    out.write_bytes(b"previous")
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(dump), str(out), op], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout.readline().strip() == "ready"
+    time.sleep(1.5)  # well inside the loop
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    stdout, _ = child.communicate(timeout=60)
+    assert child.returncode == 0, stdout
+    lines = dict(line.split(" ", 1) for line in stdout.splitlines())
+    took = float(lines["interrupted"]) - sent
+    assert took < 1.0, f"KeyboardInterrupt {took:.2f} s after SIGINT"
+    assert lines["usable"] == "['o.msgpack']"
+    # the previous file, or a complete new one: never a partial write
+    data = out.read_bytes()
+    if data != b"previous":
+        want = ma.read_msgpack(dump)
+        if op == "sink":
+            want = pl.concat([want] * 4)
+        assert ma.read_msgpack(data).equals(want)
