@@ -39,6 +39,8 @@ pub mod types;
 pub mod wire;
 pub mod write;
 
+#[cfg(feature = "cli")]
+pub mod cli;
 #[cfg(feature = "polars")]
 pub mod polars;
 pub mod tensor;

@@ -7,9 +7,14 @@ import sys
 
 
 def main() -> None:
+    import signal
+
     from ._internal import cli_main
 
-    sys.exit(cli_main(sys.argv))
+    # The work runs in Rust without returning to Python: let Ctrl-C end the process as it ends the
+    # Rust binary (outputs are written to a temporary file and renamed only when complete).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    sys.exit(cli_main(["msgpack-arrow", *sys.argv[1:]]))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,13 @@ mod writer;
 
 use pyo3::prelude::*;
 
+/// The `msgpack-arrow` command (the console script of the package): the core's CLI, run with the
+/// GIL released; the exit code.
+#[pyfunction]
+fn cli_main(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(|| msgpack_arrow::cli::main(argv))
+}
+
 /// The extension module.
 #[pymodule]
 fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -29,6 +36,7 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(series::encode_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(series::infer_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(series::dtype_token, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
         "MSGPACK_EXTENSIONS",

@@ -66,8 +66,15 @@ pub fn write<'py>(
                 .map_err(err)?;
             let file = pump(py, &mut stream, w)?;
             // dropping an uncommitted AtomicFile (on any error above) deletes the temporary file
-            py.detach(|| guarded(|| Ok(file.finish()?.commit()?)))
-                .map_err(err)?;
+            py.detach(|| {
+                guarded(|| {
+                    Ok(file
+                        .finish()
+                        .map_err(msgpack_arrow::Error::from)?
+                        .commit()?)
+                })
+            })
+            .map_err(err)?;
             Ok(None)
         }
         None => {
@@ -157,8 +164,15 @@ pub fn write_iter<'py>(
                 .detach(|| guarded(|| Ok(builder.build(create(&path)?, schema)?)))
                 .map_err(err)?;
             let file = pump(py, &mut stream, w).map_err(reraise)?;
-            py.detach(|| guarded(|| Ok(file.finish()?.commit()?)))
-                .map_err(err)?;
+            py.detach(|| {
+                guarded(|| {
+                    Ok(file
+                        .finish()
+                        .map_err(msgpack_arrow::Error::from)?
+                        .commit()?)
+                })
+            })
+            .map_err(err)?;
         }
         (None, Some(target)) => {
             let out = BufWriter::with_capacity(

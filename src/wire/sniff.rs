@@ -110,7 +110,7 @@ pub fn sniff(head: &[u8]) -> Sniffed {
 /// match fails to inflate at once (an error, never wrong rows).
 fn is_zlib(head: &[u8]) -> bool {
     match head {
-        [0x78, flg, block, ..] if matches!(flg, 0x01 | 0x5e | 0x9c | 0xda) => {
+        [0x78, 0x01 | 0x5e | 0x9c | 0xda, block, ..] => {
             // BTYPE (bits 1-2 of the first deflate byte) 0b11 is reserved
             (block >> 1) & 0b11 != 0b11
         }
