@@ -18,7 +18,7 @@ use crate::io::convert::{output_format, ConvertOptions};
 use crate::io::dataset::{convert_dataset, DatasetOptions};
 use crate::io::{expand_inputs, open_table, Compression, Format, ReadOptions, Table};
 use crate::types::{meta, short_name};
-use crate::{Dialect, Layout, ObjectArrays, TensorMode};
+use crate::{Dialect, Layout, ObjectArrays, OnTruncated, TensorMode};
 
 /// A message for the user; printed as `error: <message>`.
 type CliResult<T> = std::result::Result<T, String>;
@@ -86,6 +86,10 @@ struct ReadArgs {
     /// file's first bytes; standard input is msgpack)
     #[arg(long, value_enum)]
     input_format: Option<FormatArg>,
+    /// An input cut short (a writer that crashed): `error`, or `keep` its complete records (a
+    /// warning on stderr says where the cut is; the exit code stays 0)
+    #[arg(long, default_value = "error", value_parser = parse_on_truncated)]
+    on_truncated: OnTruncated,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -188,6 +192,10 @@ fn parse_dialect(s: &str) -> std::result::Result<Dialect, String> {
     s.parse::<Dialect>().map_err(|e| e.to_string())
 }
 
+fn parse_on_truncated(s: &str) -> std::result::Result<OnTruncated, String> {
+    s.parse::<OnTruncated>().map_err(|e| e.to_string())
+}
+
 fn parse_compression(s: &str) -> std::result::Result<Compression, String> {
     s.parse::<Compression>().map_err(|e| match e.kind() {
         crate::ErrorKind::Unsupported(m) => m.clone(),
@@ -213,6 +221,7 @@ impl ReadArgs {
             progress: None,
             threads: None,
             dialect: self.dialect,
+            on_truncated: self.on_truncated,
         }
     }
 }
@@ -342,6 +351,7 @@ fn head_text(input: &str, n: usize, width: usize, read: &ReadArgs) -> CliResult<
     text.push_str(&layout_line(&t).unwrap_or_default());
     let schema = t.schema.clone();
     let t_rows = t.num_rows;
+    let t_cut = t.truncation.clone();
     let mut batches = Vec::new();
     let mut rows = 0;
     if n > 0 {
@@ -353,6 +363,9 @@ fn head_text(input: &str, n: usize, width: usize, read: &ReadArgs) -> CliResult<
                 break;
             }
         }
+    }
+    if let Some(t) = t_cut.lock().ok().and_then(|t| *t) {
+        eprintln!("warning: {}: {t}", path.display());
     }
     let shown = rows.min(n);
     let table = format_table(&schema, &batches, shown, width)
@@ -521,6 +534,9 @@ fn convert(args: ConvertArgs) -> CliResult<()> {
         }
     }
     let done = result.map_err(|e| e.to_string())?;
+    for (path, t) in &done.truncated {
+        eprintln!("warning: {}: {t}", path.display());
+    }
     if show {
         eprintln!(
             "wrote {} row{} from {} input{} to {}",
@@ -749,6 +765,21 @@ mod tests {
             names.iter().all(|n| !n.to_string_lossy().ends_with(".tmp")),
             "{names:?}"
         );
+        // asked to, it keeps the complete records before the cut (the sample has 4)
+        cli(&[
+            "convert",
+            s(&trunc),
+            "-o",
+            s(&pq),
+            "--on-truncated",
+            "keep",
+            "-q",
+        ])
+        .unwrap();
+        let kept = crate::io::open_table(&pq, &ReadOptions::default()).unwrap();
+        let rows: usize = kept.batches.map(|b| b.unwrap().num_rows()).sum();
+        assert_eq!(rows, 3);
+        std::fs::remove_file(&pq).unwrap();
 
         let other = d.join("other.parquet");
         cli(&["convert", s(&input), "-o", s(&other), "--columns", "id"]).unwrap();

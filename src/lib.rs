@@ -46,8 +46,8 @@ pub mod polars;
 pub mod tensor;
 
 pub use error::{Error, ErrorKind, Result};
-pub use options::{Dialect, Layout, ObjectArrays, TensorMode};
-pub use read::{infer_schema, Decoder, Reader, ReaderBuilder};
+pub use options::{Dialect, Layout, ObjectArrays, OnTruncated, TensorMode};
+pub use read::{infer_schema, Decoder, Reader, ReaderBuilder, Truncation};
 #[doc(hidden)] // for the Python extension's blob decoder
 pub use types::buffers::advise_huge_pages;
 pub use write::{mark_ragged_ndarrays, Writer, WriterBuilder};

@@ -8,7 +8,7 @@ use crate::error::{Error, ErrorKind};
 /// How a file becomes rows (SPEC §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Layout {
-    /// Decide from the first object (see [`crate::decode`] for the rule).
+    /// Decide from the first object (see [`crate::types::layout`] and the README for the rule).
     #[default]
     Auto,
     /// A stream of maps (or one top-level array of maps): one row per map.
@@ -58,6 +58,17 @@ pub enum Dialect {
     Js,
 }
 
+/// What to do with an input cut short (a writer that crashed, a file still being written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnTruncated {
+    /// A positioned error (what and where the cut is).
+    #[default]
+    Error,
+    /// Keep every complete top-level object before the cut (the prefix `msgpack.Unpacker`
+    /// yields) and report the cut ([`crate::Reader::truncation`]).
+    Keep,
+}
+
 macro_rules! str_enum {
     ($t:ty, $what:literal, $($name:literal => $v:expr),+ $(,)?) => {
         impl FromStr for $t {
@@ -65,7 +76,7 @@ macro_rules! str_enum {
             fn from_str(s: &str) -> Result<Self, Error> {
                 match s {
                     $($name => Ok($v),)+
-                    _ => Err(Error::new(ErrorKind::Layout(format!(
+                    _ => Err(Error::new(ErrorKind::Usage(format!(
                         concat!("unknown ", $what, " {:?}; expected one of: {}"),
                         s,
                         [$($name),+].join(", ")
@@ -85,6 +96,7 @@ macro_rules! str_enum {
 str_enum!(Layout, "layout", "auto" => Layout::Auto, "records" => Layout::Records, "columns" => Layout::Columns, "values" => Layout::Values);
 str_enum!(TensorMode, "tensor mode", "array" => TensorMode::Array, "extension" => TensorMode::Extension);
 str_enum!(ObjectArrays, "object_arrays option", "error" => ObjectArrays::Error, "raw" => ObjectArrays::Raw);
+str_enum!(OnTruncated, "on_truncated option", "error" => OnTruncated::Error, "keep" => OnTruncated::Keep);
 str_enum!(Dialect, "dialect", "auto" => Dialect::Auto, "msgpack-numpy" => Dialect::MsgpackNumpy, "openpi" => Dialect::Openpi, "js" => Dialect::Js);
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use arrow_array::ffi::{from_ffi, to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::{make_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use polars_arrow::ffi as pl_ffi;
 use polars_core::prelude::{
     Column, CompatLevel, DataFrame, DataType as PlDataType, PlSmallStr, PolarsError, PolarsResult,

@@ -26,12 +26,14 @@ pub struct ConvertOptions {
 }
 
 /// What [`convert`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Converted {
     /// Rows written.
     pub rows: u64,
     /// Inputs read.
     pub inputs: usize,
+    /// Inputs cut short whose complete records were kept ([`crate::OnTruncated::Keep`]).
+    pub truncated: Vec<(PathBuf, crate::Truncation)>,
 }
 
 fn usage(msg: String) -> Error {
@@ -168,6 +170,7 @@ pub fn convert(
     let mut sink =
         Sink::try_new(&mut file, schema.clone(), &sink_opts).map_err(|e| e.in_file(output))?;
     let mut rows = 0u64;
+    let mut truncated = Vec::new();
     let mut pending = Some(first);
     for (i, path) in inputs.iter().enumerate() {
         let table = match pending.take() {
@@ -200,12 +203,16 @@ pub fn convert(
             sink.write(&batch).map_err(|e| e.in_file(output))?;
             on_batch(path);
         }
+        if let Some(t) = table.truncation.lock().ok().and_then(|t| *t) {
+            truncated.push((path.clone(), t));
+        }
     }
     sink.finish().map_err(|e| e.in_file(output))?;
     file.commit()?;
     Ok(Converted {
         rows,
         inputs: inputs.len(),
+        truncated,
     })
 }
 

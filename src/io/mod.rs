@@ -25,7 +25,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{Dialect, Layout, ObjectArrays, TensorMode};
+use crate::options::{Dialect, Layout, ObjectArrays, OnTruncated, TensorMode};
 use crate::types::meta;
 
 pub use atomic::AtomicFile;
@@ -47,6 +47,25 @@ impl crate::ReaderBuilder {
             Input::Stream(r) => self.build(r),
             Input::Buffer(b) => self.build_from_buffer(b),
         }
+    }
+}
+
+/// A reader's batches; once they end, where the input was cut (if it was) goes into `slot`.
+struct WatchTruncation {
+    reader: crate::Reader,
+    slot: Arc<std::sync::Mutex<Option<crate::Truncation>>>,
+}
+
+impl Iterator for WatchTruncation {
+    type Item = Result<RecordBatch>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let next = self.reader.next();
+        if next.is_none() {
+            if let Ok(mut s) = self.slot.lock() {
+                *s = self.reader.truncation();
+            }
+        }
+        next
     }
 }
 
@@ -220,6 +239,8 @@ pub struct ReadOptions {
     pub threads: Option<usize>,
     /// ndarray map dialect (default [`Dialect::Auto`]).
     pub dialect: Dialect,
+    /// An input cut short: an error, or keep its complete objects (default [`OnTruncated::Error`]).
+    pub on_truncated: OnTruncated,
 }
 
 impl Default for ReadOptions {
@@ -234,6 +255,7 @@ impl Default for ReadOptions {
             progress: None,
             threads: None,
             dialect: Dialect::Auto,
+            on_truncated: OnTruncated::Error,
         }
     }
 }
@@ -253,6 +275,9 @@ pub struct Table {
     pub layout_reason: Option<String>,
     /// Rows in the input, where known before reading them (msgpack files in memory or mapped).
     pub num_rows: Option<usize>,
+    /// Where a msgpack input read with [`OnTruncated::Keep`] was cut: set when known (at once for
+    /// mapped files, once the batches are consumed for streams).
+    pub truncation: Arc<std::sync::Mutex<Option<crate::Truncation>>>,
 }
 
 impl fmt::Debug for Table {
@@ -317,6 +342,7 @@ pub fn open_table(path: &Path, opts: &ReadOptions) -> Result<Table> {
         layout,
         layout_reason,
         num_rows,
+        truncation: Default::default(),
     })
 }
 
@@ -344,7 +370,8 @@ fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Ta
         .with_tensor(opts.tensor)
         .with_object_arrays(opts.object_arrays)
         .with_threads(opts.threads)
-        .with_dialect(opts.dialect);
+        .with_dialect(opts.dialect)
+        .with_on_truncated(opts.on_truncated);
     let input = compress::open_input_counted(path, opts.progress.clone())?;
     let streamed = !matches!(input, Input::Mmap(_));
     let reader: Reader = builder.build_from_input(input)?;
@@ -352,7 +379,11 @@ fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Ta
     let layout = Some(reader.layout());
     let layout_reason = Some(reader.layout_reason().to_string());
     let rows = reader.num_rows();
-    let mut batches: BatchIter = Box::new(reader);
+    let truncation: Arc<std::sync::Mutex<Option<crate::Truncation>>> = Default::default();
+    let mut batches: BatchIter = Box::new(WatchTruncation {
+        reader,
+        slot: truncation.clone(),
+    });
     if let (Some(counter), Some(size), false) = (&opts.progress, size, streamed) {
         // A mapped file is consumed as it is decoded: progress by rows where they were counted.
         let units = rows.map(|n| Units::Rows(n as u64));
@@ -365,6 +396,7 @@ fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Ta
         layout,
         layout_reason,
         num_rows: rows,
+        truncation,
     })
 }
 

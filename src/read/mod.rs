@@ -40,8 +40,9 @@ use arrow_schema::{ArrowError, Schema, SchemaRef};
 use self::array::Ctx;
 use self::infer::InferOptions;
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{Dialect, Layout, ObjectArrays, TensorMode};
+use crate::options::{Dialect, Layout, ObjectArrays, OnTruncated, TensorMode};
 use crate::types::meta;
+use crate::wire::cursor::Cursor;
 
 /// Default rows per batch.
 pub const DEFAULT_BATCH_SIZE: usize = 65_536;
@@ -94,6 +95,7 @@ pub struct ReaderBuilder {
     fast_infer: bool,
     /// with a given schema, a key it does not have is an error
     strict_schema: bool,
+    on_truncated: OnTruncated,
 }
 
 impl Default for ReaderBuilder {
@@ -121,7 +123,16 @@ impl ReaderBuilder {
             release_input: false,
             fast_infer: true,
             strict_schema: false,
+            on_truncated: OnTruncated::Error,
         }
+    }
+    /// What to do with an input cut short, e.g. by a writer that crashed (default
+    /// [`OnTruncated::Error`]: a positioned error). [`OnTruncated::Keep`] reads every complete
+    /// top-level object before the cut, as `msgpack.Unpacker` yields them, and reports the cut in
+    /// [`Reader::truncation`]. For a file still being appended to, it gives a consistent prefix.
+    pub fn with_on_truncated(mut self, on: OnTruncated) -> Self {
+        self.on_truncated = on;
+        self
     }
     /// Use this schema instead of inferring one (default: inferred). Keys not in it are skipped
     /// (see [`ReaderBuilder::with_strict_schema`]).
@@ -225,8 +236,18 @@ impl ReaderBuilder {
     /// Read from an Arrow buffer. `columns`-layout tensors are taken zero-copy where aligned.
     pub fn build_from_buffer(self, buf: Buffer) -> Result<Reader> {
         check_msgpack(&self, buf.as_slice())?;
+        let cut = match self.on_truncated {
+            OnTruncated::Keep => complete_prefix(buf.as_slice(), self.max_depth),
+            OnTruncated::Error => None,
+        };
+        let buf = match &cut {
+            Some(t) => buf.slice_with_length(0, t.offset as usize),
+            None => buf,
+        };
         let plan = plan(&self, buf.as_slice())?;
-        Reader::from_plan(self, buf, plan)
+        let mut r = Reader::from_plan(self, buf, plan)?;
+        r.truncation = cut;
+        Ok(r)
     }
 
     /// Read a memory-mapped file. Pages already decoded are handed back to the kernel as the read
@@ -247,8 +268,16 @@ impl ReaderBuilder {
             s.fill_to(SNIFF_LEN)?;
             check_msgpack(&self, &s.buf[..s.buf.len().min(SNIFF_LEN)])?;
         }
+        let keep = self.on_truncated == OnTruncated::Keep;
+        // a cut among the first objects: read what there is and keep its complete prefix
+        let cut_early = |e: &Error, s: &StreamReader| {
+            keep && s.eof && matches!(e.kind(), ErrorKind::Truncated { .. })
+        };
         // buffer the first object (and one more byte, to know whether more follow)
-        let first_end = s.fill_object(0)?;
+        let first_end = match s.fill_object(0) {
+            Err(e) if cut_early(&e, &s) => return self.build_from_buffer(Buffer::from_vec(s.buf)),
+            r => r?,
+        };
         let single = match first_end {
             None => true,
             Some(e) => !s.fill_to(e + 1)?,
@@ -263,12 +292,16 @@ impl ReaderBuilder {
                 let mut end = 0usize;
                 let mut n = 0usize;
                 while n < infer {
-                    match s.fill_object(end)? {
-                        Some(e) => {
+                    match s.fill_object(end) {
+                        Ok(Some(e)) => {
                             end = e;
                             n += 1;
                         }
-                        None => break,
+                        Ok(None) => break,
+                        Err(e) if cut_early(&e, &s) => {
+                            return me.build_from_buffer(Buffer::from_vec(s.buf))
+                        }
+                        Err(e) => return Err(e),
                     }
                 }
                 let plan = plan(&me, &s.buf[..end])?;
@@ -289,6 +322,50 @@ pub struct Reader {
     layout: Layout,
     reason: String,
     inner: Inner,
+    /// where the input was cut, when [`OnTruncated::Keep`] kept the complete prefix
+    truncation: Option<Truncation>,
+}
+
+/// Where an input read with [`OnTruncated::Keep`] was cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Truncation {
+    /// Byte offset of the first incomplete object (the bytes from here on were not read).
+    pub offset: u64,
+    /// Complete top-level objects kept before it.
+    pub objects: u64,
+}
+
+impl std::fmt::Display for Truncation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "input cut at byte {}: kept the {} complete object{} before it",
+            self.offset,
+            self.objects,
+            if self.objects == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// The end of the last complete top-level object, when the input is cut after it (`None`: not
+/// cut, or broken in another way, which the reader then reports).
+fn complete_prefix(data: &[u8], max_depth: usize) -> Option<Truncation> {
+    let mut c = Cursor::new(data, 0);
+    let mut objects = 0u64;
+    while !c.is_empty() {
+        let at = c.pos();
+        match c.skip(max_depth) {
+            Ok(()) => objects += 1,
+            Err(e) if matches!(e.kind(), ErrorKind::Truncated { .. }) => {
+                return Some(Truncation {
+                    offset: at as u64,
+                    objects,
+                })
+            }
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 impl std::fmt::Debug for Reader {
@@ -358,6 +435,7 @@ impl Reader {
                 layout: p.layout,
                 reason: p.reason,
                 inner: Inner::Empty,
+                truncation: None,
             });
         };
         let full = with_layout_metadata(&full, p.layout, p.container);
@@ -399,6 +477,7 @@ impl Reader {
                             })
                         },
                     })),
+                    truncation: None,
                 })
             }
             (Layout::Columns, _) | (Layout::Values, Container::NdArray) => {
@@ -425,6 +504,7 @@ impl Reader {
                     layout: p.layout,
                     reason: p.reason,
                     inner: Inner::Batches(batches.into_iter()),
+                    truncation: None,
                 })
             }
             _ => Ok(Reader {
@@ -432,6 +512,7 @@ impl Reader {
                 layout: p.layout,
                 reason: p.reason,
                 inner: Inner::Empty,
+                truncation: None,
             }),
         }
     }
@@ -459,13 +540,24 @@ impl Reader {
                 d: Decoder::from_parts(dec, projected, b.batch_size, b.max_depth),
                 max_depth: b.max_depth,
                 limit: Limit::new(b.max_decoded_bytes),
+                keep: b.on_truncated == OnTruncated::Keep,
+                truncation: None,
             })),
+            truncation: None,
         })
     }
 
     /// The layout used (`auto` resolved).
     pub fn layout(&self) -> Layout {
         self.layout
+    }
+    /// Where the input was cut, when it was read with [`OnTruncated::Keep`] and was: known from
+    /// the start for bytes in memory and files, at the end for a `Read` stream.
+    pub fn truncation(&self) -> Option<Truncation> {
+        match &self.inner {
+            Inner::Stream(s) => s.truncation.or(self.truncation),
+            _ => self.truncation,
+        }
     }
     /// Why this layout was chosen.
     pub fn layout_reason(&self) -> &str {
@@ -551,6 +643,83 @@ mod tests {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Float32Type, UInt8Type};
     use arrow_schema::Field;
+
+    #[test]
+    fn a_cut_anywhere_keeps_the_complete_records_before_it() {
+        // records {"id": i, "v": [i as f64; i % 3]} written by rmp, their ends noted as written
+        let mut data = Vec::new();
+        let mut ends = Vec::new();
+        for i in 0..12i64 {
+            rmp::encode::write_map_len(&mut data, 2).unwrap();
+            rmp::encode::write_str(&mut data, "id").unwrap();
+            rmp::encode::write_sint(&mut data, i * 1000).unwrap();
+            rmp::encode::write_str(&mut data, "v").unwrap();
+            rmp::encode::write_array_len(&mut data, (i % 3) as u32).unwrap();
+            for _ in 0..i % 3 {
+                rmp::encode::write_f64(&mut data, i as f64).unwrap();
+            }
+            ends.push(data.len());
+        }
+        let ids = |r: Reader| -> Vec<i64> {
+            r.flat_map(|b| {
+                let b = b.unwrap();
+                let c = b.column_by_name("id").unwrap().clone();
+                c.as_primitive::<arrow_array::types::Int64Type>()
+                    .values()
+                    .to_vec()
+            })
+            .collect()
+        };
+        for cut in 1..data.len() {
+            let kept = ends.iter().filter(|&&e| e <= cut).count();
+            let want: Vec<i64> = (0..kept as i64).map(|i| i * 1000).collect();
+            let at = if kept == 0 { 0 } else { ends[kept - 1] };
+            let b = || {
+                ReaderBuilder::new()
+                    .with_on_truncated(OnTruncated::Keep)
+                    .with_batch_size(5)
+            };
+            let r = b().build_from_slice(&data[..cut]).unwrap();
+            let t = r.truncation();
+            assert_eq!(
+                (t.is_some(), ids(r)),
+                (at != cut, want.clone()),
+                "cut {cut}"
+            );
+            if at != cut {
+                assert_eq!(
+                    t,
+                    Some(Truncation {
+                        offset: at as u64,
+                        objects: kept as u64
+                    })
+                );
+            }
+            let mut r = b()
+                .build(std::io::Cursor::new(data[..cut].to_vec()))
+                .unwrap();
+            let got: Vec<i64> = r
+                .by_ref()
+                .flat_map(|b| {
+                    let b = b.unwrap();
+                    let c = b.column_by_name("id").unwrap().clone();
+                    c.as_primitive::<arrow_array::types::Int64Type>()
+                        .values()
+                        .to_vec()
+                })
+                .collect();
+            assert_eq!(got, want, "stream, cut {cut}");
+            assert_eq!(r.truncation().is_some(), at != cut, "stream, cut {cut}");
+            // the default is still a positioned error
+            if at != cut {
+                let e = ReaderBuilder::new()
+                    .build_from_slice(&data[..cut])
+                    .and_then(|r| r.collect::<Result<Vec<_>>>().map(|_| ()))
+                    .unwrap_err();
+                assert!(e.to_string().starts_with("truncated input"), "{e}");
+            }
+        }
+    }
 
     #[test]
     fn text_and_other_formats_are_refused_under_auto_and_read_with_an_explicit_layout() {

@@ -94,6 +94,9 @@ pub(crate) struct StreamRows {
     pub(crate) d: Decoder,
     pub(crate) max_depth: usize,
     pub(crate) limit: Limit,
+    /// [`OnTruncated::Keep`]: an object cut by the end of the input ends the rows
+    pub(crate) keep: bool,
+    pub(crate) truncation: Option<Truncation>,
 }
 
 impl StreamRows {
@@ -107,7 +110,13 @@ impl StreamRows {
                 break;
             }
             if self.s.eof {
-                if !self.s.buf.is_empty() {
+                if !self.s.buf.is_empty() && self.keep {
+                    self.truncation = Some(Truncation {
+                        offset: self.s.base,
+                        objects: self.d.rows_flushed() + self.d.len() as u64,
+                    });
+                    self.s.buf.clear();
+                } else if !self.s.buf.is_empty() {
                     // an object cut by the end of the input: the cursor says where and by how much
                     let row = self.d.rows_flushed() + self.d.len() as u64;
                     let e = Cursor::new(&self.s.buf, self.s.base)
