@@ -29,7 +29,7 @@ from ._internal import MSGPACK_EXTENSIONS as _EXTS
 from ._internal import ArrowStream, Reader, __version__
 from ._internal import write as _write
 from ._internal import write_iter as _write_iter
-from .exceptions import DecodeError, EncodeError, MsgpackArrowError, _Positioned
+from .exceptions import DecodeError, EncodeError, MsgpackArrowError, TruncatedInputWarning, _Positioned
 
 # registers the `msgpack` namespace of pl.Expr and pl.Series (decode/encode blobs)
 from .expressions import TESTED_POLARS, MsgpackExprNamespace, MsgpackSeriesNamespace, _no_null
@@ -51,6 +51,7 @@ __all__ = [
     "MsgpackArrowError",
     "DecodeError",
     "EncodeError",
+    "TruncatedInputWarning",
     "MsgpackExprNamespace",
     "MsgpackSeriesNamespace",
     "TESTED_POLARS",
@@ -155,6 +156,17 @@ def _reader(source, *, columns=None, infer_rows=None, **kw) -> Reader:
     return Reader(source, columns=_columns(columns), infer_rows=infer_rows, **kw)
 
 
+def _warn_truncation(reader: Reader, source: Any) -> None:
+    """With on_truncated="keep": say where an input was cut (once its reader knows)."""
+    cut = reader.truncation
+    if cut is None:
+        return
+    offset, records = cut
+    name = source if isinstance(source, str) else "input"
+    msg = f"{name}: input cut at byte {offset}: kept the {records} complete record(s) before it"
+    warnings.warn(TruncatedInputWarning(msg, offset, records), stacklevel=3)
+
+
 @contextlib.contextmanager
 def _naming(source: Any, in_message: bool = False) -> Iterator[None]:
     """Errors raised inside carry the file they came from in ``e.path`` and, when several files
@@ -207,6 +219,7 @@ def read_arrow(
     dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
     infer_rows: int | None = None,
+    on_truncated: Literal["error", "keep"] = "error",
 ) -> ArrowStream:
     """Read msgpack-numpy into Arrow record batches.
 
@@ -239,7 +252,9 @@ def _read_stream(source, *, for_polars: bool, n_rows, schema_overrides, **kw) ->
             for_polars=for_polars,
             **kw,
         )
-        return r.read_all()
+        out = r.read_all()
+    _warn_truncation(r, src)
+    return out
 
 
 def _to_polars(stream: Any) -> pl.DataFrame:
@@ -271,6 +286,7 @@ def read_msgpack(
     dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
     infer_rows: int | None = None,
+    on_truncated: Literal["error", "keep"] = "error",
     row_index_name: str | None = None,
     row_index_offset: int = 0,
     include_file_paths: str | None = None,
@@ -317,6 +333,12 @@ def read_msgpack(
         Rows per internal Arrow batch (the DataFrame has one chunk per batch).
     infer_rows
         Infer the schema from this many rows (default: all; at least 1).
+    on_truncated
+        An input cut short (a writer that crashed, a file still being written): ``"error"``
+        (default, a :class:`DecodeError` saying where), or ``"keep"``: every complete record
+        before the cut (what ``msgpack.Unpacker`` yields), with a :class:`TruncatedInputWarning`
+        that says where the cut is. A file another process appends to reads as a consistent
+        prefix: never a torn record.
     row_index_name
         Add a row index column of this name, first (as Polars' readers).
     row_index_offset
@@ -397,6 +419,7 @@ def scan_msgpack(
     dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
     infer_rows: int | None = None,
+    on_truncated: Literal["error", "keep"] = "error",
     row_index_name: str | None = None,
     row_index_offset: int = 0,
     include_file_paths: str | None = None,
@@ -425,7 +448,12 @@ def scan_msgpack(
     if not sources:
         raise FileNotFoundError(f"no input files in {source!r}")
     opts = dict(
-        layout=layout, tensor=tensor, object_arrays=object_arrays, dialect=dialect, infer_rows=infer_rows
+        layout=layout,
+        tensor=tensor,
+        object_arrays=object_arrays,
+        dialect=dialect,
+        infer_rows=infer_rows,
+        on_truncated=on_truncated,
     )
     overrides = _overrides(schema_overrides)
     with _naming(sources[0], len(sources) > 1):
@@ -507,6 +535,7 @@ def scan_msgpack(
                     yield df
                     if left == 0:
                         return
+            _warn_truncation(r, src)
 
     return pl.io.plugins.register_io_source(io_source, schema=pl_schema)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["MsgpackArrowError", "DecodeError", "EncodeError"]
+__all__ = ["MsgpackArrowError", "DecodeError", "EncodeError", "TruncatedInputWarning"]
 
 
 class MsgpackArrowError(Exception):
@@ -48,3 +48,13 @@ class DecodeError(_Positioned, ValueError):
 
 class EncodeError(_Positioned, ValueError):
     """Data that cannot be written as msgpack-numpy (an unsupported Arrow type, ...)."""
+
+
+class TruncatedInputWarning(UserWarning):
+    """An input cut short (``on_truncated="keep"``) whose complete records were read: the message
+    says where the cut is; ``offset`` and ``records`` hold it too."""
+
+    def __init__(self, message: str, offset: int, records: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+        self.records = records

@@ -12,7 +12,7 @@ use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use msgpack_arrow::io::compress::open_buffer;
 use msgpack_arrow::types::polars_compatible_type;
-use msgpack_arrow::{Dialect, Layout, ObjectArrays, Reader, ReaderBuilder, TensorMode};
+use msgpack_arrow::{Dialect, Layout, ObjectArrays, OnTruncated, Reader, ReaderBuilder, TensorMode};
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -229,7 +229,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, infer_rows = None, n_rows = None, for_polars = false, strict_schema = false))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, infer_rows = None, n_rows = None, for_polars = false, strict_schema = false, on_truncated = "error"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -246,6 +246,7 @@ impl PyReader {
         n_rows: Option<usize>,
         for_polars: bool,
         strict_schema: bool,
+        on_truncated: &str,
     ) -> PyResult<Self> {
         if batch_size == 0 {
             return Err(PyValueError::new_err("batch_size must be at least 1"));
@@ -262,7 +263,8 @@ impl PyReader {
             .with_dialect(parse::<Dialect>(dialect)?)
             .with_batch_size(batch_size)
             .with_infer_rows(infer_rows)
-            .with_strict_schema(strict_schema);
+            .with_strict_schema(strict_schema)
+            .with_on_truncated(parse::<OnTruncated>(on_truncated)?);
         let builder = match schema {
             Some(s) => builder.with_schema(import_schema(s)?),
             None => builder,
@@ -320,6 +322,14 @@ impl PyReader {
     #[getter]
     fn layout_reason(&self) -> &str {
         &self.reason
+    }
+
+    /// With `on_truncated="keep"`, where the input was cut: `(byte offset, complete objects
+    /// kept)`, or None. Known at once for files and bytes, at the end for compressed streams.
+    #[getter]
+    fn truncation(&self) -> Option<(u64, u64)> {
+        let r = self.inner.lock().ok()?;
+        r.as_ref()?.truncation().map(|t| (t.offset, t.objects))
     }
 
     /// Column names of the output, in order.
