@@ -90,6 +90,17 @@ struct ReadArgs {
     /// warning on stderr says where the cut is; the exit code stays 0)
     #[arg(long, default_value = "error", value_parser = parse_on_truncated)]
     on_truncated: OnTruncated,
+    /// Give columns their type instead of inferring it (resolves type conflicts), e.g.
+    /// `--schema-overrides label=str,score=f64` (types: i64, f32, str, bin, bool, date,
+    /// datetime[us], f32[768], list[str], or a numpy dtype such as <f4)
+    #[arg(long, value_delimiter = ',', value_parser = parse_override)]
+    schema_overrides: Vec<(String, arrow_schema::DataType)>,
+    /// Infer the schema from this many rows (default: all of them)
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    infer_rows: Option<u64>,
+    /// Read at most this many rows
+    #[arg(long)]
+    n_rows: Option<usize>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -192,6 +203,14 @@ fn parse_dialect(s: &str) -> std::result::Result<Dialect, String> {
     s.parse::<Dialect>().map_err(|e| e.to_string())
 }
 
+fn parse_override(s: &str) -> std::result::Result<(String, arrow_schema::DataType), String> {
+    let (name, ty) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected COLUMN=TYPE, e.g. label=str"))?;
+    let t = crate::types::parse_type_name(ty).map_err(|e| e.to_string())?;
+    Ok((name.to_string(), t))
+}
+
 fn parse_on_truncated(s: &str) -> std::result::Result<OnTruncated, String> {
     s.parse::<OnTruncated>().map_err(|e| e.to_string())
 }
@@ -222,6 +241,18 @@ impl ReadArgs {
             threads: None,
             dialect: self.dialect,
             on_truncated: self.on_truncated,
+            infer_rows: self
+                .infer_rows
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            n_rows: self.n_rows,
+            schema_overrides: (!self.schema_overrides.is_empty()).then(|| {
+                Arc::new(Schema::new(
+                    self.schema_overrides
+                        .iter()
+                        .map(|(n, t)| Field::new(n, t.clone(), true))
+                        .collect::<Vec<_>>(),
+                ))
+            }),
         }
     }
 }
@@ -553,6 +584,7 @@ fn convert(args: ConvertArgs) -> CliResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::cast::AsArray;
     use arrow_array::{Array, FixedSizeListArray, Float32Array, Int64Array};
     use clap::CommandFactory;
     use std::collections::HashMap;
@@ -572,6 +604,64 @@ mod tests {
         let mut v = vec!["msgpack-arrow"];
         v.extend_from_slice(args);
         run(Cli::try_parse_from(v).map_err(|e| e.to_string())?)
+    }
+
+    #[test]
+    fn overrides_infer_rows_and_n_rows() {
+        let d = tempfile::tempdir().unwrap();
+        // {"label": 1} {"label": "two"} {"label": 3}: an int/str conflict
+        let mut data = Vec::new();
+        for v in [&b"\x01"[..], b"\xa3two", b"\x03"] {
+            data.extend_from_slice(b"\x81\xa5label");
+            data.extend_from_slice(v);
+        }
+        let input = d.path().join("c.msgpack");
+        std::fs::write(&input, &data).unwrap();
+        let out = d.path().join("c.parquet");
+        let e = cli(&["convert", s(&input), "-o", s(&out)]).unwrap_err();
+        assert!(
+            e.contains("type conflict") && e.contains("--schema-overrides"),
+            "{e}"
+        );
+        assert!(e.contains("record 1"), "{e}");
+        cli(&[
+            "convert",
+            s(&input),
+            "-o",
+            s(&out),
+            "--schema-overrides",
+            "label=str",
+            "-q",
+        ])
+        .unwrap();
+        let t = crate::io::open_table(&out, &ReadOptions::default()).unwrap();
+        let b = t.batches.map(|b| b.unwrap()).next().unwrap();
+        let labels: Vec<_> = b.column(0).as_string::<i32>().iter().flatten().collect();
+        assert_eq!(labels, ["1", "two", "3"]);
+        // the first row alone decides the type; the second is then an error of the decoder
+        let e = cli(&["convert", s(&input), "-o", s(&out), "--infer-rows", "1"]).unwrap_err();
+        assert!(e.contains("record 1"), "{e}");
+        // two rows read: none of the conflict's rows beyond them is touched
+        std::fs::remove_file(&out).ok();
+        let text = head_text(s(&input), 5, 20, &parse_read(&["--n-rows", "1"])).unwrap();
+        assert!(text.contains("(1 of 1 row)"), "{text}");
+        let e = cli(&[
+            "schema",
+            s(&input),
+            "--schema-overrides",
+            "label=complex256",
+        ])
+        .unwrap_err();
+        assert!(e.contains("unknown type"), "{e}");
+    }
+
+    fn parse_read(extra: &[&str]) -> ReadArgs {
+        let mut args = vec!["m", "schema", "x"];
+        args.extend_from_slice(extra);
+        match Cli::try_parse_from(args).unwrap().cmd {
+            Cmd::Schema { read, .. } => read,
+            _ => unreachable!(),
+        }
     }
 
     #[test]

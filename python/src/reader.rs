@@ -12,7 +12,9 @@ use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use msgpack_arrow::io::compress::open_buffer;
 use msgpack_arrow::types::polars_compatible_type;
-use msgpack_arrow::{Dialect, Layout, ObjectArrays, OnTruncated, Reader, ReaderBuilder, TensorMode};
+use msgpack_arrow::{
+    Dialect, Layout, ObjectArrays, OnTruncated, Reader, ReaderBuilder, TensorMode,
+};
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -263,6 +265,7 @@ impl PyReader {
             .with_dialect(parse::<Dialect>(dialect)?)
             .with_batch_size(batch_size)
             .with_infer_rows(infer_rows)
+            .with_n_rows(n_rows)
             .with_strict_schema(strict_schema)
             .with_on_truncated(parse::<OnTruncated>(on_truncated)?);
         let builder = match schema {

@@ -241,6 +241,13 @@ pub struct ReadOptions {
     pub dialect: Dialect,
     /// An input cut short: an error, or keep its complete objects (default [`OnTruncated::Error`]).
     pub on_truncated: OnTruncated,
+    /// msgpack inputs: infer the schema from this many rows (default `None`: all).
+    pub infer_rows: Option<usize>,
+    /// Read at most this many rows (default `None`: all).
+    pub n_rows: Option<usize>,
+    /// msgpack inputs: the types of some columns, not inferred (see
+    /// [`crate::ReaderBuilder::with_schema_overrides`]).
+    pub schema_overrides: Option<SchemaRef>,
 }
 
 impl Default for ReadOptions {
@@ -256,6 +263,9 @@ impl Default for ReadOptions {
             threads: None,
             dialect: Dialect::Auto,
             on_truncated: OnTruncated::Error,
+            infer_rows: None,
+            n_rows: None,
+            schema_overrides: None,
         }
     }
 }
@@ -293,6 +303,45 @@ impl fmt::Debug for Table {
 /// Open any supported input as record batches: msgpack (plain, `.zst`, `.gz`, `.lz4`, or `-` for
 /// standard input), Parquet, Feather/Arrow IPC (file or stream format), or NPZ.
 pub fn open_table(path: &Path, opts: &ReadOptions) -> Result<Table> {
+    let mut t = open_table_all(path, opts)?;
+    if let Some(n) = opts.n_rows {
+        t.batches = Box::new(FirstRows {
+            inner: t.batches,
+            left: n,
+        });
+        t.num_rows = t.num_rows.map(|r| r.min(n));
+    }
+    Ok(t)
+}
+
+/// At most `left` rows of a batch stream; the input is not read past them.
+struct FirstRows {
+    inner: BatchIter,
+    left: usize,
+}
+
+impl Iterator for FirstRows {
+    type Item = Result<RecordBatch>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        match self.inner.next()? {
+            Ok(b) => {
+                let b = if b.num_rows() > self.left {
+                    b.slice(0, self.left)
+                } else {
+                    b
+                };
+                self.left -= b.num_rows();
+                Some(Ok(b))
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+}
+
+fn open_table_all(path: &Path, opts: &ReadOptions) -> Result<Table> {
     let format = match opts.format {
         Some(f) => f,
         None => Format::detect(path)?,
@@ -371,7 +420,10 @@ fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Ta
         .with_object_arrays(opts.object_arrays)
         .with_threads(opts.threads)
         .with_dialect(opts.dialect)
-        .with_on_truncated(opts.on_truncated);
+        .with_on_truncated(opts.on_truncated)
+        .with_infer_rows(opts.infer_rows)
+        .with_n_rows(opts.n_rows)
+        .with_schema_overrides(opts.schema_overrides.clone());
     let input = compress::open_input_counted(path, opts.progress.clone())?;
     let streamed = !matches!(input, Input::Mmap(_));
     let reader: Reader = builder.build_from_input(input)?;

@@ -96,6 +96,7 @@ pub struct ReaderBuilder {
     /// with a given schema, a key it does not have is an error
     strict_schema: bool,
     on_truncated: OnTruncated,
+    n_rows: Option<usize>,
 }
 
 impl Default for ReaderBuilder {
@@ -124,7 +125,23 @@ impl ReaderBuilder {
             fast_infer: true,
             strict_schema: false,
             on_truncated: OnTruncated::Error,
+            n_rows: None,
         }
+    }
+    /// Read at most this many rows (default `None`: all). The input is not walked past them, so
+    /// `head` costs what its rows cost; an inferred schema comes from them alone (the rows
+    /// returned are all it has to describe).
+    pub fn with_n_rows(mut self, n: Option<usize>) -> Self {
+        self.n_rows = n;
+        self
+    }
+    /// The rows to read, the batch size and the rows to infer from, bounded by `n_rows`.
+    fn bounded(mut self) -> Self {
+        if let Some(n) = self.n_rows {
+            self.batch_size = self.batch_size.min(n.max(1));
+            self.infer_rows = Some(self.infer_rows.map_or(n, |i| i.min(n)).max(1));
+        }
+        self
     }
     /// What to do with an input cut short, e.g. by a writer that crashed (default
     /// [`OnTruncated::Error`]: a positioned error). [`OnTruncated::Keep`] reads every complete
@@ -235,6 +252,14 @@ impl ReaderBuilder {
 
     /// Read from an Arrow buffer. `columns`-layout tensors are taken zero-copy where aligned.
     pub fn build_from_buffer(self, buf: Buffer) -> Result<Reader> {
+        let this = self.bounded();
+        let left = this.n_rows;
+        let mut r = this.build_from_buffer_all(buf)?;
+        r.left = left;
+        Ok(r)
+    }
+
+    fn build_from_buffer_all(self, buf: Buffer) -> Result<Reader> {
         check_msgpack(&self, buf.as_slice())?;
         let cut = match self.on_truncated {
             OnTruncated::Keep => complete_prefix(buf.as_slice(), self.max_depth),
@@ -263,6 +288,14 @@ impl ReaderBuilder {
     /// memory; the single-object containers (one top-level array, one columns map, one bare
     /// ndarray) are read whole.
     pub fn build<R: Read + Send + 'static>(self, r: R) -> Result<Reader> {
+        let this = self.bounded();
+        let left = this.n_rows;
+        let mut r = this.build_all(r)?;
+        r.left = left;
+        Ok(r)
+    }
+
+    fn build_all<R: Read + Send + 'static>(self, r: R) -> Result<Reader> {
         let mut s = StreamReader::new(Box::new(r));
         if self.layout == Layout::Auto {
             s.fill_to(SNIFF_LEN)?;
@@ -324,6 +357,8 @@ pub struct Reader {
     inner: Inner,
     /// where the input was cut, when [`OnTruncated::Keep`] kept the complete prefix
     truncation: Option<Truncation>,
+    /// rows still to hand out ([`ReaderBuilder::with_n_rows`])
+    left: Option<usize>,
 }
 
 /// Where an input read with [`OnTruncated::Keep`] was cut.
@@ -436,6 +471,7 @@ impl Reader {
                 reason: p.reason,
                 inner: Inner::Empty,
                 truncation: None,
+                left: None,
             });
         };
         let full = with_layout_metadata(&full, p.layout, p.container);
@@ -478,6 +514,7 @@ impl Reader {
                         },
                     })),
                     truncation: None,
+                    left: None,
                 })
             }
             (Layout::Columns, _) | (Layout::Values, Container::NdArray) => {
@@ -505,6 +542,7 @@ impl Reader {
                     reason: p.reason,
                     inner: Inner::Batches(batches.into_iter()),
                     truncation: None,
+                    left: None,
                 })
             }
             _ => Ok(Reader {
@@ -513,6 +551,7 @@ impl Reader {
                 reason: p.reason,
                 inner: Inner::Empty,
                 truncation: None,
+                left: None,
             }),
         }
     }
@@ -544,6 +583,7 @@ impl Reader {
                 truncation: None,
             })),
             truncation: None,
+            left: None,
         })
     }
 
@@ -586,6 +626,9 @@ impl Reader {
 impl Iterator for Reader {
     type Item = Result<RecordBatch>;
     fn next(&mut self) -> Option<Self::Item> {
+        if self.left == Some(0) {
+            return None;
+        }
         let r = match &mut self.inner {
             Inner::Empty => return None,
             Inner::Rows(r) => r.next_batch(),
@@ -593,7 +636,18 @@ impl Iterator for Reader {
             Inner::Stream(s) => s.next_batch(),
         };
         match r {
-            Ok(Some(b)) => Some(Ok(b)),
+            Ok(Some(b)) => match &mut self.left {
+                Some(left) => {
+                    let b = if b.num_rows() > *left {
+                        b.slice(0, *left)
+                    } else {
+                        b
+                    };
+                    *left -= b.num_rows();
+                    Some(Ok(b))
+                }
+                None => Some(Ok(b)),
+            },
             Ok(None) => None,
             Err(e) => {
                 // an error ends the stream

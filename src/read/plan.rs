@@ -296,7 +296,8 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             let mut empties: HashMap<String, serde_json::Map<String, serde_json::Value>> =
                 HashMap::new();
             let mut released = 0usize;
-            while left > 0 && !c.is_empty() {
+            let most = b.n_rows.unwrap_or(usize::MAX);
+            while left > 0 && !c.is_empty() && rows < most {
                 let at = c.offset();
                 // a mapped file: this walk over every row would otherwise keep the whole file
                 // resident until decoding drops it again
@@ -341,7 +342,7 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                     left -= 1;
                 }
             }
-            if array && !c.is_empty() {
+            if array && !c.is_empty() && rows < most {
                 return Err(c.error(ErrorKind::Layout("data after the top-level array".into())));
             }
             p.rows = Some(rows);

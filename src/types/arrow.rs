@@ -241,6 +241,77 @@ fn scalar_name(t: &DataType) -> String {
     }
 }
 
+/// The type a user names (CLI `--schema-overrides col=TYPE`): a [`short_name`] (`i64`, `f32`,
+/// `str`, `bin`, `bool`, `date`, `datetime[us]`, `datetime[ns, UTC]`, `duration[ms]`, `f32[768]`,
+/// `u8[32, 32, 3]`, `list[str]`), a Polars-style name (`Int64`, `Float32`, `String`, `Binary`,
+/// `Boolean`), or a numpy dtype string (`<f4`, `|b1`, `<M8[us]`).
+pub fn parse_type_name(s: &str) -> Result<DataType> {
+    let s = s.trim();
+    let bad = || {
+        crate::error::Error::new(ErrorKind::Usage(format!(
+            "unknown type {s:?}; use a name such as i64, f32, str, bin, bool, date, datetime[us], f32[768], list[str], or a numpy dtype such as <f4"
+        )))
+    };
+    if let Some(inner) = s.strip_prefix("list[").and_then(|r| r.strip_suffix(']')) {
+        return Ok(list(parse_type_name(inner)?));
+    }
+    if let Some((head, rest)) = s.split_once('[') {
+        let dims = rest.strip_suffix(']').ok_or_else(bad)?;
+        match head {
+            "datetime" | "duration" => {
+                let mut parts = dims.split(',').map(str::trim);
+                let unit = match parts.next() {
+                    Some("s") => TimeUnit::Second,
+                    Some("ms") => TimeUnit::Millisecond,
+                    Some("us") => TimeUnit::Microsecond,
+                    Some("ns") => TimeUnit::Nanosecond,
+                    _ => return Err(bad()),
+                };
+                let tz = parts.next().map(|t| Arc::<str>::from(t));
+                return Ok(if head == "datetime" {
+                    DataType::Timestamp(unit, tz)
+                } else if tz.is_none() {
+                    DataType::Duration(unit)
+                } else {
+                    return Err(bad());
+                });
+            }
+            _ if !head.starts_with(['<', '>', '|', '=']) => {
+                let mut t = parse_type_name(head)?;
+                let dims: Vec<usize> = dims
+                    .split(',')
+                    .map(|d| d.trim().parse().map_err(|_| bad()))
+                    .collect::<Result<_>>()?;
+                for &d in dims.iter().rev() {
+                    t = fixed_size_list(t, d)?;
+                }
+                return Ok(t);
+            }
+            _ => {}
+        }
+    }
+    Ok(match s {
+        "bool" | "Boolean" => DataType::Boolean,
+        "i8" | "Int8" => DataType::Int8,
+        "i16" | "Int16" => DataType::Int16,
+        "i32" | "Int32" => DataType::Int32,
+        "i64" | "Int64" | "int" => DataType::Int64,
+        "u8" | "UInt8" => DataType::UInt8,
+        "u16" | "UInt16" => DataType::UInt16,
+        "u32" | "UInt32" => DataType::UInt32,
+        "u64" | "UInt64" => DataType::UInt64,
+        "f16" | "Float16" => DataType::Float16,
+        "f32" | "Float32" => DataType::Float32,
+        "f64" | "Float64" | "float" => DataType::Float64,
+        "str" | "String" | "Utf8" => DataType::Utf8,
+        "bin" | "Binary" | "bytes" => DataType::Binary,
+        "date" | "Date" => DataType::Date32,
+        numpy => NumpyDtype::parse(numpy)
+            .and_then(|d| d.arrow_type())
+            .map_err(|_| bad())?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +324,28 @@ mod tests {
         assert_eq!(t("<m8[D]"), DataType::Duration(TimeUnit::Second));
         assert!(NumpyDtype::parse("<M8[Y]").unwrap().arrow_type().is_err());
         assert!(NumpyDtype::parse("|O").unwrap().arrow_type().is_err());
+    }
+
+    #[test]
+    fn type_names_parse_back() {
+        let fsl = |t, n| fixed_size_list(t, n).unwrap();
+        for t in [
+            DataType::Int64,
+            DataType::Utf8,
+            fsl(DataType::Float32, 768),
+            fsl(fsl(fsl(DataType::UInt8, 3), 32), 32),
+            list(DataType::Utf8),
+            DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            DataType::Duration(TimeUnit::Millisecond),
+            DataType::Date32,
+        ] {
+            let name = short_name(&Field::new("x", t.clone(), true));
+            assert_eq!(parse_type_name(&name).unwrap(), t, "{name}");
+        }
+        assert_eq!(parse_type_name("<f4").unwrap(), DataType::Float32);
+        assert_eq!(parse_type_name("String").unwrap(), DataType::Utf8);
+        let e = parse_type_name("complex256").unwrap_err().to_string();
+        assert!(e.contains("unknown type \"complex256\""), "{e}");
     }
 
     #[test]

@@ -9,4 +9,4 @@ pub mod layout;
 pub mod meta;
 
 pub use crate::wire::dtype::{ByteOrder, NpTimeUnit, NumpyDtype, StructField};
-pub use arrow::{fixed_size_list, list, polars_compatible_type, short_name};
+pub use arrow::{fixed_size_list, list, parse_type_name, polars_compatible_type, short_name};
