@@ -17,7 +17,7 @@ import pytest
 import msgpack_arrow as ma
 
 CHILD = r"""
-import os, sys, time
+import os, signal, sys, time
 import polars as pl, msgpack_arrow as ma
 path, out, op = sys.argv[1], sys.argv[2], sys.argv[3]
 df = ma.read_msgpack(path) if op in ("write", "sink") else None
@@ -28,6 +28,14 @@ ops = {
     "write": lambda: ma.write_msgpack(df, out),
     "sink": lambda: ma.sink_msgpack(pl.concat([df] * 4, rechunk=False).lazy(), out),
 }
+# Ctrl-C as Python's default handler raises it, but only once: Polars' streaming engine may hand
+# the same interrupt on a second time while the first KeyboardInterrupt is being handled
+hits = []
+def on_sigint(signum, frame):
+    hits.append(time.monotonic())
+    if len(hits) == 1:
+        raise KeyboardInterrupt
+signal.signal(signal.SIGINT, on_sigint)
 print("ready", flush=True)
 try:
     while True:
