@@ -95,6 +95,10 @@ struct ReadArgs {
     /// datetime[us], f32[768], list[str], or a numpy dtype such as <f4)
     #[arg(long, value_delimiter = ',', value_parser = parse_override)]
     schema_overrides: Vec<(String, arrow_schema::DataType)>,
+    /// A column whose values do not unify: `error`, or `binary` (each row its value's raw
+    /// msgpack bytes, written back as they were)
+    #[arg(long, default_value = "error", value_parser = parse_conflicts)]
+    conflicts: crate::Conflicts,
     /// Infer the schema from this many rows (default: all of them)
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     infer_rows: Option<u64>,
@@ -211,6 +215,10 @@ fn parse_override(s: &str) -> std::result::Result<(String, arrow_schema::DataTyp
     Ok((name.to_string(), t))
 }
 
+fn parse_conflicts(s: &str) -> std::result::Result<crate::Conflicts, String> {
+    s.parse::<crate::Conflicts>().map_err(|e| e.to_string())
+}
+
 fn parse_on_truncated(s: &str) -> std::result::Result<OnTruncated, String> {
     s.parse::<OnTruncated>().map_err(|e| e.to_string())
 }
@@ -245,6 +253,7 @@ impl ReadArgs {
                 .infer_rows
                 .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             n_rows: self.n_rows,
+            conflicts: self.conflicts,
             schema_overrides: (!self.schema_overrides.is_empty()).then(|| {
                 Arc::new(Schema::new(
                     self.schema_overrides

@@ -41,7 +41,7 @@ pub enum ErrorKind {
     #[error("object array (dtype 'O') holds a pickle, which is never unpickled; pass object_arrays=\"raw\" (CLI: --object-arrays raw) to keep its bytes as Binary")]
     ObjectArray,
     /// Two values of one column have types that do not unify.
-    #[error("type conflict: {0} (to read it anyway, give the column one type: schema_overrides, CLI --schema-overrides COLUMN=TYPE)")]
+    #[error("type conflict: {0} (to read it anyway: schema_overrides gives the column one type, conflicts=\"binary\" keeps its raw msgpack values; CLI --schema-overrides COLUMN=TYPE, --conflicts binary)")]
     TypeConflict(String),
     /// A map key that is not a string, a duplicate key, or a key not in the schema.
     #[error("bad key: {0}")]

@@ -69,6 +69,18 @@ pub enum OnTruncated {
     Keep,
 }
 
+/// What to do with a column whose values do not unify into one type (an int and a str, ndarrays
+/// of 2 and 3 dimensions, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Conflicts {
+    /// A positioned error naming the column, both types and the record.
+    #[default]
+    Error,
+    /// Keep the column as Binary: each row the raw msgpack bytes of its value (decodable later,
+    /// e.g. with `pl.col(c).msgpack.decode(dtype)`), written back as they were.
+    Binary,
+}
+
 macro_rules! str_enum {
     ($t:ty, $what:literal, $($name:literal => $v:expr),+ $(,)?) => {
         impl FromStr for $t {
@@ -97,6 +109,7 @@ str_enum!(Layout, "layout", "auto" => Layout::Auto, "records" => Layout::Records
 str_enum!(TensorMode, "tensor mode", "array" => TensorMode::Array, "extension" => TensorMode::Extension);
 str_enum!(ObjectArrays, "object_arrays option", "error" => ObjectArrays::Error, "raw" => ObjectArrays::Raw);
 str_enum!(OnTruncated, "on_truncated option", "error" => OnTruncated::Error, "keep" => OnTruncated::Keep);
+str_enum!(Conflicts, "conflicts option", "error" => Conflicts::Error, "binary" => Conflicts::Binary);
 str_enum!(Dialect, "dialect", "auto" => Dialect::Auto, "msgpack-numpy" => Dialect::MsgpackNumpy, "openpi" => Dialect::Openpi, "js" => Dialect::Js);
 
 #[cfg(test)]

@@ -220,6 +220,7 @@ def read_arrow(
     batch_size: int = 65536,
     infer_rows: int | None = None,
     on_truncated: Literal["error", "keep"] = "error",
+    conflicts: Literal["error", "binary"] = "error",
 ) -> ArrowStream:
     """Read msgpack-numpy into Arrow record batches.
 
@@ -287,6 +288,7 @@ def read_msgpack(
     batch_size: int = 65536,
     infer_rows: int | None = None,
     on_truncated: Literal["error", "keep"] = "error",
+    conflicts: Literal["error", "binary"] = "error",
     row_index_name: str | None = None,
     row_index_offset: int = 0,
     include_file_paths: str | None = None,
@@ -333,6 +335,12 @@ def read_msgpack(
         Rows per internal Arrow batch (the DataFrame has one chunk per batch).
     infer_rows
         Infer the schema from this many rows (default: all; at least 1).
+    conflicts
+        A column whose values do not unify (ints and strings, ndarrays of different ndim):
+        ``"error"`` (default, a :class:`DecodeError` naming the column, both types and the
+        record) or ``"binary"``: the column is kept as Binary, each row its value's raw msgpack
+        bytes (decode them later, e.g. with ``msgpack_numpy.unpackb`` or
+        ``pl.col(c).msgpack.decode(dtype)`` per dtype); written back, they are the same bytes.
     on_truncated
         An input cut short (a writer that crashed, a file still being written): ``"error"``
         (default, a :class:`DecodeError` saying where), or ``"keep"``: every complete record
@@ -420,6 +428,7 @@ def scan_msgpack(
     batch_size: int = 65536,
     infer_rows: int | None = None,
     on_truncated: Literal["error", "keep"] = "error",
+    conflicts: Literal["error", "binary"] = "error",
     row_index_name: str | None = None,
     row_index_offset: int = 0,
     include_file_paths: str | None = None,
@@ -454,6 +463,7 @@ def scan_msgpack(
         dialect=dialect,
         infer_rows=infer_rows,
         on_truncated=on_truncated,
+        conflicts=conflicts,
     )
     overrides = _overrides(schema_overrides)
     with _naming(sources[0], len(sources) > 1):

@@ -41,6 +41,7 @@ class Reader:
         for_polars: bool = False,
         strict_schema: bool = False,
         on_truncated: Literal["error", "keep"] = "error",
+        conflicts: Literal["error", "binary"] = "error",
     ) -> None: ...
     @property
     def layout(self) -> str: ...

@@ -231,7 +231,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, infer_rows = None, n_rows = None, for_polars = false, strict_schema = false, on_truncated = "error"))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, infer_rows = None, n_rows = None, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -249,6 +249,7 @@ impl PyReader {
         for_polars: bool,
         strict_schema: bool,
         on_truncated: &str,
+        conflicts: &str,
     ) -> PyResult<Self> {
         if batch_size == 0 {
             return Err(PyValueError::new_err("batch_size must be at least 1"));
@@ -267,7 +268,8 @@ impl PyReader {
             .with_infer_rows(infer_rows)
             .with_n_rows(n_rows)
             .with_strict_schema(strict_schema)
-            .with_on_truncated(parse::<OnTruncated>(on_truncated)?);
+            .with_on_truncated(parse::<OnTruncated>(on_truncated)?)
+            .with_conflicts(parse::<msgpack_arrow::Conflicts>(conflicts)?);
         let builder = match schema {
             Some(s) => builder.with_schema(import_schema(s)?),
             None => builder,

@@ -243,6 +243,8 @@ pub struct ReadOptions {
     pub on_truncated: OnTruncated,
     /// msgpack inputs: infer the schema from this many rows (default `None`: all).
     pub infer_rows: Option<usize>,
+    /// msgpack inputs: a column whose values do not unify (default [`crate::Conflicts::Error`]).
+    pub conflicts: crate::Conflicts,
     /// Read at most this many rows (default `None`: all).
     pub n_rows: Option<usize>,
     /// msgpack inputs: the types of some columns, not inferred (see
@@ -264,6 +266,7 @@ impl Default for ReadOptions {
             dialect: Dialect::Auto,
             on_truncated: OnTruncated::Error,
             infer_rows: None,
+            conflicts: crate::Conflicts::Error,
             n_rows: None,
             schema_overrides: None,
         }
@@ -423,6 +426,7 @@ fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Ta
         .with_on_truncated(opts.on_truncated)
         .with_infer_rows(opts.infer_rows)
         .with_n_rows(opts.n_rows)
+        .with_conflicts(opts.conflicts)
         .with_schema_overrides(opts.schema_overrides.clone());
     let input = compress::open_input_counted(path, opts.progress.clone())?;
     let streamed = !matches!(input, Input::Mmap(_));

@@ -51,6 +51,8 @@ pub(crate) enum Ty {
     /// a column whose type the caller gives (schema overrides): its values are not inferred,
     /// only whether some are ndarrays (`true`: decoded as tensors of the given type)
     Given(bool),
+    /// values that did not unify, kept as their raw msgpack bytes ([`crate::Conflicts::Binary`])
+    Raw,
 }
 
 impl Ty {
@@ -74,12 +76,47 @@ impl Ty {
             Ty::List(t) => format!("list of {}", t.describe()),
             Ty::Struct(_) => "map".into(),
             Ty::Given(_) => "a given type".into(),
+            Ty::Raw => "values of several types".into(),
         }
     }
 
     /// Unify two observations of one column (SPEC §3: int and float widen to float64; other
     /// conflicts are errors naming both types).
     pub(crate) fn merge(self, other: Ty) -> Result<Ty> {
+        self.merge_inner(other)
+    }
+
+    /// [`Ty::merge`] of a row into the rows so far; with `raw`, a top-level column whose values
+    /// conflict (anywhere inside them) becomes [`Ty::Raw`] instead of an error: the column of a
+    /// record, or the one column of the `values` layout.
+    pub(crate) fn merge_with(self, other: Ty, raw: bool) -> Result<Ty> {
+        let is_conflict = |e: &Error| matches!(e.kind(), ErrorKind::TypeConflict(_));
+        match (self, other) {
+            (Ty::Struct(mut a), Ty::Struct(b)) if raw => {
+                for (k, v) in b {
+                    match a.get_mut(&k) {
+                        Some(slot) => {
+                            let old = std::mem::replace(slot, Ty::Null);
+                            *slot = match old.merge(v) {
+                                Err(e) if is_conflict(&e) => Ty::Raw,
+                                r => r.map_err(|e| e.prepend_path(&k))?,
+                            };
+                        }
+                        None => {
+                            a.insert(k, v);
+                        }
+                    }
+                }
+                Ok(Ty::Struct(a))
+            }
+            (a, b) => match a.merge(b) {
+                Err(e) if raw && is_conflict(&e) => Ok(Ty::Raw),
+                r => r,
+            },
+        }
+    }
+
+    fn merge_inner(self, other: Ty) -> Result<Ty> {
         use Ty::*;
         let conflict = |a: &Ty, b: &Ty| {
             Error::new(ErrorKind::TypeConflict(format!(
@@ -91,6 +128,7 @@ impl Ty {
         Ok(match (self, other) {
             (Given(a), Given(b)) => Given(a || b),
             (Given(a), _) | (_, Given(a)) => Given(a),
+            (Raw, _) | (_, Raw) => Raw,
             (Null, t) | (t, Null) => t,
             (Int { big: b1, neg: n1 }, Int { big: b2, neg: n2 }) => {
                 let (big, neg) = (b1 || b2, n1 || n2);
@@ -190,6 +228,10 @@ impl Ty {
         let t = match self {
             // replaced by the given field (`plan`)
             Ty::Null | Ty::Given(_) => DataType::Null,
+            Ty::Raw => {
+                md.insert(meta::KIND.to_string(), "msgpack".to_string());
+                DataType::Binary
+            }
             Ty::Bool => DataType::Boolean,
             Ty::Int { big: true, .. } => {
                 // plain msgpack ints (not numpy uint64 scalars): the writer keeps them plain
@@ -323,6 +365,8 @@ pub(crate) struct InferOptions {
     pub tensor: TensorMode,
     pub object_arrays: ObjectArrays,
     pub max_depth: usize,
+    /// conflicts make [`Ty::Raw`] columns instead of errors
+    pub raw_conflicts: bool,
 }
 
 /// Walks values and reports their [`Ty`]. Keeps a small cache of parsed dtypes.
@@ -439,6 +483,7 @@ impl Inferrer {
                 for i in 0..n {
                     let p = c.offset();
                     let v = self.value(c, depth + 1)?;
+                    // a conflict inside a value is the column's: it bubbles up to the top level
                     t = t
                         .merge(v)
                         .map_err(|e| e.at_offset(p).prepend_path(&format!("[{i}]")))?;
@@ -576,7 +621,7 @@ impl Inferrer {
         };
         match (kind, acc) {
             // which given columns hold ndarrays is known once one row shows it
-            (_, Ty::Given(true)) => c.skip(self.opts.max_depth).is_ok(),
+            (_, Ty::Given(true) | Ty::Raw) => c.skip(self.opts.max_depth).is_ok(),
             (Kind::Nil, Ty::Given(false)) => c.read_nil().is_ok(),
             (Kind::Nil, _) => c.read_nil().is_ok(),
             (Kind::Bool, Ty::Bool) => c.read_bool().is_ok(),

@@ -40,7 +40,7 @@ use arrow_schema::{ArrowError, Schema, SchemaRef};
 use self::array::Ctx;
 use self::infer::InferOptions;
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{Dialect, Layout, ObjectArrays, OnTruncated, TensorMode};
+use crate::options::{Conflicts, Dialect, Layout, ObjectArrays, OnTruncated, TensorMode};
 use crate::types::meta;
 use crate::wire::cursor::Cursor;
 
@@ -97,6 +97,7 @@ pub struct ReaderBuilder {
     strict_schema: bool,
     on_truncated: OnTruncated,
     n_rows: Option<usize>,
+    conflicts: Conflicts,
 }
 
 impl Default for ReaderBuilder {
@@ -126,7 +127,16 @@ impl ReaderBuilder {
             strict_schema: false,
             on_truncated: OnTruncated::Error,
             n_rows: None,
+            conflicts: Conflicts::Error,
         }
+    }
+    /// A column whose values do not unify (default [`Conflicts::Error`]: an error naming the
+    /// column, both types and the record). [`Conflicts::Binary`] keeps such a column as Binary,
+    /// each row its value's raw msgpack bytes (field metadata `msgpack_numpy.kind = msgpack`),
+    /// written back as they were.
+    pub fn with_conflicts(mut self, c: Conflicts) -> Self {
+        self.conflicts = c;
+        self
     }
     /// Read at most this many rows (default `None`: all). The input is not walked past them, so
     /// `head` costs what its rows cost; an inferred schema comes from them alone (the rows
@@ -241,6 +251,7 @@ impl ReaderBuilder {
             tensor: self.tensor,
             object_arrays: self.object_arrays,
             max_depth: self.max_depth,
+            raw_conflicts: self.conflicts == Conflicts::Binary,
         }
     }
 
@@ -697,6 +708,59 @@ mod tests {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Float32Type, UInt8Type};
     use arrow_schema::Field;
+
+    #[test]
+    fn conflicting_columns_kept_as_raw_msgpack_and_written_back_as_they_were() {
+        // {"w": [1, 2] | [[3]] | nil, "x": 1 | "a" | 2, "ok": i}: lists of different depth, int and str
+        let mut data = Vec::new();
+        let mut raws = Vec::new();
+        for (i, (w, x)) in [
+            (vec![0x92, 0x01, 0x02], &b"\x01"[..]),
+            (vec![0x91, 0x91, 0x03], b"\xa1a"),
+            (vec![0xc0], b"\x02"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            data.extend_from_slice(b"\x83\xa1w");
+            data.extend_from_slice(&w);
+            data.extend_from_slice(b"\xa1x");
+            data.extend_from_slice(x);
+            data.extend_from_slice(b"\xa2ok");
+            rmp::encode::write_sint(&mut data, i as i64).unwrap();
+            raws.push((w, x.to_vec()));
+        }
+        let e = ReaderBuilder::new().build_from_slice(&data).unwrap_err();
+        assert!(e.to_string().contains("conflicts=\"binary\""), "{e}");
+        let r = ReaderBuilder::new()
+            .with_conflicts(Conflicts::Binary)
+            .build_from_slice(&data)
+            .unwrap();
+        let schema = r.schema();
+        let batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+        let b = &batches[0];
+        // w: [1, 2] and [[3]] are lists of different depth; x: int and str
+        for (col, pick) in [("w", 0usize), ("x", 1)] {
+            let f = schema.field_with_name(col).unwrap();
+            assert_eq!(f.data_type(), &arrow_schema::DataType::Binary, "{col}");
+            assert_eq!(f.metadata().get(meta::KIND).map(String::as_str), Some("msgpack"));
+            let a = b.column_by_name(col).unwrap().as_binary::<i32>();
+            for (i, (w, x)) in raws.iter().enumerate() {
+                let want = if pick == 0 { w } else { x };
+                if want == &[0xc0] {
+                    assert!(arrow_array::Array::is_null(a, i));
+                } else {
+                    assert_eq!(a.value(i), &want[..], "{col} row {i}");
+                }
+            }
+        }
+        assert_eq!(b.column_by_name("ok").unwrap().data_type(), &arrow_schema::DataType::Int64);
+        let mut w = crate::WriterBuilder::new().build(Vec::new(), schema).unwrap();
+        for b in &batches {
+            w.write(b).unwrap();
+        }
+        assert_eq!(w.finish().unwrap(), data, "written back byte for byte");
+    }
 
     #[test]
     fn a_cut_anywhere_keeps_the_complete_records_before_it() {

@@ -332,7 +332,7 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                     .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
                     note_empty_shapes(&t, rows, &mut empties);
                     ty = ty
-                        .merge(t)
+                        .merge_with(t, inf.opts.raw_conflicts)
                         .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
                 } else {
                     c.skip(b.max_depth).map_err(|e| e.at_record(rows as u64))?;
@@ -367,7 +367,9 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             let mut chunks = 0;
             while !c.is_empty() && b.schema.is_none() && (chunks == 0 || b.infer_rows.is_none()) {
                 let t = infer_columns_map(&mut c, &mut inf, b)?;
-                ty = ty.merge(t).map_err(|e| e.at_record(chunks))?;
+                ty = ty
+                    .merge_with(t, inf.opts.raw_conflicts)
+                    .map_err(|e| e.at_record(chunks))?;
                 chunks += 1;
             }
             if b.schema.is_none() {

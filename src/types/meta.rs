@@ -4,7 +4,8 @@
 /// Field: the numpy dtype string (`"<f4"`, `">i8"`, `"<U5"`); for structured dtypes the descr as JSON.
 pub const DTYPE: &str = "msgpack_numpy.dtype";
 /// Field: how values were encoded: `"ndarray"` (`nd: True`), `"scalar"` (`nd: False`),
-/// `"complex"` (Python complex), `"object"` (raw pickle bytes, never unpickled), `"int"` (plain
+/// `"complex"` (Python complex), `"object"` (raw pickle bytes, never unpickled), `"msgpack"` (each
+/// row the raw msgpack bytes of a value whose type did not unify with the others), `"int"` (plain
 /// msgpack integers in a UInt64 column, some above 2^63-1).
 pub const KIND: &str = "msgpack_numpy.kind";
 /// Schema: the layout the file was read with (`records`, `columns`, `values`).

@@ -6,13 +6,14 @@ mod bytes;
 mod list;
 mod object;
 mod primitive;
+mod raw;
 mod structs;
 mod tensor;
 mod timestamp;
 
 pub(crate) use self::structs::StructDecoder;
 pub(crate) use self::tensor::nest_fixed;
-use self::{bytes::*, list::*, object::*, primitive::*, tensor::*, timestamp::*};
+use self::{bytes::*, list::*, object::*, primitive::*, raw::*, tensor::*, timestamp::*};
 
 use arrow_array::builder::{BinaryBuilder, BooleanBufferBuilder};
 use arrow_array::types::*;
@@ -84,6 +85,12 @@ pub(crate) fn make_decoder(field: &Field, ctx: &Ctx) -> Result<Box<dyn ArrayDeco
                 })
                 .and_then(|s| NumpyDtype::from_metadata(s))?;
             return Ok(Box::new(TensorDecoder::new(dt, field, ctx)?));
+        }
+        Some("msgpack") => {
+            return Ok(Box::new(RawDecoder {
+                b: BinaryBuilder::new(),
+                ctx: ctx.clone(),
+            }))
         }
         Some("object") => {
             return Ok(Box::new(ObjectDecoder {
@@ -187,12 +194,3 @@ pub(crate) fn native_dtype_of(t: &DataType) -> Option<NumpyDtype> {
     };
     NumpyDtype::parse(s).ok().map(|d| native(&d))
 }
-
-// ---------------------------------------------------------------------------------------------
-// nil, bool, numbers, strings, timestamps
-
-// ---------------------------------------------------------------------------------------------
-// lists and maps
-
-// ---------------------------------------------------------------------------------------------
-// tensors: ndarrays, numpy scalars, complex

@@ -4,6 +4,7 @@
 
 pub(crate) mod list;
 pub(crate) mod map;
+pub(crate) mod raw;
 pub(crate) mod scalar;
 pub(crate) mod structs;
 pub(crate) mod tensor;
@@ -122,6 +123,11 @@ pub(crate) fn make_encoder(field: &Field, arr: &ArrayRef) -> Result<Box<dyn Colu
         // plain msgpack ints too big for Int64 (the reader's UInt64 columns)
         Some("int") if matches!(arr.data_type(), DataType::UInt64) => {
             return Ok(Box::new(UIntEnc(arr.as_primitive::<UInt64Type>().clone())));
+        }
+        Some("msgpack") => {
+            if let Some(bins) = Bins::new(arr.as_ref()) {
+                return Ok(Box::new(raw::RawEnc { bins }));
+            }
         }
         Some("object") => {
             if let Some(bins) = Bins::new(arr.as_ref()) {

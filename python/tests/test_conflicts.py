@@ -1,0 +1,50 @@
+"""conflicts="binary": a column whose values do not unify (a model's weights of different ndim,
+ints and strings) is kept as raw msgpack bytes per row instead of failing the whole file."""
+
+from __future__ import annotations
+
+import msgpack_numpy as mn
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import msgpack_arrow as ma
+
+
+def _layers() -> tuple[bytes, list[dict]]:
+    rng = np.random.default_rng(0)
+    recs = [
+        {"name": "conv", "W": rng.random((4, 3, 3), dtype=np.float32), "tag": 1},
+        {"name": "dense", "W": rng.random((8, 4), dtype=np.float32), "tag": "x"},
+        {"name": "bias", "W": rng.random(8).astype("<f8"), "tag": None},
+    ]
+    return b"".join(mn.packb(r) for r in recs), recs
+
+
+def test_the_default_error_names_column_types_record_and_the_option():
+    data, _ = _layers()
+    with pytest.raises(ma.DecodeError) as e:
+        ma.read_msgpack(data)
+    msg = str(e.value)
+    assert "type conflict" in msg and 'conflicts="binary"' in msg
+    assert e.value.record == 1 and e.value.column == "W"
+
+
+def test_conflicting_columns_keep_each_value_s_bytes():
+    data, recs = _layers()
+    df = ma.read_msgpack(data, conflicts="binary")
+    assert df.schema["W"] == pl.Binary and df.schema["tag"] == pl.Binary
+    assert df["name"].to_list() == [r["name"] for r in recs]
+    for raw, r in zip(df["W"].to_list(), recs):
+        back = mn.unpackb(raw)
+        assert back.dtype == r["W"].dtype and back.shape == r["W"].shape
+        np.testing.assert_array_equal(back, r["W"])
+    assert [None if t is None else mn.unpackb(t) for t in df["tag"].to_list()] == [1, "x", None]
+
+
+def test_written_back_through_arrow_byte_for_byte():
+    data, _ = _layers()
+    t = pa.table(ma.read_arrow(data, conflicts="binary"))
+    assert t.schema.field("W").metadata[b"msgpack_numpy.kind"] == b"msgpack"
+    assert ma.write_msgpack(ma.read_arrow(data, conflicts="binary"), None, layout="auto") == data
