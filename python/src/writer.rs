@@ -104,24 +104,32 @@ fn pump<W: Write + Send>(
 ) -> PyResult<W> {
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
     loop {
-        let more = py
-            .detach(|| {
-                guarded(|| match stream.next() {
-                    None => Ok(false),
-                    Some(b) => {
-                        w.write(&b?)?;
-                        Ok(true)
-                    }
-                })
-            })
+        let next = py
+            .detach(|| guarded(|| Ok(stream.next().transpose()?)))
             .map_err(err)?;
-        if !more {
-            break;
+        let Some(b) = next else { break };
+        // a big batch is encoded in slices of about SLICE_BYTES, with a Ctrl-C check between them,
+        // so an interrupt is seen within a fraction of a second whatever the batch size
+        let rows = b.num_rows();
+        let per_row = b.get_array_memory_size() / rows.max(1);
+        let step = (SLICE_BYTES / per_row.max(1)).clamp(1, rows.max(1));
+        let mut at = 0;
+        while at < rows || (rows == 0 && at == 0) {
+            let n = step.min(rows - at);
+            let part = b.slice(at, n);
+            py.detach(|| guarded(|| Ok(w.write(&part)?))).map_err(err)?;
+            py.check_signals()?;
+            at += n;
+            if rows == 0 {
+                break;
+            }
         }
-        py.check_signals()?;
     }
     py.detach(|| guarded(|| Ok(w.finish()?))).map_err(err)
 }
+
+/// Bytes of Arrow data encoded between two Ctrl-C checks.
+const SLICE_BYTES: usize = 32 << 20;
 
 /// Write an iterator of Arrow objects (each with `__arrow_c_stream__`: the DataFrames of a
 /// LazyFrame's `collect_batches()`) whose schema is `schema`'s, holding one batch at a time.

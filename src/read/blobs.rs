@@ -63,7 +63,9 @@ impl ReaderBuilder {
                     let t = inf.value(&mut c, 0).map_err(|e| e.at_record(i as u64))?;
                     ty = Some(match ty {
                         None => t,
-                        Some(acc) => acc.merge_with(t, inf.opts.raw_conflicts).map_err(|e| e.at_record(i as u64))?,
+                        Some(acc) => acc
+                            .merge_with(t, inf.opts.raw_conflicts)
+                            .map_err(|e| e.at_record(i as u64))?,
                     });
                 }
                 match ty {

@@ -53,6 +53,8 @@ pub(crate) enum Ty {
     Given(bool),
     /// values that did not unify, kept as their raw msgpack bytes ([`crate::Conflicts::Binary`])
     Raw,
+    /// a map whose keys are integers (not column names): Arrow `Map<key, value>`
+    Map(Box<Ty>, Box<Ty>),
 }
 
 impl Ty {
@@ -77,6 +79,7 @@ impl Ty {
             Ty::Struct(_) => "map".into(),
             Ty::Given(_) => "a given type".into(),
             Ty::Raw => "values of several types".into(),
+            Ty::Map(k, v) => format!("map of {} to {}", k.describe(), v.describe()),
         }
     }
 
@@ -203,6 +206,9 @@ impl Ty {
                 }
             }
             (List(a), List(b)) => List(Box::new(a.merge(*b)?)),
+            (Map(k1, v1), Map(k2, v2)) => Map(Box::new(k1.merge(*k2)?), Box::new(v1.merge(*v2)?)),
+            // an empty map `{}` fits either kind of map
+            (Map(k, v), Struct(f)) | (Struct(f), Map(k, v)) if f.is_empty() => Map(k, v),
             (Struct(mut a), Struct(b)) => {
                 for (k, v) in b {
                     match a.get_mut(&k) {
@@ -288,6 +294,16 @@ impl Ty {
                 }
             }
             Ty::List(t) => DataType::List(Arc::new(t.to_field("item", opts)?)),
+            Ty::Map(k, v) => {
+                let key = k.to_field("key", opts)?.with_nullable(false);
+                let value = v.to_field("value", opts)?;
+                let entries = Field::new(
+                    "entries",
+                    DataType::Struct(Fields::from(vec![key, value])),
+                    false,
+                );
+                DataType::Map(Arc::new(entries), false)
+            }
             Ty::Struct(fields) => DataType::Struct(
                 fields
                     .iter()
@@ -560,6 +576,13 @@ impl Inferrer {
 
     /// A user map (not an ndarray) at the cursor → Struct.
     pub(crate) fn map(&mut self, c: &mut Cursor<'_>, depth: usize) -> Result<Ty> {
+        // a nested map keyed by integers is data, not a record: an Arrow Map
+        if depth > 0 {
+            let mut d = c.clone();
+            if d.read_map_len()? > 0 && d.peek_kind()? == Kind::Int {
+                return self.int_map(c, depth);
+            }
+        }
         let n = c.read_map_len()?;
         let mut fields: IndexMap<String, Ty> = IndexMap::with_capacity(n.min(256));
         for _ in 0..n {
@@ -583,6 +606,30 @@ impl Inferrer {
             fields.insert(key.to_string(), t);
         }
         Ok(Ty::Struct(fields))
+    }
+
+    /// A map whose keys are all integers: [`Ty::Map`]; a key of another type is an error at its
+    /// byte.
+    fn int_map(&mut self, c: &mut Cursor<'_>, depth: usize) -> Result<Ty> {
+        let n = c.read_map_len()?;
+        let (mut kt, mut vt) = (Ty::Null, Ty::Null);
+        for _ in 0..n {
+            let kp = c.pos();
+            if c.peek_kind()? != Kind::Int {
+                return Err(c.error_at(
+                    kp,
+                    ErrorKind::Key(
+                        "a map mixes integer keys with keys of another type".to_string(),
+                    ),
+                ));
+            }
+            let k = self.value(c, depth + 1)?;
+            kt = kt.merge(k).map_err(|e| e.at_offset(c.offset_of(kp)))?;
+            let vp = c.pos();
+            let v = self.value(c, depth + 1)?;
+            vt = vt.merge(v).map_err(|e| e.at_offset(c.offset_of(vp)))?;
+        }
+        Ok(Ty::Map(Box::new(kt), Box::new(vt)))
     }
 
     /// The fast path of inference over many rows: whether the row (a map) at `c` adds nothing to

@@ -743,7 +743,10 @@ mod tests {
         for (col, pick) in [("w", 0usize), ("x", 1)] {
             let f = schema.field_with_name(col).unwrap();
             assert_eq!(f.data_type(), &arrow_schema::DataType::Binary, "{col}");
-            assert_eq!(f.metadata().get(meta::KIND).map(String::as_str), Some("msgpack"));
+            assert_eq!(
+                f.metadata().get(meta::KIND).map(String::as_str),
+                Some("msgpack")
+            );
             let a = b.column_by_name(col).unwrap().as_binary::<i32>();
             for (i, (w, x)) in raws.iter().enumerate() {
                 let want = if pick == 0 { w } else { x };
@@ -754,12 +757,66 @@ mod tests {
                 }
             }
         }
-        assert_eq!(b.column_by_name("ok").unwrap().data_type(), &arrow_schema::DataType::Int64);
-        let mut w = crate::WriterBuilder::new().build(Vec::new(), schema).unwrap();
+        assert_eq!(
+            b.column_by_name("ok").unwrap().data_type(),
+            &arrow_schema::DataType::Int64
+        );
+        let mut w = crate::WriterBuilder::new()
+            .build(Vec::new(), schema)
+            .unwrap();
         for b in &batches {
             w.write(b).unwrap();
         }
         assert_eq!(w.finish().unwrap(), data, "written back byte for byte");
+    }
+
+    #[test]
+    fn integer_keyed_maps_are_map_columns_written_back_as_they_were() {
+        // {"id": i, "counts": {1: 0.5, -3: 1.5}} and {"id": 2, "counts": {}}, then nil
+        let mut data = Vec::new();
+        for (i, entries) in [
+            (0i64, vec![(1i64, 0.5f64), (-3, 1.5)]),
+            (1, vec![(7, 2.0)]),
+            (2, vec![]),
+        ] {
+            data.extend_from_slice(b"\x82\xa2id");
+            rmp::encode::write_sint(&mut data, i).unwrap();
+            data.extend_from_slice(b"\xa6counts");
+            rmp::encode::write_map_len(&mut data, entries.len() as u32).unwrap();
+            for (k, v) in entries {
+                rmp::encode::write_sint(&mut data, k).unwrap();
+                rmp::encode::write_f64(&mut data, v).unwrap();
+            }
+        }
+        data.extend_from_slice(b"\x82\xa2id\x03\xa6counts\xc0");
+        let r = ReaderBuilder::new().build_from_slice(&data).unwrap();
+        let schema = r.schema();
+        let f = schema.field_with_name("counts").unwrap();
+        let arrow_schema::DataType::Map(entries, false) = f.data_type() else {
+            panic!("{:?}", f.data_type())
+        };
+        assert_eq!(
+            entries.data_type().to_string(),
+            "Struct(\"key\": non-null Int64, \"value\": Float64)"
+        );
+        let batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+        let m = batches[0].column_by_name("counts").unwrap().as_map();
+        assert_eq!(m.value_offsets(), &[0, 2, 3, 3, 3]);
+        assert!(arrow_array::Array::is_null(m, 3));
+        let keys = m.keys().as_primitive::<arrow_array::types::Int64Type>();
+        assert_eq!(keys.values(), &[1, -3, 7]);
+        let mut w = crate::WriterBuilder::new()
+            .build(Vec::new(), schema)
+            .unwrap();
+        for b in &batches {
+            w.write(b).unwrap();
+        }
+        assert_eq!(w.finish().unwrap(), data, "written back byte for byte");
+        // keys of mixed types in one map stay an error that says where
+        let bad = b"\x81\xa1m\x82\x01\x01\xa1k\x02";
+        let e = ReaderBuilder::new().build_from_slice(bad).unwrap_err();
+        assert!(e.to_string().contains("mixes integer keys"), "{e}");
+        assert_eq!(e.offset(), Some(6), "the str key");
     }
 
     #[test]

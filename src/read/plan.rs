@@ -296,7 +296,8 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             let mut empties: HashMap<String, serde_json::Map<String, serde_json::Value>> =
                 HashMap::new();
             let mut released = 0usize;
-            let most = b.n_rows.unwrap_or(usize::MAX);
+            // at least one row, for a schema even when no rows are asked for (n_rows = 0)
+            let most = b.n_rows.map_or(usize::MAX, |n| n.max(1));
             while left > 0 && !c.is_empty() && rows < most {
                 let at = c.offset();
                 // a mapped file: this walk over every row would otherwise keep the whole file

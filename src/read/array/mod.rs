@@ -4,6 +4,7 @@
 
 mod bytes;
 mod list;
+mod map;
 mod object;
 mod primitive;
 mod raw;
@@ -13,7 +14,7 @@ mod timestamp;
 
 pub(crate) use self::structs::StructDecoder;
 pub(crate) use self::tensor::nest_fixed;
-use self::{bytes::*, list::*, object::*, primitive::*, raw::*, tensor::*, timestamp::*};
+use self::{bytes::*, list::*, map::*, object::*, primitive::*, raw::*, tensor::*, timestamp::*};
 
 use arrow_array::builder::{BinaryBuilder, BooleanBufferBuilder};
 use arrow_array::types::*;
@@ -154,6 +155,7 @@ pub(crate) fn make_decoder(field: &Field, ctx: &Ctx) -> Result<Box<dyn ArrayDeco
             ctx: ctx.clone(),
         }),
         DataType::Struct(fields) => Box::new(StructDecoder::new(fields.clone(), None, ctx)?),
+        DataType::Map(entries, _) => Box::new(MapDecoder::new(entries, ctx)?),
         DataType::FixedSizeList(..) => {
             // A tensor column without metadata (e.g. from a user schema): native little-endian dtype.
             let mut elem = t;
