@@ -57,6 +57,9 @@ pub enum ErrorKind {
     /// The layout does not fit the input (e.g. `columns` with unequal lengths).
     #[error("layout: {0}")]
     Layout(String),
+    /// More distinct keys than the reader takes as columns.
+    #[error("more than {0} columns (distinct keys): records whose keys keep changing? raise the limit with max_columns (ReaderBuilder::with_max_columns)")]
+    TooManyColumns(usize),
     /// The input is not MessagePack (text, another file format, compressed bytes): what it is.
     #[error("{0}")]
     NotMsgpack(String),

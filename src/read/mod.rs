@@ -48,6 +48,11 @@ use crate::wire::cursor::Cursor;
 pub const DEFAULT_BATCH_SIZE: usize = 65_536;
 /// Default nesting limit.
 pub const DEFAULT_MAX_DEPTH: usize = 128;
+/// Values (rows × columns) one batch of a wide records table holds at most: its rows shrink as
+/// columns grow, so memory follows the batch, not rows × keys.
+pub const MAX_BATCH_CELLS: usize = 1 << 24;
+/// Columns (distinct top-level keys) a records file may have, by default.
+pub const DEFAULT_MAX_COLUMNS: usize = 65_536;
 /// Rows a streaming (`Read`) source infers its schema from, by default.
 pub const DEFAULT_STREAM_INFER_ROWS: usize = 1000;
 
@@ -98,6 +103,7 @@ pub struct ReaderBuilder {
     on_truncated: OnTruncated,
     n_rows: Option<usize>,
     conflicts: Conflicts,
+    max_columns: usize,
 }
 
 impl Default for ReaderBuilder {
@@ -128,7 +134,15 @@ impl ReaderBuilder {
             on_truncated: OnTruncated::Error,
             n_rows: None,
             conflicts: Conflicts::Error,
+            max_columns: DEFAULT_MAX_COLUMNS,
         }
+    }
+    /// The most columns (distinct top-level keys) a records file may have (default
+    /// [`DEFAULT_MAX_COLUMNS`]): a stream whose records keep bringing new keys would otherwise
+    /// build a table whose size is rows × keys. Past it, an error names the limit.
+    pub fn with_max_columns(mut self, n: usize) -> Self {
+        self.max_columns = n.max(1);
+        self
     }
     /// A column whose values do not unify (default [`Conflicts::Error`]: an error naming the
     /// column, both types and the record). [`Conflicts::Binary`] keeps such a column as Binary,
@@ -493,6 +507,11 @@ impl Reader {
                 let (dec, dec_schema) =
                     RowDecoder::new(p.layout, &full, b.projection.as_deref(), &ctx)?;
                 let _ = dec_schema;
+                // a wide table: fewer rows per batch, so a batch holds at most MAX_BATCH_CELLS
+                // values whatever the width (the batch starts the plan found are then unused)
+                let cols = projected.fields().len().max(1);
+                let batch_size = b.batch_size.min((MAX_BATCH_CELLS / cols).max(1));
+                let starts_fit = batch_size == b.batch_size;
                 Ok(Reader {
                     schema: Arc::new(projected.clone()),
                     layout: p.layout,
@@ -504,7 +523,7 @@ impl Reader {
                         pos: p.first_row,
                         left: p.rows.unwrap_or(0),
                         row: 0,
-                        batch_size: b.batch_size,
+                        batch_size,
                         dec,
                         schema: Arc::new(projected),
                         par: {
@@ -512,16 +531,18 @@ impl Reader {
                                 std::thread::available_parallelism().map_or(1, |n| n.get())
                             });
                             let whole = p.batch_starts.len() * b.batch_size >= p.rows.unwrap_or(0);
-                            (threads > 1 && p.batch_starts.len() > 1 && whole).then(|| Parallel {
-                                threads,
-                                starts: p.batch_starts.clone(),
-                                next: 0,
-                                ready: Default::default(),
-                                layout: p.layout,
-                                full: full.clone(),
-                                projection: b.projection.clone(),
-                                ctx: ctx.clone(),
-                            })
+                            (threads > 1 && p.batch_starts.len() > 1 && whole && starts_fit).then(
+                                || Parallel {
+                                    threads,
+                                    starts: p.batch_starts.clone(),
+                                    next: 0,
+                                    ready: Default::default(),
+                                    layout: p.layout,
+                                    full: full.clone(),
+                                    projection: b.projection.clone(),
+                                    ctx: ctx.clone(),
+                                },
+                            )
                         },
                     })),
                     truncation: None,
@@ -817,6 +838,29 @@ mod tests {
         let e = ReaderBuilder::new().build_from_slice(bad).unwrap_err();
         assert!(e.to_string().contains("mixes integer keys"), "{e}");
         assert_eq!(e.offset(), Some(6), "the str key");
+    }
+
+    #[test]
+    fn ever_new_keys_stop_at_the_column_limit() {
+        // 300 records, each with a key no other has
+        let mut data = Vec::new();
+        for i in 0..300 {
+            data.push(0x81);
+            rmp::encode::write_str(&mut data, &format!("k{i}")).unwrap();
+            rmp::encode::write_sint(&mut data, i).unwrap();
+        }
+        let e = ReaderBuilder::new()
+            .with_max_columns(100)
+            .build_from_slice(&data)
+            .unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::TooManyColumns(100)), "{e}");
+        assert_eq!(e.record(), Some(100));
+        assert!(e.to_string().contains("max_columns"), "{e}");
+        // within the limit the table reads
+        let r = ReaderBuilder::new().build_from_slice(&data).unwrap();
+        assert_eq!(r.schema().fields().len(), 300);
+        let rows: usize = r.map(|b| b.unwrap().num_rows()).sum();
+        assert_eq!(rows, 300);
     }
 
     #[test]

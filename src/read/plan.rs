@@ -335,6 +335,13 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                     ty = ty
                         .merge_with(t, inf.opts.raw_conflicts)
                         .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
+                    if let Ty::Struct(f) = &ty {
+                        if f.len() > b.max_columns {
+                            return Err(Error::new(ErrorKind::TooManyColumns(b.max_columns))
+                                .at_offset(at)
+                                .at_record(rows as u64));
+                        }
+                    }
                 } else {
                     c.skip(b.max_depth).map_err(|e| e.at_record(rows as u64))?;
                 }
