@@ -267,7 +267,7 @@ pub fn parse_type_name(s: &str) -> Result<DataType> {
                     Some("ns") => TimeUnit::Nanosecond,
                     _ => return Err(bad()),
                 };
-                let tz = parts.next().map(|t| Arc::<str>::from(t));
+                let tz = parts.next().map(Arc::<str>::from);
                 return Ok(if head == "datetime" {
                     DataType::Timestamp(unit, tz)
                 } else if tz.is_none() {

@@ -1,7 +1,7 @@
 //! msgpack lists of values as Arrow lists.
 
 use super::*;
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::wire::cursor::{Cursor, Kind};
 use arrow_array::*;
 use arrow_buffer::{NullBufferBuilder, OffsetBuffer};
@@ -28,17 +28,7 @@ impl ArrayDecoder for ListDecoder {
                 for _ in 0..n {
                     self.child.decode(c)?;
                 }
-                let last = *self.offsets.last().unwrap_or(&0);
-                let next = i32::try_from(n)
-                    .ok()
-                    .and_then(|n| last.checked_add(n))
-                    .ok_or_else(|| {
-                        c.error(ErrorKind::Layout(
-                            "more than 2^31 list items in one batch; use a smaller batch size"
-                                .into(),
-                        ))
-                    })?;
-                self.offsets.push(next);
+                push_offset(&mut self.offsets, n, c)?;
                 self.nulls.append_non_null();
             }
             _ => return Err(found(c, "array")),

@@ -57,17 +57,7 @@ impl ArrayDecoder for MapDecoder {
                     self.keys.decode(c)?;
                     self.values.decode(c)?;
                 }
-                let last = *self.offsets.last().unwrap_or(&0);
-                let next = i32::try_from(n)
-                    .ok()
-                    .and_then(|n| last.checked_add(n))
-                    .ok_or_else(|| {
-                        c.error(ErrorKind::Layout(
-                            "more than 2^31 map entries in one batch; use a smaller batch size"
-                                .into(),
-                        ))
-                    })?;
-                self.offsets.push(next);
+                push_offset(&mut self.offsets, n, c)?;
                 self.nulls.append_non_null();
             }
             _ => return Err(found(c, "map")),

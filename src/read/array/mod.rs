@@ -69,6 +69,22 @@ fn found(c: &Cursor<'_>, want: &str) -> Error {
     )))
 }
 
+/// Append the end offset of a list (or map) of `n` items to `offsets`; an error past 2^31 items
+/// in one batch (Arrow's i32 offsets).
+pub(crate) fn push_offset(offsets: &mut Vec<i32>, n: usize, c: &Cursor<'_>) -> Result<()> {
+    let last = *offsets.last().unwrap_or(&0);
+    let next = i32::try_from(n)
+        .ok()
+        .and_then(|n| last.checked_add(n))
+        .ok_or_else(|| {
+            c.error(ErrorKind::Layout(
+                "more than 2^31 items in one batch; use a smaller batch size".into(),
+            ))
+        })?;
+    offsets.push(next);
+    Ok(())
+}
+
 /// Build the decoder for a field.
 pub(crate) fn make_decoder(field: &Field, ctx: &Ctx) -> Result<Box<dyn ArrayDecoder>> {
     let md = field.metadata();
