@@ -383,7 +383,10 @@ fn schema_text(input: &str, read: &ReadArgs) -> CliResult<String> {
 
 fn head_text(input: &str, n: usize, width: usize, read: &ReadArgs) -> CliResult<String> {
     let path = Path::new(input);
-    let t = open(path, &read.options(n.clamp(1, 65536)))?;
+    let mut opts = read.options(n.clamp(1, 65536));
+    // the file is not walked past the rows shown
+    opts.n_rows = Some(opts.n_rows.map_or(n, |m| m.min(n)));
+    let t = open(path, &opts)?;
     let mut text = String::new();
     if t.format != Format::Msgpack {
         text.push_str(&format!("format: {}\n", t.format));
@@ -653,7 +656,7 @@ mod tests {
         // two rows read: none of the conflict's rows beyond them is touched
         std::fs::remove_file(&out).ok();
         let text = head_text(s(&input), 5, 20, &parse_read(&["--n-rows", "1"])).unwrap();
-        assert!(text.contains("(1 of 1 row)"), "{text}");
+        assert!(text.contains("(1 row shown)"), "{text}");
         let e = cli(&[
             "schema",
             s(&input),
@@ -819,7 +822,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("[[0.0, 1.0,…"), "{text}");
-        assert!(text.ends_with("(2 of 4 rows)\n"), "{text}");
+        assert!(text.ends_with("(2 rows shown)\n"), "{text}");
         let pq = dir.path().join("n.parquet");
         cli(&["convert", s(&input), "-o", s(&pq)]).unwrap();
         let text = schema_text(s(&pq), &read_args()).unwrap();

@@ -41,7 +41,9 @@ def test_schema_head_convert(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "emb: f32[3]" in r.stdout and "rows: 4" in r.stdout
     r = run("head", "-n", "2", str(p))
-    assert r.returncode == 0 and "(2 of 4 rows)" in r.stdout, r.stdout
+    assert r.returncode == 0 and "(2 rows shown)" in r.stdout, r.stdout
+    r = run("head", "-n", "10", str(p))
+    assert r.returncode == 0 and "(4 of 4 rows)" in r.stdout, r.stdout
     out = tmp_path / "d.parquet"
     r = run("convert", str(p), "-o", str(out))
     assert r.returncode == 0, r.stderr

@@ -312,7 +312,8 @@ pub fn open_table(path: &Path, opts: &ReadOptions) -> Result<Table> {
             inner: t.batches,
             left: n,
         });
-        t.num_rows = t.num_rows.map(|r| r.min(n));
+        // fewer rows than asked for: that is all there is; as many: the rest was not counted
+        t.num_rows = t.num_rows.filter(|&r| r < n);
     }
     Ok(t)
 }
