@@ -39,8 +39,17 @@ struct Cli {
 enum Cmd {
     /// Convert INPUT... into one OUTPUT (formats from the extensions: .msgpack/.mpk (+.zst/.gz/.lz4),
     /// .parquet/.pq, .feather/.arrow/.ipc, .npz).
+    #[command(after_help = "Examples:
+  msgpack-arrow convert dump.msgpack -o dump.parquet
+  msgpack-arrow convert 'dumps/*.msgpack.zst' -o all.feather --columns id,emb
+  msgpack-arrow convert dumps/ -o dataset/ --dataset --partition-by label
+  msgpack-arrow convert crashed.msgpack -o kept.parquet --on-truncated keep")]
     Convert(ConvertArgs),
     /// Print the layout and the Arrow schema of INPUT.
+    #[command(after_help = "Examples:
+  msgpack-arrow schema dump.msgpack
+  msgpack-arrow schema dump.msgpack.zst --layout records
+  msgpack-arrow schema mixed.msgpack --schema-overrides label=str")]
     Schema {
         /// Input file (`-` for standard input)
         input: String,
@@ -48,6 +57,10 @@ enum Cmd {
         read: ReadArgs,
     },
     /// Print the layout and the first rows of INPUT as a table.
+    #[command(after_help = "Examples:
+  msgpack-arrow head dump.msgpack
+  msgpack-arrow head -n 20 --width 30 dump.parquet
+  cat dump.msgpack | msgpack-arrow head -")]
     Head {
         /// Input file (`-` for standard input)
         input: String,
@@ -80,6 +93,7 @@ struct ReadArgs {
     object_arrays: ObjectArg,
     /// ndarray maps to recognise: msgpack-numpy and openpi's (`auto`), only msgpack-numpy, only
     /// openpi, or msgpack-numpy-js (`js`: its `<U8` means uint8; never guessed)
+    /// ndarray maps to recognise: auto (msgpack-numpy and openpi), msgpack-numpy, openpi, js
     #[arg(long, default_value = "auto", value_parser = parse_dialect)]
     dialect: Dialect,
     /// Input format, when the extension does not tell (default: from the extension, else the
@@ -363,10 +377,28 @@ fn describe_field(f: &Field) -> String {
     s
 }
 
+/// Open a table; a type conflict (under the default `--conflicts error`) is shown rather than
+/// fatal: the table is opened again with the conflicting columns as raw msgpack, and the conflict
+/// (the types found, and where) is returned to be printed.
+fn open_showing_conflicts(path: &Path, opts: &ReadOptions) -> CliResult<(Table, Option<String>)> {
+    match open_table(path, opts) {
+        Err(e) if matches!(e.kind(), crate::ErrorKind::TypeConflict(_)) => {
+            let shown = e.to_string();
+            let mut raw = opts.clone();
+            raw.conflicts = crate::Conflicts::Binary;
+            Ok((open(path, &raw)?, Some(shown)))
+        }
+        r => Ok((r.map_err(at(path))?, None)),
+    }
+}
+
 fn schema_text(input: &str, read: &ReadArgs) -> CliResult<String> {
     let path = Path::new(input);
-    let t = open(path, &read.options(65536))?;
+    let (t, conflict) = open_showing_conflicts(path, &read.options(65536))?;
     let mut text = String::new();
+    if let Some(c) = &conflict {
+        text.push_str(&format!("note: {c}\n"));
+    }
     if t.format != Format::Msgpack {
         text.push_str(&format!("format: {}\n", t.format));
     }
@@ -386,8 +418,11 @@ fn head_text(input: &str, n: usize, width: usize, read: &ReadArgs) -> CliResult<
     let mut opts = read.options(n.clamp(1, 65536));
     // the file is not walked past the rows shown
     opts.n_rows = Some(opts.n_rows.map_or(n, |m| m.min(n)));
-    let t = open(path, &opts)?;
+    let (t, conflict) = open_showing_conflicts(path, &opts)?;
     let mut text = String::new();
+    if let Some(c) = &conflict {
+        text.push_str(&format!("note: {c}\n"));
+    }
     if t.format != Format::Msgpack {
         text.push_str(&format!("format: {}\n", t.format));
     }
