@@ -1,0 +1,83 @@
+"""What is not MessagePack is never read as numbers: text and other formats are refused by name
+(an explicit layout="values" still reads text), compressed data is read whatever its name, and
+the CLI refuses outputs its own readers could not read back."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+from pathlib import Path
+
+import msgpack_numpy as mn
+import numpy as np
+import polars as pl
+import pytest
+
+import msgpack_arrow as ma
+
+TEXTS = {
+    "t.csv": "id,name,score\n1,alpha,0.5\n2,beta,0.25\n",
+    "t.json": '{"records": [{"id": 1, "name": "alpha"}]}\n',
+    "notes.txt": "These are my dumps.\nThe big one is from Tuesday.\n",
+    "t.py": "import numpy as np\nprint(np.arange(3))\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEXTS))
+def test_text_is_refused_by_every_reader(tmp_path, name):
+    p = tmp_path / name
+    p.write_text(TEXTS[name])
+    for read in (ma.read_msgpack, lambda s: ma.scan_msgpack(s).collect(), lambda s: pl.DataFrame(ma.read_arrow(s))):
+        with pytest.raises(ma.DecodeError, match="looks like text"):
+            read(p)
+    with pytest.raises(ma.DecodeError, match="looks like text"):
+        ma.read_msgpack(p.read_bytes())
+    # asked for explicitly, it is a column of the small integers the bytes are
+    df = ma.read_msgpack(p, layout="values")
+    assert df["value"].to_list() == list(p.read_bytes())
+
+
+def test_other_formats_are_named_and_compression_is_seen_by_magic(tmp_path):
+    df = pl.DataFrame({"id": [1, 2], "x": [0.5, 1.5]})
+    pq = tmp_path / "x.parquet"
+    df.write_parquet(pq)
+    with pytest.raises(ma.DecodeError, match="Parquet file, not MessagePack"):
+        ma.read_msgpack(pq)
+    npz = tmp_path / "x.npz"
+    np.savez(npz, a=np.arange(3))
+    with pytest.raises(ma.DecodeError, match="zip archive"):
+        ma.read_msgpack(npz)
+    data = mn.packb({"id": 1}) + mn.packb({"id": 2})
+    gz = tmp_path / "plain-name.msgpack"
+    gz.write_bytes(gzip.compress(data))
+    assert ma.read_msgpack(gz)["id"].to_list() == [1, 2]
+
+
+def test_infer_rows_and_n_rows_stop_before_a_later_conflict():
+    data = mn.packb({"a": 1}) + mn.packb({"a": "two"})
+    assert ma.read_msgpack(data, infer_rows=1, n_rows=1)["a"].to_list() == [1]
+    assert ma.read_msgpack(data, n_rows=1)["a"].to_list() == [1]
+    with pytest.raises(ma.DecodeError, match="type conflict"):
+        ma.read_msgpack(data)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("msgpack-arrow")
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
+
+
+def test_outputs_the_tool_could_not_read_back_are_refused(tmp_path):
+    src = tmp_path / "d.msgpack"
+    src.write_bytes(b"".join(mn.packb({"id": i, "emb": np.full(2, i, dtype="<f4")}) for i in range(4)))
+    for args, says in [
+        (["--columns", "id,id", "-o", str(tmp_path / "a.parquet")], "selected twice"),
+        (["--format", "npz", "-o", str(tmp_path / "b.parquet")], "contradicts the extension"),
+        (["--aligned", "-o", str(tmp_path / "c.parquet")], "--aligned applies to msgpack outputs only"),
+        (["--dataset", "--partition-by", "emb", "-o", str(tmp_path / "ds")], "not a scalar column"),
+    ]:
+        r = _cli("convert", str(src), *args)
+        assert r.returncode == 1 and says in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not any(p.suffix == ".parquet" for p in tmp_path.iterdir())
+    assert not list((tmp_path / "ds").glob("emb=*")) if (tmp_path / "ds").exists() else True
