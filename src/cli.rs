@@ -451,6 +451,7 @@ fn head_text(input: &str, n: usize, width: usize, read: &ReadArgs) -> CliResult<
     text.push_str(&table);
     text.push('\n');
     text.push_str(&match t_rows {
+        Some(0) => "(0 rows)\n".to_string(),
         Some(total) => format!(
             "({shown} of {total} row{})\n",
             if total == 1 { "" } else { "s" }
@@ -709,6 +710,23 @@ mod tests {
             Cmd::Schema { read, .. } => read,
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn head_of_an_empty_table_prints_its_header_and_0_rows() {
+        let d = tempfile::tempdir().unwrap();
+        let empty = d.path().join("e.msgpack");
+        std::fs::write(&empty, b"").unwrap();
+        let text = head_text(s(&empty), 5, 20, &parse_read(&[])).unwrap();
+        assert!(text.ends_with("(0 rows)\n"), "{text}");
+        // a table whose rows are all filtered out still shows its columns
+        let rec = d.path().join("r.msgpack");
+        std::fs::write(&rec, b"\x81\xa2id\x01").unwrap();
+        let text = head_text(s(&rec), 0, 20, &parse_read(&[])).unwrap();
+        assert!(
+            text.contains("| id ") && text.ends_with("(0 rows)\n"),
+            "{text}"
+        );
     }
 
     #[test]
