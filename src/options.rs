@@ -81,6 +81,20 @@ pub enum Conflicts {
     Binary,
 }
 
+/// How the writer writes a null in a record (`records` layout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Missing {
+    /// Leave keys out where the file read had absent keys (schema metadata
+    /// `msgpack_arrow.missing`), else write nil.
+    #[default]
+    Auto,
+    /// Every key in every record; a null is nil.
+    Nil,
+    /// A null leaves its key out of the record (what producers of sparse records expect back). A
+    /// key present as nil and an absent one cannot be told apart: both come back absent.
+    Omit,
+}
+
 macro_rules! str_enum {
     ($t:ty, $what:literal, $($name:literal => $v:expr),+ $(,)?) => {
         impl FromStr for $t {
@@ -110,6 +124,7 @@ str_enum!(TensorMode, "tensor mode", "array" => TensorMode::Array, "extension" =
 str_enum!(ObjectArrays, "object_arrays option", "error" => ObjectArrays::Error, "raw" => ObjectArrays::Raw);
 str_enum!(OnTruncated, "on_truncated option", "error" => OnTruncated::Error, "keep" => OnTruncated::Keep);
 str_enum!(Conflicts, "conflicts option", "error" => Conflicts::Error, "binary" => Conflicts::Binary);
+str_enum!(Missing, "missing option", "auto" => Missing::Auto, "nil" => Missing::Nil, "omit" => Missing::Omit);
 str_enum!(Dialect, "dialect", "auto" => Dialect::Auto, "msgpack-numpy" => Dialect::MsgpackNumpy, "openpi" => Dialect::Openpi, "js" => Dialect::Js);
 
 #[cfg(test)]

@@ -600,6 +600,7 @@ def write_msgpack(
     *,
     layout: Layout = "records",
     aligned: bool = False,
+    missing: Literal["auto", "nil", "omit"] = "auto",
 ) -> bytes | None:
     """Write a DataFrame (or any Arrow data) as msgpack-numpy, readable by ``msgpack_numpy``.
 
@@ -620,6 +621,11 @@ def write_msgpack(
         Place every ndarray payload at an offset that is a multiple of 64, using only wider
         (still valid) msgpack encodings, so readers can view it in place. Default ``False``:
         byte-identical to what Python ``msgpack_numpy`` writes.
+    missing
+        A null in a record: ``"nil"`` writes the key with nil, ``"omit"`` leaves the key out
+        (sparse records, as producers whose records have different key sets expect back), and
+        ``"auto"`` (default) omits where :func:`read_arrow` found absent keys in the file read,
+        else writes nil. A key present as nil and an absent one cannot be told apart.
 
     Notes
     -----
@@ -641,7 +647,7 @@ def write_msgpack(
     if whole:
         _check_writable(df)
         df = _without_null_dtype(df)
-    opts = dict(layout=layout, aligned=aligned, whole_table=whole)
+    opts = dict(layout=layout, aligned=aligned, whole_table=whole, missing=missing)
     if target is None:
         return _write(df, None, **opts)
     if _is_path(target):
@@ -661,6 +667,7 @@ def sink_msgpack(
     layout: Layout = "records",
     aligned: bool = False,
     chunk_size: int | None = None,
+    missing: Literal["auto", "nil", "omit"] = "auto",
 ) -> None:
     """Write a LazyFrame as msgpack-numpy in batches, without collecting it: a query larger than
     memory streams through, one batch (Polars' ``collect_batches()``) in memory at a time.
@@ -680,6 +687,8 @@ def sink_msgpack(
         As :func:`write_msgpack`.
     chunk_size
         Rows per batch (Polars' default when None).
+    missing
+        As :func:`write_msgpack`.
 
     Unlike :func:`write_msgpack`, which sees the whole table, a List column of narrow numbers is
     written as lists (a stream cannot know that every later row would fit an ndarray).
@@ -698,7 +707,7 @@ def sink_msgpack(
     empty = _without_null_dtype(pl.DataFrame(schema=schema))
     _check_writable(empty)
     batches = (_without_null_dtype(b) for b in lf.collect_batches(chunk_size=chunk_size))
-    opts = dict(layout=layout, aligned=aligned)
+    opts = dict(layout=layout, aligned=aligned, missing=missing)
     if _is_path(target):
         _write_iter(empty, batches, _path(target), **opts)
         return

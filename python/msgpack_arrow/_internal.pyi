@@ -66,7 +66,18 @@ def write(
     layout: Literal["auto", "records", "columns", "values"] = "records",
     aligned: bool = False,
     whole_table: bool = False,
+    missing: Literal["auto", "nil", "omit"] = "auto",
 ) -> bytes | None: ...
+def write_iter(
+    schema: Any,
+    batches: Any,
+    path: str | None = None,
+    target: Any | None = None,
+    *,
+    layout: Literal["auto", "records", "columns", "values"] = "records",
+    aligned: bool = False,
+    missing: Literal["auto", "nil", "omit"] = "auto",
+) -> None: ...
 
 # the `msgpack` namespace (msgpack_arrow/expressions.py; python/src/series.rs)
 def decode_blobs(data: Any, dtype: str | None = None) -> ArrowStream: ...

@@ -26,7 +26,7 @@ use crate::stream::{import_schema, import_stream};
 /// a failed write leaves any previous file untouched. Without `path`, the bytes are returned.
 /// The GIL is released while encoding; Ctrl-C is checked between batches.
 #[pyfunction]
-#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false, whole_table = false))]
+#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false, whole_table = false, missing = "auto"))]
 pub fn write<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -34,13 +34,15 @@ pub fn write<'py>(
     layout: &str,
     aligned: bool,
     whole_table: bool,
+    missing: &str,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let layout: Layout = layout
         .parse()
         .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))?;
     let builder = WriterBuilder::new()
         .with_layout(layout)
-        .with_aligned(aligned);
+        .with_aligned(aligned)
+        .with_missing(parse_missing(missing)?);
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
     let stream = import_stream(data)?;
     // `whole_table` (a DataFrame, in memory anyway): its batches (imported without a copy) are
@@ -85,6 +87,11 @@ pub fn write<'py>(
             Ok(Some(PyBytes::new(py, &bytes)))
         }
     }
+}
+
+fn parse_missing(s: &str) -> PyResult<msgpack_arrow::Missing> {
+    s.parse()
+        .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))
 }
 
 /// The output file at `path`, appearing only when committed, compressed as its name says
@@ -138,7 +145,7 @@ const SLICE_BYTES: usize = 32 << 20;
 /// batches are encoded. An exception raised by the iterator (a query error, Ctrl-C) is re-raised
 /// as it was, after the partial output is discarded.
 #[pyfunction]
-#[pyo3(signature = (schema, batches, path = None, target = None, *, layout = "records", aligned = false))]
+#[pyo3(signature = (schema, batches, path = None, target = None, *, layout = "records", aligned = false, missing = "auto"))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_iter<'py>(
     py: Python<'py>,
@@ -148,11 +155,13 @@ pub fn write_iter<'py>(
     target: Option<Bound<'py, PyAny>>,
     layout: &str,
     aligned: bool,
+    missing: &str,
 ) -> PyResult<()> {
     let layout: Layout = layout
         .parse()
         .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))?;
     let builder = WriterBuilder::new()
+        .with_missing(parse_missing(missing)?)
         .with_layout(layout)
         .with_aligned(aligned);
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);

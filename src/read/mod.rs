@@ -864,6 +864,36 @@ mod tests {
     }
 
     #[test]
+    fn sparse_records_come_back_with_their_key_sets() {
+        // {"a": 1, "b": 2} {"a": 3} {"a": 4, "c": "x"}: keys absent, not nil
+        let data = b"\x82\xa1a\x01\xa1b\x02\x81\xa1a\x03\x82\xa1a\x04\xa1c\xa1x".to_vec();
+        let write = |m: crate::Missing| {
+            let r = ReaderBuilder::new().build_from_slice(&data).unwrap();
+            let schema = r.schema();
+            let mut w = crate::WriterBuilder::new()
+                .with_missing(m)
+                .build(Vec::new(), schema)
+                .unwrap();
+            for b in r {
+                w.write(&b.unwrap()).unwrap();
+            }
+            w.finish().unwrap()
+        };
+        let r = ReaderBuilder::new().build_from_slice(&data).unwrap();
+        assert_eq!(
+            r.schema().metadata().get(meta::MISSING).map(String::as_str),
+            Some("absent")
+        );
+        assert_eq!(write(crate::Missing::Auto), data, "key sets as they were");
+        let nils = write(crate::Missing::Nil);
+        assert_eq!(&nils[..11], b"\x83\xa1a\x01\xa1b\x02\xa1c\xc0\x83");
+        // records that all have every key say nothing
+        let full = b"\x81\xa1a\x01\x81\xa1a\x02";
+        let r = ReaderBuilder::new().build_from_slice(full).unwrap();
+        assert!(r.schema().metadata().get(meta::MISSING).is_none());
+    }
+
+    #[test]
     fn a_cut_anywhere_keeps_the_complete_records_before_it() {
         // records {"id": i, "v": [i as f64; i % 3]} written by rmp, their ends noted as written
         let mut data = Vec::new();

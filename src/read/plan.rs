@@ -296,6 +296,7 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             let mut empties: HashMap<String, serde_json::Map<String, serde_json::Value>> =
                 HashMap::new();
             let mut released = 0usize;
+            let mut absent = false;
             // at least one row, for a schema even when no rows are asked for (n_rows = 0)
             let most = b.n_rows.map_or(usize::MAX, |n| n.max(1));
             while left > 0 && !c.is_empty() && rows < most {
@@ -306,6 +307,14 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                 if rows % b.batch_size == 0 {
                     p.batch_starts.push(c.pos());
                 }
+                // a record with fewer keys than the columns so far: keys are absent, not nil
+                let row_keys = (p.layout == Layout::Records && rows < limit)
+                    .then(|| c.clone().read_map_len().ok())
+                    .flatten();
+                let cols_before = match &ty {
+                    Ty::Struct(f) => f.len(),
+                    _ => 0,
+                };
                 let known = rows < limit
                     && b.fast_infer
                     && if p.layout == Layout::Records {
@@ -345,6 +354,12 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                 } else {
                     c.skip(b.max_depth).map_err(|e| e.at_record(rows as u64))?;
                 }
+                if let (Some(k), Ty::Struct(f)) = (row_keys, &ty) {
+                    // this row lacks some column, or brought one the rows before it lacked
+                    if k < f.len() || (rows > 0 && f.len() > cols_before) {
+                        absent = true;
+                    }
+                }
                 rows += 1;
                 if array {
                     left -= 1;
@@ -366,8 +381,16 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                 _ => {}
             }
             if b.schema.is_none() {
-                let schema = ty_to_schema(ty, &inf)?;
-                p.schema = Some(Arc::new(attach_empty_shapes(schema, empties)));
+                let schema = attach_empty_shapes(ty_to_schema(ty, &inf)?, empties);
+                // only a walk that saw every row can say keys were absent
+                let schema = if absent && limit == usize::MAX && b.n_rows.is_none() {
+                    let mut md = schema.metadata().clone();
+                    md.insert(meta::MISSING.to_string(), "absent".to_string());
+                    schema.with_metadata(md)
+                } else {
+                    schema
+                };
+                p.schema = Some(Arc::new(schema));
             }
         }
         (Layout::Columns, _) => {

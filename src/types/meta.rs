@@ -37,3 +37,6 @@ pub const WIDTHS: &str = "msgpack_numpy.widths";
 pub const EXTENSION_NAME: &str = "ARROW:extension:name";
 /// Field: the Arrow extension metadata (JSON).
 pub const EXTENSION_METADATA: &str = "ARROW:extension:metadata";
+/// Schema of a `records` file some of whose records lacked some keys (`"absent"`): the writer then
+/// leaves a null out of its record instead of writing nil, so the key sets come back.
+pub const MISSING: &str = "msgpack_arrow.missing";

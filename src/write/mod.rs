@@ -35,7 +35,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, SchemaRef};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::Layout;
+use crate::options::{Layout, Missing};
 use crate::types::layout::is_columns_map;
 use crate::types::meta;
 
@@ -78,6 +78,7 @@ enum Container {
 pub struct WriterBuilder {
     layout: Layout,
     aligned: bool,
+    missing: Missing,
 }
 
 impl Default for WriterBuilder {
@@ -92,7 +93,15 @@ impl WriterBuilder {
         WriterBuilder {
             layout: Layout::Records,
             aligned: false,
+            missing: Missing::Auto,
         }
+    }
+
+    /// How a null in a record is written (default [`Missing::Auto`]: left out where the file
+    /// read had absent keys, else nil).
+    pub fn with_missing(mut self, m: Missing) -> Self {
+        self.missing = m;
+        self
     }
 
     /// The layout to write (default `Records`). [`Layout::Auto`] uses the schema metadata
@@ -145,7 +154,13 @@ impl WriterBuilder {
             bin: schema.fields().iter().map(|f| bin_key(f)).collect(),
             ..Segment::default()
         };
+        let omit = match self.missing {
+            Missing::Omit => true,
+            Missing::Nil => false,
+            Missing::Auto => md.get(meta::MISSING).map(String::as_str) == Some("absent"),
+        };
         Ok(Writer {
+            omit,
             w,
             schema,
             layout,
@@ -166,6 +181,8 @@ impl WriterBuilder {
 /// headers hold the total row count.
 pub struct Writer<W: Write> {
     w: W,
+    /// records: a null leaves its key out ([`Missing`])
+    omit: bool,
     schema: SchemaRef,
     layout: Layout,
     container: Container,
@@ -446,20 +463,47 @@ impl<W: Write> Writer<W> {
             + batch.num_rows() * (keys_len + hdr.len());
         self.reserve(hint);
         let names = self.schema.fields().clone();
+        // Missing::Omit: which cells are null (Null columns too), so their keys are left out
+        let nulls: Vec<Option<arrow_buffer::NullBuffer>> = if self.omit {
+            batch.columns().iter().map(|c| c.logical_nulls()).collect()
+        } else {
+            Vec::new()
+        };
+        let present = |c: usize, row: usize| {
+            nulls
+                .get(c)
+                .and_then(|n| n.as_ref())
+                .is_none_or(|n| n.is_valid(row))
+        };
         for row in 0..batch.num_rows() {
             let rec = row0 + row as u64;
             let fail = |c: usize, e: Error| e.at_record(rec).prepend_path(names[c].name());
+            let n_here = if self.omit {
+                (0..ncols).filter(|&c| present(c, row)).count()
+            } else {
+                ncols
+            };
             if self.out.align {
-                self.seg.items.push(Item::MapHdr(ncols));
+                self.seg.items.push(Item::MapHdr(n_here));
                 for (c, enc) in encs.iter_mut().enumerate() {
+                    if !present(c, row) {
+                        continue;
+                    }
                     self.seg.items.push(Item::Key(c));
                     encode_aligned(enc.as_mut(), row, &mut self.seg, &mut self.out, &names)
                         .map_err(|e| fail(c, e))?;
                 }
                 self.seg.flush(&mut self.out, &names, None);
             } else {
-                self.out.buf.extend_from_slice(&hdr);
+                if n_here == ncols {
+                    self.out.buf.extend_from_slice(&hdr);
+                } else {
+                    wire::map_hdr(&mut self.out.buf, n_here);
+                }
                 for (c, enc) in encs.iter_mut().enumerate() {
+                    if !present(c, row) {
+                        continue;
+                    }
                     self.out.buf.extend_from_slice(&self.keys[c]);
                     enc.encode(row, &mut self.out).map_err(|e| fail(c, e))?;
                 }

@@ -1,0 +1,38 @@
+"""Records whose key sets differ (model files, event logs): a null is written as an absent key,
+so the file comes back with its key sets (missing="omit"; "auto" after read_arrow)."""
+
+from __future__ import annotations
+
+import io
+
+import msgpack_numpy as mn
+import numpy as np
+import polars as pl
+
+import msgpack_arrow as ma
+
+RECS = [
+    {"name": "conv", "W": np.arange(6, dtype="<f4").reshape(2, 3), "b": np.zeros(2, dtype="<f4")},
+    {"name": "act"},
+    {"name": "dense", "W": np.ones((2, 3), dtype="<f4")},
+]
+DATA = b"".join(mn.packb(r) for r in RECS)
+
+
+def test_read_arrow_then_write_gives_back_the_key_sets_byte_for_byte():
+    assert ma.write_msgpack(ma.read_arrow(DATA), None, layout="auto") == DATA
+
+
+def test_a_dataframe_written_with_missing_omit():
+    df = ma.read_msgpack(DATA)
+    assert df["W"].null_count() == 1
+    out = ma.write_msgpack(df, None, missing="omit")
+    assert out == DATA
+    rows = list(mn.Unpacker(io.BytesIO(out), raw=False))
+    assert [sorted(r) for r in rows] == [sorted(r) for r in RECS]
+    # the default for a DataFrame (no record of absent keys): every key, nil where null
+    nil = list(mn.Unpacker(io.BytesIO(ma.write_msgpack(df, None)), raw=False))
+    assert nil[1] == {"name": "act", "W": None, "b": None}
+    buf = io.BytesIO()
+    ma.sink_msgpack(df.lazy(), buf, missing="omit")
+    assert buf.getvalue() == DATA
