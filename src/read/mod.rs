@@ -46,8 +46,7 @@ use crate::wire::cursor::Cursor;
 
 /// Default rows per batch.
 pub const DEFAULT_BATCH_SIZE: usize = 65_536;
-/// Default nesting limit.
-pub const DEFAULT_MAX_DEPTH: usize = 128;
+pub use crate::wire::cursor::DEFAULT_MAX_DEPTH;
 /// Values (rows × columns) one batch of a wide records table holds at most: its rows shrink as
 /// columns grow, so memory follows the batch, not rows × keys.
 pub const MAX_BATCH_CELLS: usize = 1 << 24;

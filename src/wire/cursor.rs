@@ -8,6 +8,9 @@ use rmp::Marker;
 
 use crate::error::{Error, ErrorKind, Result};
 
+/// Default nesting limit of msgpack containers.
+pub const DEFAULT_MAX_DEPTH: usize = 128;
+
 /// One decoded msgpack integer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Int {

@@ -21,7 +21,7 @@ impl ColumnEncoder for RawEnc {
         let v = self.bins.value(row);
         // never write bytes that are not exactly one msgpack value: the output would not read
         let mut c = Cursor::new(v, 0);
-        c.skip(crate::read::DEFAULT_MAX_DEPTH)?;
+        c.skip(crate::wire::cursor::DEFAULT_MAX_DEPTH)?;
         if !c.is_empty() || v.is_empty() {
             return Err(Error::new(ErrorKind::Unsupported(format!(
                 "a raw msgpack value must be exactly one msgpack object; this one has {} bytes after it",
