@@ -89,7 +89,9 @@ def test_sink_memory_is_bounded_by_batches_not_the_table(tmp_path):
     peak = _peak(src, out, "ours")
     size = out.stat().st_size
     assert size > 390e6
-    assert peak < floor + 64 * 2**20, f"peak {peak / 2**20:.0f} MiB; Polars alone {floor / 2**20:.0f} MiB"
+    # Polars' streaming engine buffers more morsels for a slower consumer than for `del b`:
+    # the margin allows for that; holding the table (~390 MiB) would exceed both bounds
+    assert peak < floor + 128 * 2**20, f"peak {peak / 2**20:.0f} MiB; Polars alone {floor / 2**20:.0f} MiB"
     assert peak < 0.75 * size, f"peak {peak / 2**20:.0f} MiB for a {size / 2**20:.0f} MiB output"
     rows = mn.Unpacker(open(out, "rb"), raw=False)
     first = next(rows)
