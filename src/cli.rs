@@ -309,6 +309,10 @@ where
     };
     match run(cli) {
         Ok(()) => 0,
+        Err(msg) if msg.ends_with(INTERRUPTED) => {
+            eprintln!("interrupted: no output written");
+            130
+        }
         Err(msg) => {
             // Nothing useful to say when the reader of our output went away (`| head`).
             if msg != BROKEN_PIPE {
@@ -324,6 +328,26 @@ where
 }
 
 const BROKEN_PIPE: &str = "\0broken pipe";
+const INTERRUPTED: &str = "interrupted";
+
+static CTRL_C: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn note_ctrl_c(_: libc::c_int) {
+    CTRL_C.store(true, Ordering::Relaxed);
+}
+
+/// Ctrl-C during `convert` ends it between batches, with exit code 130 and no output (the
+/// temporary file is removed): the default action would leave the temporary file behind.
+fn on_ctrl_c() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, note_ctrl_c as *const () as libc::sighandler_t);
+    }
+}
+
+fn interrupted() -> bool {
+    CTRL_C.load(Ordering::Relaxed)
+}
 
 /// Write to standard output; a closed pipe ends the program quietly.
 fn out(text: &str) -> CliResult<()> {
@@ -578,6 +602,7 @@ fn convert(args: ConvertArgs) -> CliResult<()> {
     let opts = args.convert_options();
     // refuse contradicting options before any input is read
     output_format(&args.output, &opts).map_err(|e| e.to_string())?;
+    on_ctrl_c();
     let show = !args.quiet && io::stderr().is_terminal();
     let counter = Arc::new(AtomicU64::new(0));
     let bar = show.then(|| {
@@ -595,6 +620,12 @@ fn convert(args: ConvertArgs) -> CliResult<()> {
         progress_bar(total)
     });
     let mut on_batch = |path: &Path| {
+        if interrupted() {
+            // the output (a temporary file until now) is dropped as the error unwinds
+            return Err(crate::Error::new(crate::ErrorKind::Usage(
+                INTERRUPTED.into(),
+            )));
+        }
         if let Some(bar) = &bar {
             bar.set_message(
                 path.file_name()
@@ -603,6 +634,7 @@ fn convert(args: ConvertArgs) -> CliResult<()> {
             );
             bar.set_position(counter.load(Ordering::Relaxed));
         }
+        Ok(())
     };
     let result = crate::io::convert::convert(&inputs, &args.output, &read, &opts, &mut on_batch);
     if let Some(bar) = &bar {

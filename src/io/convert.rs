@@ -36,6 +36,9 @@ pub struct Converted {
     pub truncated: Vec<(PathBuf, crate::Truncation)>,
 }
 
+/// Bytes of Arrow data written between two `on_batch` calls of [`convert`].
+const SLICE_BYTES: usize = 32 << 20;
+
 fn usage(msg: String) -> Error {
     Error::new(ErrorKind::Usage(msg))
 }
@@ -136,14 +139,15 @@ pub fn check_unique_columns(schema: &Schema) -> Result<()> {
 }
 
 /// Convert `inputs` (read as one table: same columns and types) into `output`. `on_batch` is
-/// called after each batch with the input it came from (for progress reports). The output
-/// appears only when complete; on any error it is left as it was.
+/// called after each batch with the input it came from (for progress reports, and to stop: an
+/// error it returns ends the conversion). The output appears only when complete; on any error
+/// it is left as it was.
 pub fn convert(
     inputs: &[PathBuf],
     output: &Path,
     read: &ReadOptions,
     opts: &ConvertOptions,
-    on_batch: &mut dyn FnMut(&Path),
+    on_batch: &mut dyn FnMut(&Path) -> Result<()>,
 ) -> Result<Converted> {
     let (format, codec) = output_format(output, opts)?;
     let Some(first_path) = inputs.first() else {
@@ -200,8 +204,22 @@ pub fn convert(
                 batch
             };
             rows += batch.num_rows() as u64;
-            sink.write(&batch).map_err(|e| e.in_file(output))?;
-            on_batch(path);
+            // a big batch goes out in slices of about SLICE_BYTES, so `on_batch` (progress, and
+            // a Ctrl-C check) runs often whatever the batch size
+            let n = batch.num_rows();
+            let per_row = batch.get_array_memory_size() / n.max(1);
+            let step = (SLICE_BYTES / per_row.max(1)).clamp(1, n.max(1));
+            let mut at = 0;
+            loop {
+                let k = step.min(n - at);
+                sink.write(&batch.slice(at, k))
+                    .map_err(|e| e.in_file(output))?;
+                on_batch(path)?;
+                at += k;
+                if at >= n {
+                    break;
+                }
+            }
         }
         if let Some(t) = table.truncation.lock().ok().and_then(|t| *t) {
             truncated.push((path.clone(), t));

@@ -120,7 +120,7 @@ pub fn convert_dataset(
                         &target,
                         &read,
                         &co,
-                        &mut |_| {},
+                        &mut |_| Ok(()),
                     )?;
                     Ok(true)
                 }
