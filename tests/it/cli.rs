@@ -391,7 +391,7 @@ fn ctrl_c_during_convert_exits_130_at_once_and_leaves_no_output() {
         fs::create_dir(d).unwrap();
         let out = d.join(format!("out.{ext}"));
         fs::write(&out, b"previous").unwrap();
-        let mut child = Command::new(BIN)
+        let child = Command::new(BIN)
             .args([
                 "convert",
                 s(&big),
