@@ -26,7 +26,8 @@ ops = {
     "scan": lambda: ma.scan_msgpack(path).collect(),
     "scan-streaming": lambda: ma.scan_msgpack(path).collect(engine="streaming"),
     "write": lambda: ma.write_msgpack(df, out),
-    "sink": lambda: ma.sink_msgpack(pl.concat([df] * 4, rechunk=False).lazy(), out),
+    # batches of 8192 rows: what Polars does to produce one is not ours to interrupt
+    "sink": lambda: ma.sink_msgpack(pl.concat([df] * 4, rechunk=False).lazy(), out, chunk_size=8192),
 }
 # Ctrl-C as Python's default handler raises it, but only once: Polars' streaming engine may hand
 # the same interrupt on a second time while the first KeyboardInterrupt is being handled
