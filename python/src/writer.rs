@@ -118,8 +118,7 @@ fn pump<W: Write + Send>(
         // a big batch is encoded in slices of about SLICE_BYTES, with a Ctrl-C check between them,
         // so an interrupt is seen within a fraction of a second whatever the batch size
         let rows = b.num_rows();
-        let per_row = b.get_array_memory_size() / rows.max(1);
-        let step = (SLICE_BYTES / per_row.max(1)).clamp(1, rows.max(1));
+        let step = msgpack_arrow::io::convert::rows_per_slice(&b, SLICE_BYTES);
         let mut at = 0;
         while at < rows || (rows == 0 && at == 0) {
             let n = step.min(rows - at);

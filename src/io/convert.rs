@@ -39,6 +39,20 @@ pub struct Converted {
 /// Bytes of Arrow data written between two `on_batch` calls of [`convert`].
 const SLICE_BYTES: usize = 32 << 20;
 
+/// How many rows of `batch` hold about `bytes` of data (at least 1): for writing a big batch in
+/// slices. Counts the data the rows use, not the buffers they sit in (a zero-copy column of a
+/// mapped file sits in the whole mapping).
+pub fn rows_per_slice(batch: &RecordBatch, bytes: usize) -> usize {
+    let n = batch.num_rows();
+    let size: usize = batch
+        .columns()
+        .iter()
+        .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
+        .sum();
+    let per_row = size / n.max(1);
+    (bytes / per_row.max(1)).clamp(1, n.max(1))
+}
+
 fn usage(msg: String) -> Error {
     Error::new(ErrorKind::Usage(msg))
 }
@@ -207,8 +221,7 @@ pub fn convert(
             // a big batch goes out in slices of about SLICE_BYTES, so `on_batch` (progress, and
             // a Ctrl-C check) runs often whatever the batch size
             let n = batch.num_rows();
-            let per_row = batch.get_array_memory_size() / n.max(1);
-            let step = (SLICE_BYTES / per_row.max(1)).clamp(1, n.max(1));
+            let step = rows_per_slice(&batch, SLICE_BYTES);
             let mut at = 0;
             loop {
                 let k = step.min(n - at);
@@ -285,6 +298,19 @@ mod tests {
         assert!(f("x.parquet.gz", &opts()).is_err());
         assert!(f("-", &opts()).is_err());
         assert!(f("x.csv", &opts()).is_err());
+    }
+
+    #[test]
+    fn slices_count_the_rows_data_not_the_buffers_they_sit_in() {
+        use arrow_array::Int64Array;
+        use arrow_schema::{DataType, Field};
+        let a = Int64Array::from_iter_values(0..1_000_000);
+        let s = std::sync::Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false)]));
+        let b = RecordBatch::try_new(s, vec![std::sync::Arc::new(a)]).unwrap();
+        assert_eq!(rows_per_slice(&b, 8 << 10), 1024);
+        // a slice of 100 rows of that 8 MB buffer: still 8 bytes a row
+        assert_eq!(rows_per_slice(&b.slice(10, 100), 400), 50);
+        assert_eq!(rows_per_slice(&b.slice(0, 10), 1 << 20), 10);
     }
 
     #[test]
