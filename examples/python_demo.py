@@ -19,9 +19,10 @@ print(df.head(3))
 top = ma.scan_msgpack(path).filter(pl.col("score") > 0.99).select("id", "score").collect()
 print(f"{top.height} rows with score > 0.99:", top["id"].to_list())
 
-# blobs: one msgpack_numpy.packb per row (as stored in a database column) and back
-blobs = df.select("id", pl.col("emb").msgpack.encode())
-back = blobs.with_columns(pl.col("emb").msgpack.decode(pl.Array(pl.Float32, 16)))
+# blobs: one msgpack_numpy.packb per row (as stored in a database column) and back, with the
+# Series methods (the pl.col(...).msgpack expressions are an optional plugin)
+blobs = df.select("id").with_columns(df["emb"].msgpack.encode())
+back = blobs.with_columns(blobs["emb"].msgpack.decode())
 assert back.equals(df.select("id", "emb"))
 first = msgpack_numpy.unpackb(blobs["emb"][0])
 print("a blob, as msgpack_numpy reads it:", first.dtype, first.shape)
