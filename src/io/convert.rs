@@ -218,10 +218,16 @@ pub fn convert(
                 batch
             };
             rows += batch.num_rows() as u64;
-            // a big batch goes out in slices of about SLICE_BYTES, so `on_batch` (progress, and
-            // a Ctrl-C check) runs often whatever the batch size
+            // Parquet (compressing, the slow writer) gets a big batch in slices of about
+            // SLICE_BYTES, so `on_batch` (progress, and a Ctrl-C check) runs often whatever the
+            // batch size; the others write a batch in a fraction of a second, and slices would
+            // only cost them (more IPC record batches: 1.2x slower measured on a 316 MB dump)
             let n = batch.num_rows();
-            let step = rows_per_slice(&batch, SLICE_BYTES);
+            let step = if format == Format::Parquet {
+                rows_per_slice(&batch, SLICE_BYTES)
+            } else {
+                n.max(1)
+            };
             let mut at = 0;
             loop {
                 let k = step.min(n - at);
