@@ -94,7 +94,7 @@ struct ReadArgs {
     /// ndarray maps to recognise: msgpack-numpy and openpi's (`auto`), only msgpack-numpy, only
     /// openpi, or msgpack-numpy-js (`js`: its `<U8` means uint8; never guessed)
     /// ndarray maps to recognise: auto (msgpack-numpy and openpi), msgpack-numpy, openpi, js
-    #[arg(long, default_value = "auto", value_parser = parse_dialect)]
+    #[arg(long, default_value = "auto", value_parser = parse_value::<Dialect>)]
     dialect: Dialect,
     /// Input format, when the extension does not tell (default: from the extension, else the
     /// file's first bytes; standard input is msgpack)
@@ -102,7 +102,7 @@ struct ReadArgs {
     input_format: Option<FormatArg>,
     /// An input cut short (a writer that crashed): `error`, or `keep` its complete records (a
     /// warning on stderr says where the cut is; the exit code stays 0)
-    #[arg(long, default_value = "error", value_parser = parse_on_truncated)]
+    #[arg(long, default_value = "error", value_parser = parse_value::<OnTruncated>)]
     on_truncated: OnTruncated,
     /// Give columns their type instead of inferring it (resolves type conflicts), e.g.
     /// `--schema-overrides label=str,score=f64` (types: i64, f32, str, bin, bool, date,
@@ -111,7 +111,7 @@ struct ReadArgs {
     schema_overrides: Vec<(String, arrow_schema::DataType)>,
     /// A column whose values do not unify: `error`, or `binary` (each row its value's raw
     /// msgpack bytes, written back as they were)
-    #[arg(long, default_value = "error", value_parser = parse_conflicts)]
+    #[arg(long, default_value = "error", value_parser = parse_value::<crate::Conflicts>)]
     conflicts: crate::Conflicts,
     /// Infer the schema from this many rows (default: all of them)
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -217,8 +217,11 @@ impl From<FormatArg> for Format {
     }
 }
 
-fn parse_dialect(s: &str) -> std::result::Result<Dialect, String> {
-    s.parse::<Dialect>().map_err(|e| e.to_string())
+/// An option value by the core's own parser (one list of values, one message).
+fn parse_value<T: std::str::FromStr<Err = crate::Error>>(
+    s: &str,
+) -> std::result::Result<T, String> {
+    s.parse::<T>().map_err(|e| e.to_string())
 }
 
 fn parse_override(s: &str) -> std::result::Result<(String, arrow_schema::DataType), String> {
@@ -227,14 +230,6 @@ fn parse_override(s: &str) -> std::result::Result<(String, arrow_schema::DataTyp
         .ok_or_else(|| format!("{s:?}: expected COLUMN=TYPE, e.g. label=str"))?;
     let t = crate::types::parse_type_name(ty).map_err(|e| e.to_string())?;
     Ok((name.to_string(), t))
-}
-
-fn parse_conflicts(s: &str) -> std::result::Result<crate::Conflicts, String> {
-    s.parse::<crate::Conflicts>().map_err(|e| e.to_string())
-}
-
-fn parse_on_truncated(s: &str) -> std::result::Result<OnTruncated, String> {
-    s.parse::<OnTruncated>().map_err(|e| e.to_string())
 }
 
 fn parse_compression(s: &str) -> std::result::Result<Compression, String> {

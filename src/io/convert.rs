@@ -81,19 +81,13 @@ pub fn output_format(output: &Path, opts: &ConvertOptions) -> Result<(Format, Op
         }
     };
     let codec = Codec::from_path(output);
-    if codec.is_some() && format != Format::Msgpack {
-        return Err(usage(format!(
-            "{}: only msgpack outputs are compressed by extension; {format} files compress internally (see --compression)",
-            output.display()
-        )));
+    SinkOptions {
+        compression: opts.compression,
+        codec,
+        ..SinkOptions::new(format)
     }
-    if opts.compression.is_some() && matches!(format, Format::Msgpack | Format::Npz) {
-        return Err(usage(if format == Format::Msgpack {
-            "--compression applies to parquet and feather outputs; to compress msgpack, name the output .msgpack.zst, .msgpack.gz or .msgpack.lz4".into()
-        } else {
-            "--compression applies to parquet and feather outputs; npz members are stored uncompressed, like np.savez".into()
-        }));
-    }
+    .check()
+    .map_err(|e| e.in_file(output))?;
     if format != Format::Msgpack {
         if opts.aligned {
             return Err(usage(format!(

@@ -33,6 +33,28 @@ pub struct SinkOptions {
 }
 
 impl SinkOptions {
+    /// Refuse options the format has no use for: a stream codec on a non-msgpack output, a
+    /// Parquet/Feather compression on msgpack or NPZ.
+    pub fn check(&self) -> Result<()> {
+        if self.codec.is_some() && self.format != Format::Msgpack {
+            return Err(Error::new(ErrorKind::Usage(format!(
+                "only msgpack outputs are compressed by extension; {} files compress internally (see --compression)",
+                self.format
+            ))));
+        }
+        if self.compression.is_some() && matches!(self.format, Format::Msgpack | Format::Npz) {
+            return Err(Error::new(ErrorKind::Usage(
+                if self.format == Format::Msgpack {
+                    "--compression applies to parquet and feather outputs; to compress msgpack, name the output .msgpack.zst, .msgpack.gz or .msgpack.lz4"
+                } else {
+                    "--compression applies to parquet and feather outputs; npz members are stored uncompressed, like np.savez"
+                }
+                .into(),
+            )));
+        }
+        Ok(())
+    }
+
     /// The defaults for `format`.
     pub fn new(format: Format) -> Self {
         SinkOptions {
@@ -61,22 +83,7 @@ pub enum Sink<W: Write + Seek + Send> {
 impl<W: Write + Seek + Send> Sink<W> {
     /// Start writing batches of `schema` into `w`.
     pub fn try_new(w: W, schema: SchemaRef, opts: &SinkOptions) -> Result<Self> {
-        if opts.codec.is_some() && opts.format != Format::Msgpack {
-            return Err(Error::new(ErrorKind::Usage(format!(
-                "only msgpack outputs are compressed by extension; {} files compress internally (see --compression)",
-                opts.format
-            ))));
-        }
-        if opts.compression.is_some() && matches!(opts.format, Format::Msgpack | Format::Npz) {
-            return Err(Error::new(ErrorKind::Usage(
-                if opts.format == Format::Msgpack {
-                    "--compression applies to parquet and feather outputs; to compress msgpack, name the output .msgpack.zst, .msgpack.gz or .msgpack.lz4"
-                } else {
-                    "--compression applies to parquet and feather outputs; npz members are stored uncompressed, like np.savez"
-                }
-                .into(),
-            )));
-        }
+        opts.check()?;
         Ok(match opts.format {
             Format::Parquet => Sink::Parquet(parquet::parquet_writer(
                 w,
