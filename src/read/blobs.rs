@@ -29,20 +29,6 @@ fn blobs(a: &dyn Array) -> Result<Vec<Option<&[u8]>>> {
     })
 }
 
-/// Check that `blob` is exactly one msgpack value.
-fn one_value(blob: &[u8], max_depth: usize) -> Result<()> {
-    let mut c = Cursor::new(blob, 0);
-    c.skip(max_depth)?;
-    if c.pos() != blob.len() {
-        return Err(Error::new(ErrorKind::InvalidMsgpack(format!(
-            "{} bytes after the value",
-            blob.len() - c.pos()
-        )))
-        .at_offset(c.pos() as u64));
-    }
-    Ok(())
-}
-
 impl ReaderBuilder {
     /// Decode a binary column of msgpack-numpy blobs into one typed array of `field`'s type
     /// (`None`: inferred from every blob, as a `values` file would be). The builder's dialect,
@@ -51,7 +37,9 @@ impl ReaderBuilder {
     pub fn decode_blobs(&self, blobs_array: &dyn Array, field: Option<&Field>) -> Result<ArrayRef> {
         let rows = blobs(blobs_array)?;
         for (i, b) in rows.iter().enumerate() {
-            one_value(b.unwrap_or(NIL), self.max_depth).map_err(|e| e.at_record(i as u64))?;
+            Cursor::new(b.unwrap_or(NIL), 0)
+                .skip_exactly_one(self.max_depth)
+                .map_err(|e| e.at_record(i as u64))?;
         }
         let field = match field {
             Some(f) => f.clone(),

@@ -428,6 +428,19 @@ impl<'a> Cursor<'a> {
         r
     }
 
+    /// Skip one value, which must be all the bytes left (a blob, a raw value): trailing bytes
+    /// are an error at their offset.
+    pub fn skip_exactly_one(&mut self, max_depth: usize) -> Result<()> {
+        self.skip(max_depth)?;
+        if !self.is_empty() {
+            return Err(self.error(ErrorKind::InvalidMsgpack(format!(
+                "{} bytes after the value",
+                self.remaining()
+            ))));
+        }
+        Ok(())
+    }
+
     /// Skip one value of any type, checking lengths; nesting is bounded by `max_depth`.
     pub fn skip(&mut self, max_depth: usize) -> Result<()> {
         // An explicit stack of "values still to skip" keeps deep nesting off the call stack.

@@ -1,7 +1,7 @@
 //! Columns of raw msgpack values (`msgpack_numpy.kind = msgpack`, from
 //! [`crate::Conflicts::Binary`]): each row's bytes written back as they were read.
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::wire::cursor::Cursor;
 use crate::wire::write::Out;
 use crate::write::access::*;
@@ -20,14 +20,7 @@ impl ColumnEncoder for RawEnc {
         }
         let v = self.bins.value(row);
         // never write bytes that are not exactly one msgpack value: the output would not read
-        let mut c = Cursor::new(v, 0);
-        c.skip(crate::wire::cursor::DEFAULT_MAX_DEPTH)?;
-        if !c.is_empty() || v.is_empty() {
-            return Err(Error::new(ErrorKind::Unsupported(format!(
-                "a raw msgpack value must be exactly one msgpack object; this one has {} bytes after it",
-                c.remaining()
-            ))));
-        }
+        Cursor::new(v, 0).skip_exactly_one(crate::wire::cursor::DEFAULT_MAX_DEPTH)?;
         out.buf.extend_from_slice(v);
         Ok(())
     }
