@@ -11,7 +11,6 @@ use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use msgpack_arrow::io::compress::open_buffer;
-use msgpack_arrow::types::polars_compatible_type;
 use msgpack_arrow::{
     Dialect, Layout, ObjectArrays, OnTruncated, Reader, ReaderBuilder, TensorMode,
 };
@@ -113,90 +112,6 @@ pub(crate) fn plain_type(t: &DataType) -> DataType {
     }
 }
 
-/// The output schema: the decoded one with the fields named in `overrides` given their types
-/// and, `for_polars`, the types Polars cannot import mapped (see [`polars_compatible_type`]); with the
-/// type each column is cast to (`None`: kept as decoded). `strict`: an override naming no
-/// column is an error (without a projection; with one, an override of a column left out is
-/// ignored).
-fn output_schema(
-    decoded: &Schema,
-    overrides: Option<&Schema>,
-    strict: bool,
-    for_polars: bool,
-) -> msgpack_arrow::Result<(Schema, Vec<Option<DataType>>)> {
-    if let (Some(overrides), true) = (overrides, strict) {
-        if let Some(o) = overrides
-            .fields()
-            .iter()
-            .find(|o| decoded.field_with_name(o.name()).is_err())
-        {
-            return Err(msgpack_arrow::Error::new(msgpack_arrow::ErrorKind::Key(format!(
-                "schema_overrides names column {:?}, which is not in the input; the columns are: {}",
-                o.name(),
-                decoded.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
-            ))));
-        }
-    }
-    let mut casts = Vec::with_capacity(decoded.fields().len());
-    let mut fields = Vec::with_capacity(decoded.fields().len());
-    for f in decoded.fields() {
-        let over = overrides
-            .and_then(|o| o.field_with_name(f.name()).ok())
-            .map(|o| plain_type(o.data_type()));
-        let mut t = over.clone().unwrap_or_else(|| f.data_type().clone());
-        if for_polars {
-            t = polars_compatible_type(&t);
-        }
-        if &t == f.data_type() {
-            casts.push(None);
-            fields.push(f.as_ref().clone());
-        } else {
-            casts.push(Some(t.clone()));
-            // an override replaces the numpy dtype the metadata described; a Polars mapping keeps it
-            let md = if over.is_some() {
-                Default::default()
-            } else {
-                f.metadata().clone()
-            };
-            fields.push(Field::new(f.name(), t, true).with_metadata(md));
-        }
-    }
-    Ok((
-        Schema::new_with_metadata(fields, decoded.metadata().clone()),
-        casts,
-    ))
-}
-
-/// Cast the overridden columns of a decoded batch (`safe: false`: a value that does not fit the
-/// new type is an error, not a silent null).
-fn cast_batch(
-    b: RecordBatch,
-    schema: &SchemaRef,
-    casts: &[Option<DataType>],
-) -> msgpack_arrow::Result<RecordBatch> {
-    if casts.iter().all(Option::is_none) {
-        return Ok(b);
-    }
-    let opts = arrow_cast::CastOptions {
-        safe: false,
-        ..Default::default()
-    };
-    let mut cols = Vec::with_capacity(b.num_columns());
-    for ((c, t), f) in b.columns().iter().zip(casts).zip(schema.fields()) {
-        cols.push(match t {
-            None => c.clone(),
-            Some(t) => arrow_cast::cast_with_options(c, t, &opts)
-                .map_err(|e| msgpack_arrow::Error::from(e).prepend_path(f.name()))?,
-        });
-    }
-    let rows = b.num_rows();
-    Ok(RecordBatch::try_new_with_options(
-        schema.clone(),
-        cols,
-        &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows)),
-    )?)
-}
-
 /// Reads msgpack-numpy as Arrow record batches.
 ///
 /// `Reader(source, *, layout="auto", columns=None, schema=None, schema_overrides=None, tensor="array",
@@ -215,12 +130,10 @@ fn cast_batch(
 pub struct PyReader {
     /// Taken out while a batch is decoded with the GIL released (see `next_batch`).
     inner: Mutex<Option<Reader>>,
-    /// the schema the core decodes to
+    /// the schema inferred or given, before `schema_overrides` and `for_polars`
     decoded: SchemaRef,
-    /// the output schema: `decoded` with `schema_overrides` applied
+    /// the output schema (the core converts each batch to it)
     schema: SchemaRef,
-    /// per output column, the type it is cast to (`schema_overrides`), if any
-    casts: Vec<Option<DataType>>,
     layout: Layout,
     reason: String,
     /// rows still to give when `n_rows` was set
@@ -285,30 +198,21 @@ impl PyReader {
                     .collect::<Vec<_>>(),
             ))
         }));
-        let strict = columns.is_none();
-        let (reader, schema, casts) = py
+        let builder = builder.with_polars_types(for_polars);
+        let reader = py
             .detach(|| {
                 guarded(|| {
                     let reader = source.build(builder.with_projection(columns))?;
-                    let decoded = reader.schema();
-                    for f in decoded.fields() {
+                    for f in reader.schema().fields() {
                         check_c_names(f.name(), f.data_type())?;
                     }
-                    let (schema, casts) =
-                        output_schema(&decoded, overrides.as_deref(), strict, for_polars)?;
-                    let schema = if casts.iter().all(Option::is_none) {
-                        decoded
-                    } else {
-                        Arc::new(schema)
-                    };
-                    Ok((reader, schema, casts))
+                    Ok(reader)
                 })
             })
             .map_err(|f| to_pyerr(py, Op::Decode, f))?;
         Ok(PyReader {
-            decoded: reader.schema(),
-            schema,
-            casts,
+            decoded: reader.decoded_schema(),
+            schema: reader.schema(),
             layout: reader.layout(),
             reason: reader.layout_reason().to_string(),
             inner: Mutex::new(Some(reader)),
@@ -401,13 +305,7 @@ impl PyReader {
             .map_err(|_| PyRuntimeError::new_err("reader poisoned"))?
             .take()
             .ok_or_else(|| PyRuntimeError::new_err("this Reader is in use by another thread"))?;
-        let (schema, casts) = (&self.schema, &self.casts);
-        let r = py.detach(|| {
-            guarded(|| match reader.next().transpose()? {
-                Some(b) => Ok(Some(cast_batch(b, schema, casts)?)),
-                None => Ok(None),
-            })
-        });
+        let r = py.detach(|| guarded(|| Ok(reader.next().transpose()?)));
         *self
             .inner
             .lock()

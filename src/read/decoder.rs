@@ -9,7 +9,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
 use super::array::Ctx;
-use super::rows::{batch, dec_names, reorder, RowDecoder};
+use super::rows::{batch, RowDecoder};
 use super::{project, ReaderBuilder};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::Layout;
@@ -165,8 +165,7 @@ impl Decoder {
             return Ok(None);
         }
         let cols = self.dec.finish()?;
-        let names = dec_names(&self.dec, &self.schema);
-        let b = batch(&self.schema, reorder(cols, &names, &self.schema), self.rows)?;
+        let b = batch(&self.schema, cols, self.rows)?;
         self.row += self.rows as u64;
         self.rows = 0;
         Ok(Some(b))

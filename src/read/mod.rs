@@ -22,12 +22,12 @@ mod rows;
 mod source;
 mod stream;
 
-use self::columns::*;
+use self::columns::decode_columns;
 pub use self::decoder::Decoder;
-use self::plan::*;
-use self::rows::*;
-use self::source::*;
-use self::stream::*;
+use self::plan::{plan, plan_first, Container, Plan, MAX_CHUNKS};
+use self::rows::{batch, Limit, Parallel, RowDecoder, RowsReader};
+use self::source::mmap_buffer;
+use self::stream::{StreamReader, StreamRows};
 use crate::wire::sniff::{not_msgpack_message, sniff, SNIFF_LEN};
 
 use std::io::Read;
@@ -35,13 +35,13 @@ use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_buffer::Buffer;
-use arrow_schema::{ArrowError, Schema, SchemaRef};
+use arrow_schema::{ArrowError, DataType, Schema, SchemaRef};
 
 use self::array::Ctx;
 use self::infer::InferOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Conflicts, Dialect, Layout, ObjectArrays, OnTruncated, TensorMode};
-use crate::types::meta;
+use crate::types::{meta, polars_compatible_type};
 use crate::wire::cursor::Cursor;
 
 /// Default rows per batch.
@@ -103,6 +103,7 @@ pub struct ReaderBuilder {
     n_rows: Option<usize>,
     conflicts: Conflicts,
     max_columns: usize,
+    polars_types: bool,
 }
 
 impl Default for ReaderBuilder {
@@ -134,7 +135,16 @@ impl ReaderBuilder {
             n_rows: None,
             conflicts: Conflicts::Error,
             max_columns: DEFAULT_MAX_COLUMNS,
+            polars_types: false,
         }
+    }
+    /// Output only types Polars imports as they are (default `false`: the exact Arrow types):
+    /// `FixedSizeList` of width 0 becomes `List`, seconds (Timestamp, Duration) milliseconds, at
+    /// any depth (see [`crate::types::polars_compatible_type`]). Decided when the reader is
+    /// built; the schema says it, and every batch comes out in it.
+    pub fn with_polars_types(mut self, on: bool) -> Self {
+        self.polars_types = on;
+        self
     }
     /// The most columns (distinct top-level keys) a records file may have (default
     /// [`DEFAULT_MAX_COLUMNS`]): a stream whose records keep bringing new keys would otherwise
@@ -253,7 +263,19 @@ impl ReaderBuilder {
     pub fn layout(&self) -> Layout {
         self.layout
     }
-    /// The batch size set.
+    /// The most rows to read (`None`: all).
+    pub fn n_rows(&self) -> Option<usize> {
+        self.n_rows
+    }
+    /// The columns to keep, in order (`None`: all).
+    pub fn projection(&self) -> Option<&[String]> {
+        self.projection.as_deref()
+    }
+    /// The tensor representation.
+    pub fn tensor(&self) -> TensorMode {
+        self.tensor
+    }
+    /// The rows per batch.
     pub fn batch_size(&self) -> usize {
         self.batch_size
     }
@@ -277,10 +299,11 @@ impl ReaderBuilder {
     /// Read from an Arrow buffer. `columns`-layout tensors are taken zero-copy where aligned.
     pub fn build_from_buffer(self, buf: Buffer) -> Result<Reader> {
         let this = self.bounded();
-        let left = this.n_rows;
+        let (left, polars) = (this.n_rows, this.polars_types);
+        let (overrides, strict) = (this.overrides.clone(), this.projection.is_none());
         let mut r = this.build_from_buffer_all(buf)?;
         r.left = left;
-        Ok(r)
+        r.output_types(overrides.as_deref(), strict, polars)
     }
 
     fn build_from_buffer_all(self, buf: Buffer) -> Result<Reader> {
@@ -313,10 +336,11 @@ impl ReaderBuilder {
     /// ndarray) are read whole.
     pub fn build<R: Read + Send + 'static>(self, r: R) -> Result<Reader> {
         let this = self.bounded();
-        let left = this.n_rows;
+        let (left, polars) = (this.n_rows, this.polars_types);
+        let (overrides, strict) = (this.overrides.clone(), this.projection.is_none());
         let mut r = this.build_all(r)?;
         r.left = left;
-        Ok(r)
+        r.output_types(overrides.as_deref(), strict, polars)
     }
 
     fn build_all<R: Read + Send + 'static>(self, r: R) -> Result<Reader> {
@@ -332,7 +356,9 @@ impl ReaderBuilder {
         };
         // buffer the first object (and one more byte, to know whether more follow)
         let first_end = match s.fill_object(0) {
-            Err(e) if cut_early(&e, &s) => return self.build_from_buffer(Buffer::from_vec(s.buf)),
+            Err(e) if cut_early(&e, &s) => {
+                return self.build_from_buffer_all(Buffer::from_vec(s.buf))
+            }
             r => r?,
         };
         let single = match first_end {
@@ -356,7 +382,7 @@ impl ReaderBuilder {
                         }
                         Ok(None) => break,
                         Err(e) if cut_early(&e, &s) => {
-                            return me.build_from_buffer(Buffer::from_vec(s.buf))
+                            return me.build_from_buffer_all(Buffer::from_vec(s.buf))
                         }
                         Err(e) => return Err(e),
                     }
@@ -367,7 +393,7 @@ impl ReaderBuilder {
             _ => {
                 let mut all = std::mem::take(&mut s.buf);
                 s.src.read_to_end(&mut all)?;
-                self.build_from_buffer(Buffer::from_vec(all))
+                self.build_from_buffer_all(Buffer::from_vec(all))
             }
         }
     }
@@ -383,6 +409,11 @@ pub struct Reader {
     truncation: Option<Truncation>,
     /// rows still to hand out ([`ReaderBuilder::with_n_rows`])
     left: Option<usize>,
+    /// per column, the type its decoded array is converted to
+    /// ([`ReaderBuilder::with_polars_types`]); empty: none is
+    convert: Vec<Option<DataType>>,
+    /// the schema before that conversion
+    decoded: SchemaRef,
 }
 
 /// Where an input read with [`OnTruncated::Keep`] was cut.
@@ -477,6 +508,94 @@ fn project(schema: &Schema, projection: Option<&[String]>) -> Result<Schema> {
 }
 
 impl Reader {
+    /// The output types, decided once: columns named in `overrides` that the layout did not
+    /// decode straight into their type (the `columns` layout, a given schema) are converted to
+    /// it; with `polars`, every type Polars cannot import is mapped. `strict` (no projection):
+    /// an override naming no column is an error.
+    fn output_types(
+        mut self,
+        overrides: Option<&Schema>,
+        strict: bool,
+        polars: bool,
+    ) -> Result<Reader> {
+        if let (Some(o), true) = (overrides, strict && !self.schema.fields().is_empty()) {
+            if let Some(o) = o
+                .fields()
+                .iter()
+                .find(|o| self.schema.field_with_name(o.name()).is_err())
+            {
+                return Err(Error::new(ErrorKind::Key(format!(
+                    "schema_overrides names column {:?}, which is not in the input; the columns are: {}",
+                    o.name(),
+                    self.schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+                ))));
+            }
+        }
+        self.decoded = self.schema.clone();
+        let mut convert = Vec::with_capacity(self.schema.fields().len());
+        let mut fields = Vec::with_capacity(self.schema.fields().len());
+        for f in self.schema.fields() {
+            let over = overrides.and_then(|o| o.field_with_name(f.name()).ok());
+            let mut t = over.map_or_else(|| f.data_type().clone(), |o| o.data_type().clone());
+            if polars {
+                t = polars_compatible_type(&t);
+            }
+            if &t == f.data_type() {
+                convert.push(None);
+                fields.push(f.clone());
+            } else {
+                // an override replaces the numpy dtype the metadata described (a bin key stays
+                // one); a Polars mapping keeps it, as the values are the same
+                let mut g = f.as_ref().clone().with_data_type(t.clone());
+                if over.is_some_and(|o| o.data_type() != f.data_type()) {
+                    g = g.with_metadata(
+                        f.metadata()
+                            .iter()
+                            .filter(|(k, _)| k.as_str() == meta::KEY)
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect::<std::collections::HashMap<_, _>>(),
+                    );
+                }
+                fields.push(Arc::new(g));
+                convert.push(Some(t));
+            }
+        }
+        if convert.iter().any(Option::is_some) {
+            self.schema = Arc::new(Schema::new_with_metadata(
+                fields,
+                self.schema.metadata().clone(),
+            ));
+            self.convert = convert;
+        }
+        Ok(self)
+    }
+
+    /// A decoded batch in the output types (`safe: false`: a value that does not fit is an
+    /// error, never a silent null).
+    fn converted(&self, b: RecordBatch) -> Result<RecordBatch> {
+        if self.convert.is_empty() {
+            return Ok(b);
+        }
+        let opts = arrow_cast::CastOptions {
+            safe: false,
+            ..Default::default()
+        };
+        let mut cols = Vec::with_capacity(b.num_columns());
+        for ((c, t), f) in b
+            .columns()
+            .iter()
+            .zip(&self.convert)
+            .zip(self.schema.fields())
+        {
+            cols.push(match t {
+                None => c.clone(),
+                Some(t) => arrow_cast::cast_with_options(c, t, &opts)
+                    .map_err(|e| Error::from(e).prepend_path(f.name()))?,
+            });
+        }
+        rows::batch(&self.schema, cols, b.num_rows())
+    }
+
     fn from_plan(b: ReaderBuilder, buf: Buffer, p: Plan) -> Result<Reader> {
         let ctx = Ctx {
             dialect: b.dialect,
@@ -496,6 +615,8 @@ impl Reader {
                 inner: Inner::Empty,
                 truncation: None,
                 left: None,
+                convert: Vec::new(),
+                decoded: Arc::new(Schema::empty()),
             });
         };
         let full = with_layout_metadata(&full, p.layout, p.container);
@@ -546,6 +667,8 @@ impl Reader {
                     })),
                     truncation: None,
                     left: None,
+                    convert: Vec::new(),
+                    decoded: Arc::new(Schema::empty()),
                 })
             }
             (Layout::Columns, _) | (Layout::Values, Container::NdArray) => {
@@ -574,6 +697,8 @@ impl Reader {
                     inner: Inner::Batches(batches.into_iter()),
                     truncation: None,
                     left: None,
+                    convert: Vec::new(),
+                    decoded: Arc::new(Schema::empty()),
                 })
             }
             _ => Ok(Reader {
@@ -583,6 +708,8 @@ impl Reader {
                 inner: Inner::Empty,
                 truncation: None,
                 left: None,
+                convert: Vec::new(),
+                decoded: Arc::new(Schema::empty()),
             }),
         }
     }
@@ -615,6 +742,8 @@ impl Reader {
             })),
             truncation: None,
             left: None,
+            convert: Vec::new(),
+            decoded: Arc::new(Schema::empty()),
         })
     }
 
@@ -637,6 +766,12 @@ impl Reader {
     /// The output schema (projection applied; layout and container in its metadata).
     pub fn schema(&self) -> SchemaRef {
         self.schema.clone()
+    }
+    /// The schema inferred (or given) before the output conversions
+    /// ([`ReaderBuilder::with_polars_types`], overrides of a `columns` file): pass it as the
+    /// schema to read more files exactly as this one.
+    pub fn decoded_schema(&self) -> SchemaRef {
+        self.decoded.clone()
     }
     /// Rows in the input, where they are known before decoding (in-memory and mapped files of
     /// records, values or columns); `None` for a `Read` stream.
@@ -663,9 +798,10 @@ impl Iterator for Reader {
         let r = match &mut self.inner {
             Inner::Empty => return None,
             Inner::Rows(r) => r.next_batch(),
-            Inner::Batches(b) => return b.next().map(Ok),
+            Inner::Batches(b) => Ok(b.next()),
             Inner::Stream(s) => s.next_batch(),
         };
+        let r = r.and_then(|b| b.map(|b| self.converted(b)).transpose());
         match r {
             Ok(Some(b)) => match &mut self.left {
                 Some(left) => {
@@ -1006,6 +1142,73 @@ mod tests {
         // a stream of small ints without the shape of text still reads under auto
         let ints: Vec<u8> = (1..=40).collect();
         assert!(ReaderBuilder::new().build_from_slice(&ints).is_ok());
+    }
+
+    /// Overrides apply on every layout (a `columns` file is converted, not decoded into them),
+    /// an override naming no column is an error, and the Polars types are the schema's and the
+    /// batches' from the start.
+    #[test]
+    fn output_types_are_decided_when_the_reader_is_built() {
+        use arrow_array::Array;
+        // {"x": [1, 2, 3], "e": [ndarray f4 shape (0,)] * 3}: a columns map
+        let empty_nd = map(&[
+            ("nd", vec![0xc3]),
+            ("type", s("<f4")),
+            ("kind", bin(b"")),
+            ("shape", vec![0x91, 0x00]),
+            ("data", bin(b"")),
+        ]);
+        let mut cols = vec![0x82];
+        cols.extend(s("x"));
+        cols.extend([0x93, 1, 2, 3]);
+        cols.extend(s("e"));
+        cols.push(0x93);
+        (0..3).for_each(|_| cols.extend(&empty_nd));
+        let f64s = Arc::new(Schema::new(vec![arrow_schema::Field::new(
+            "x",
+            DataType::Float64,
+            true,
+        )]));
+        let r = ReaderBuilder::new()
+            .with_schema_overrides(Some(f64s.clone()))
+            .with_polars_types(true)
+            .build_from_slice(&cols)
+            .unwrap();
+        assert_eq!(r.layout(), Layout::Columns);
+        let schema = r.schema();
+        assert_eq!(schema.field(0).data_type(), &DataType::Float64);
+        assert!(matches!(schema.field(1).data_type(), DataType::List(_)));
+        assert!(matches!(
+            r.decoded_schema().field(1).data_type(),
+            DataType::FixedSizeList(_, 0)
+        ));
+        let b = r.collect_batches().unwrap().remove(0);
+        assert_eq!(b.schema(), schema);
+        let x = b
+            .column(0)
+            .as_any()
+            .downcast_ref::<arrow_array::Float64Array>()
+            .unwrap();
+        assert_eq!(x.values().to_vec(), vec![1.0, 2.0, 3.0]);
+        assert_eq!(b.column(1).len(), 3);
+        // without the option, the exact type
+        let r = ReaderBuilder::new().build_from_slice(&cols).unwrap();
+        assert!(matches!(
+            r.schema().field(1).data_type(),
+            DataType::FixedSizeList(_, 0)
+        ));
+        // an override of a column the input lacks
+        let other = Arc::new(Schema::new(vec![arrow_schema::Field::new(
+            "nope",
+            DataType::Float64,
+            true,
+        )]));
+        let e = ReaderBuilder::new()
+            .with_schema_overrides(Some(other))
+            .build_from_slice(&cols)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"nope\"") && e.contains("x, e"), "{e}");
     }
 
     /// `{key: value}` with bin keys, as Python writes `{b'key': ...}`.

@@ -5,6 +5,8 @@ use self::infer::{Inferrer, NdKind, Ty};
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Layout, ObjectArrays};
+use crate::read::source::release_behind;
+use crate::read::source::release_pages;
 use crate::types::layout::{is_columns_map as is_columns_map_rule, ValueForm};
 use crate::types::{meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Kind};

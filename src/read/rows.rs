@@ -5,11 +5,12 @@ use self::array::{make_decoder, ArrayDecoder, Ctx, StructDecoder};
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::Layout;
+use crate::read::source::release_behind;
+use crate::read::source::release_pages;
 use crate::wire::cursor::Cursor;
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_buffer::Buffer;
 use arrow_schema::{Schema, SchemaRef};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Decodes consecutive rows (records or values) of a buffer.
@@ -100,30 +101,6 @@ pub(crate) fn batch(schema: &SchemaRef, cols: Vec<ArrayRef>, rows: usize) -> Res
     )?)
 }
 
-pub(crate) fn reorder(
-    cols: Vec<ArrayRef>,
-    dec_fields: &[String],
-    schema: &SchemaRef,
-) -> Vec<ArrayRef> {
-    if dec_fields
-        .iter()
-        .map(String::as_str)
-        .eq(schema.fields().iter().map(|f| f.name().as_str()))
-    {
-        return cols;
-    }
-    let by: HashMap<&str, &ArrayRef> = dec_fields
-        .iter()
-        .map(String::as_str)
-        .zip(cols.iter())
-        .collect();
-    schema
-        .fields()
-        .iter()
-        .map(|f| by[f.name().as_str()].clone())
-        .collect()
-}
-
 impl RowsReader {
     /// Decode the next few batches at once, one per thread (rows were split at batch starts
     /// found while inferring, so each thread knows where its rows begin).
@@ -165,8 +142,7 @@ impl RowsReader {
                         released = release_behind(release, data, released, c.pos());
                     }
                     let cols = dec.finish()?;
-                    let names = dec_names(&dec, schema);
-                    batch(schema, reorder(cols, &names, schema), n)
+                    batch(schema, cols, n)
                 })
                 .collect()
         };
@@ -213,8 +189,7 @@ impl RowsReader {
             release_pages(self.buf.as_slice(), start, self.pos);
         }
         let cols = self.dec.finish()?;
-        let names = dec_names(&self.dec, &self.schema);
-        let b = batch(&self.schema, reorder(cols, &names, &self.schema), n)?;
+        let b = batch(&self.schema, cols, n)?;
         self.limit.add(&b, self.pos as u64)?;
         Ok(Some(b))
     }
@@ -238,12 +213,5 @@ impl Limit {
             }
         }
         Ok(())
-    }
-}
-
-pub(crate) fn dec_names(dec: &RowDecoder, schema: &SchemaRef) -> Vec<String> {
-    match dec {
-        RowDecoder::Records(d) => d.output_fields().iter().map(|f| f.name().clone()).collect(),
-        RowDecoder::Values(_) => schema.fields().iter().map(|f| f.name().clone()).collect(),
     }
 }

@@ -18,6 +18,8 @@ pub(crate) struct StructDecoder {
     pub(crate) names: Vec<Box<[u8]>>,
     /// decoder per field; `None` for fields projected out
     pub(crate) children: Vec<Option<Box<dyn ArrayDecoder>>>,
+    /// the decoded fields' indices in output order (the projection's order, fixed here once)
+    pub(crate) order: Vec<usize>,
     pub(crate) lookup: HashMap<Box<[u8]>, usize>,
     /// `stamp[i] == gen`: field i was seen in the current map (missing ones become null; twice is an error)
     pub(crate) stamp: Vec<u64>,
@@ -39,6 +41,13 @@ impl StructDecoder {
                 None
             });
         }
+        let order = match projection {
+            None => (0..fields.len()).collect(),
+            Some(p) => p
+                .iter()
+                .filter_map(|n| fields.iter().position(|f| f.name() == n))
+                .collect(),
+        };
         let names: Vec<Box<[u8]>> = fields.iter().map(|f| f.name().as_bytes().into()).collect();
         let lookup = names
             .iter()
@@ -50,6 +59,7 @@ impl StructDecoder {
             fields,
             names,
             children,
+            order,
             lookup,
             gen: 0,
             nulls: NullBufferBuilder::new(0),
@@ -60,12 +70,7 @@ impl StructDecoder {
 
     /// The fields that are decoded (projection applied).
     pub(crate) fn output_fields(&self) -> Fields {
-        self.fields
-            .iter()
-            .zip(&self.children)
-            .filter(|(_, c)| c.is_some())
-            .map(|(f, _)| f.clone())
-            .collect()
+        self.order.iter().map(|&i| self.fields[i].clone()).collect()
     }
 
     /// Decode one map.
@@ -142,13 +147,15 @@ impl StructDecoder {
     /// Finish the decoded columns (for a batch).
     pub(crate) fn finish_columns(&mut self) -> Result<Vec<ArrayRef>> {
         self.len = 0;
-        let mut out = Vec::new();
+        let mut done: Vec<Option<ArrayRef>> = Vec::with_capacity(self.children.len());
         for (f, ch) in self.fields.iter().zip(self.children.iter_mut()) {
-            if let Some(d) = ch {
-                out.push(d.finish().map_err(|e| e.prepend_path(f.name()))?);
-            }
+            done.push(match ch {
+                Some(d) => Some(d.finish().map_err(|e| e.prepend_path(f.name()))?),
+                None => None,
+            });
         }
-        Ok(out)
+        // a column named twice in the projection is the same array twice
+        Ok(self.order.iter().filter_map(|&i| done[i].clone()).collect())
     }
 
     pub(crate) fn reserve_rows(&mut self, rows: usize) {
