@@ -129,6 +129,13 @@ impl Error {
         self.0.record.get_or_insert(record);
         self
     }
+    /// Shift a known record index by `rows` (the rows before the chunk it was counted in).
+    pub fn add_record(mut self, rows: u64) -> Self {
+        if let Some(r) = &mut self.0.record {
+            *r += rows;
+        }
+        self
+    }
     /// Prepend a path segment, as the error unwinds out of nested columns.
     pub fn prepend_path(mut self, segment: &str) -> Self {
         self.0.path = Some(match self.0.path.take() {

@@ -1,25 +1,22 @@
 //! One msgpack-numpy object per row: a Binary column of blobs ↔ a typed column. Shared by the
 //! `.msgpack` expression plugin (`plugin.rs`) and the eager Series functions (`series.rs`).
 //!
-//! Decoding checks that each blob is exactly one msgpack object, then reads the blobs with the
-//! core reader in the `values` layout (one row per object): runs of blobs lying back to back in
-//! the input's Arrow buffers are read in place, the others are copied behind a msgpack array
-//! header (see [`Blobs`]). Null rows are skipped and put back afterwards. Encoding is the core's
-//! `encode_values_per_row`.
+//! Decoding is the core's (`ReaderBuilder::decode_blobs`: each blob parsed in place, exactly one
+//! msgpack object per row, errors naming the row and the byte in its blob); this module adds
+//! what Polars needs: the Polars-compatible types and conversion to a requested dtype
+//! ([`conform`]). Encoding is the core's `encode_values_per_row`.
 
 use std::fmt;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::{
-    new_null_array, Array, ArrayRef, FixedSizeListArray, GenericListArray, OffsetSizeTrait,
-    StructArray, UInt32Array,
+    new_null_array, Array, ArrayRef, BinaryArray, FixedSizeListArray, GenericListArray,
+    OffsetSizeTrait, StructArray,
 };
-use arrow_buffer::{Buffer, MutableBuffer};
 use arrow_schema::{ArrowError, DataType, Field};
-use msgpack_arrow::read::DEFAULT_MAX_DEPTH;
-use msgpack_arrow::wire::cursor::Cursor;
-use msgpack_arrow::{Layout, ReaderBuilder};
+use msgpack_arrow::types::polars_compatible_type;
+use msgpack_arrow::ReaderBuilder;
 
 /// A failure, with the row (of the input column) and the byte offset inside that row's blob.
 #[derive(Debug, Clone)]
@@ -66,436 +63,112 @@ impl From<ArrowError> for BlobError {
     }
 }
 
-fn array_header(n: usize, b: &mut Vec<u8>) {
-    if n < 16 {
-        b.push(0x90 | n as u8);
-    } else if n <= u16::MAX as usize {
-        b.push(0xdc);
-        b.extend_from_slice(&(n as u16).to_be_bytes());
-    } else {
-        b.push(0xdd);
-        b.extend_from_slice(&(n as u32).to_be_bytes());
+/// A core error as a `BlobError`: the record is the row (counted from `row0`), the offset is
+/// inside that row's blob, the path is the field inside the value.
+fn located(e: msgpack_arrow::Error, row0: u64) -> BlobError {
+    BlobError {
+        message: e.kind().to_string(),
+        row: e.record().map(|r| r + row0),
+        offset: e.offset(),
+        column: e
+            .path()
+            .map(str::to_string)
+            .filter(|p| p != "value")
+            .map(|p| p.strip_prefix("value.").map(str::to_string).unwrap_or(p)),
     }
 }
 
-/// One blob must be exactly one msgpack object (the reader finds row boundaries by parsing).
-fn check(row: usize, blob: &[u8]) -> Result<(), BlobError> {
-    let fail = |message: String, offset: Option<u64>| BlobError {
-        message,
-        row: Some(row as u64),
-        offset,
-        column: None,
-    };
-    if blob.is_empty() {
-        return Err(fail(
-            "empty blob: a row must hold one msgpack object".into(),
-            None,
-        ));
-    }
-    let mut c = Cursor::new(blob, 0);
-    if let Err(e) = c.skip(DEFAULT_MAX_DEPTH) {
-        return Err(fail(e.kind().to_string(), e.offset()));
-    }
-    if !c.is_empty() {
-        return Err(fail(
-            format!(
-                "{} bytes after the msgpack object: a row must hold exactly one object",
-                c.remaining()
-            ),
-            Some(c.pos() as u64),
-        ));
-    }
-    Ok(())
-}
-
-/// The non-null blobs of a column, each checked to be exactly one msgpack object, in groups the
-/// core reader reads as one buffer each:
-/// - in place: two or more blobs lying back to back in one Arrow buffer of the input (the usual
-///   case for a column built row by row or made by `encode`), read as a stream of objects
-///   without copying them;
-/// - copied: the other blobs (inlined in `BinaryView` views, isolated, ...), copied behind a
-///   msgpack array header (which keeps a single blob holding a list or an ndarray one row: alone
-///   in a stream it would be read as a container of rows).
+/// The blobs of one column, as the chunks it came in (`Binary`, `LargeBinary`, `BinaryView`;
+/// `Null`: all null). Each blob is parsed in place by the core
+/// (`ReaderBuilder::{infer_blobs, decode_blobs, decode_blobs_as}`): one msgpack value per row.
 pub struct Blobs {
-    /// rows of the input
-    len: usize,
-    /// the input row of each non-null blob, in order
-    rows: Vec<usize>,
-    groups: Vec<Group>,
-}
-
-struct Group {
-    buf: Buffer,
-    /// where each blob starts in `buf`
-    starts: Vec<usize>,
-    /// index (in `Blobs::rows`) of the first blob
-    first: usize,
-}
-
-impl Group {
-    fn blob(&self, i: usize) -> &[u8] {
-        let end = self.starts.get(i + 1).copied().unwrap_or(self.buf.len());
-        &self.buf.as_slice()[self.starts[i]..end]
-    }
-}
-
-/// Builds the groups of one column.
-struct Gather {
-    len: usize,
-    rows: Vec<usize>,
-    groups: Vec<Group>,
-    /// blobs waiting to be copied: (row, bytes)
-    pending: Vec<(usize, Buffer, usize, usize)>,
-}
-
-impl Gather {
-    fn new() -> Self {
-        Gather {
-            len: 0,
-            rows: Vec::new(),
-            groups: Vec::new(),
-            pending: Vec::new(),
-        }
-    }
-
-    /// Copy the pending blobs into one group.
-    fn flush(&mut self) {
-        if self.pending.is_empty() {
-            return;
-        }
-        let total: usize = self.pending.iter().map(|p| p.3 - p.2).sum();
-        let mut buf = MutableBuffer::new(total + 5);
-        msgpack_arrow::advise_huge_pages(&mut buf);
-        let mut hdr = Vec::with_capacity(5);
-        array_header(self.pending.len(), &mut hdr);
-        buf.extend_from_slice(&hdr);
-        let first = self.rows.len();
-        let mut starts = Vec::with_capacity(self.pending.len());
-        for (row, b, s, e) in self.pending.drain(..) {
-            self.rows.push(row);
-            starts.push(buf.len());
-            buf.extend_from_slice(&b.as_slice()[s..e]);
-        }
-        self.groups.push(Group {
-            buf: buf.into(),
-            starts,
-            first,
-        });
-    }
-
-    /// One chunk: `spans[i]` is row i's blob as (buffer, start, end), `None` when null.
-    fn chunk(
-        &mut self,
-        spans: Vec<Option<(usize, usize, usize)>>,
-        buffers: &[Buffer],
-    ) -> Result<(), BlobError> {
-        let row0 = self.len;
-        self.len += spans.len();
-        let set: Vec<(usize, (usize, usize, usize))> = spans
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.map(|s| (row0 + i, s)))
-            .collect();
-        for &(row, (b, s, e)) in &set {
-            check(row, &buffers[b].as_slice()[s..e])?;
-        }
-        let mut i = 0;
-        while i < set.len() {
-            // the run of blobs back to back in one buffer from i
-            let (b, s0, mut end) = set[i].1;
-            let mut j = i + 1;
-            while j < set.len() && set[j].1 .0 == b && set[j].1 .1 == end {
-                end = set[j].1 .2;
-                j += 1;
-            }
-            if j - i >= 2 {
-                self.flush();
-                let first = self.rows.len();
-                self.rows.extend(set[i..j].iter().map(|x| x.0));
-                self.groups.push(Group {
-                    buf: buffers[b].slice_with_length(s0, end - s0),
-                    starts: set[i..j].iter().map(|x| x.1 .1 - s0).collect(),
-                    first,
-                });
-            } else {
-                let (row, (b, s, e)) = set[i];
-                if self.pending.len() == u32::MAX as usize {
-                    self.flush(); // one msgpack array holds at most 2^32 - 1 items
-                }
-                self.pending.push((row, buffers[b].clone(), s, e));
-            }
-            i = j;
-        }
-        Ok(())
-    }
-
-    fn finish(mut self) -> Result<Blobs, BlobError> {
-        self.flush();
-        if self.rows.len() > u32::MAX as usize {
-            return Err(BlobError::msg("more than 2^32 - 1 non-null rows"));
-        }
-        Ok(Blobs {
-            len: self.len,
-            rows: self.rows,
-            groups: self.groups,
-        })
-    }
-}
-
-/// Row i's blob of a Binary-like array as (buffer index, start, end) into `buffers`.
-fn spans(a: &dyn Array) -> Result<(Vec<Option<(usize, usize, usize)>>, Vec<Buffer>), BlobError> {
-    fn offsets<O: OffsetSizeTrait>(
-        a: &dyn Array,
-    ) -> (Vec<Option<(usize, usize, usize)>>, Vec<Buffer>) {
-        let b = a.as_binary::<O>();
-        let o = b.value_offsets();
-        let spans = (0..b.len())
-            .map(|i| {
-                b.is_valid(i)
-                    .then(|| (0, o[i].as_usize(), o[i + 1].as_usize()))
-            })
-            .collect();
-        (spans, vec![b.values().clone()])
-    }
-    Ok(match a.data_type() {
-        DataType::Binary => offsets::<i32>(a),
-        DataType::LargeBinary => offsets::<i64>(a),
-        DataType::BinaryView => {
-            let b = a.as_binary_view();
-            // data buffers, then the views themselves (for values of <= 12 bytes, inlined)
-            let mut buffers: Vec<Buffer> = b.data_buffers().to_vec();
-            let views_at = buffers.len();
-            buffers.push(b.views().inner().clone());
-            let spans = b
-                .views()
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    if b.is_null(i) {
-                        return None;
-                    }
-                    let len = *v as u32 as usize;
-                    if len <= 12 {
-                        // bytes 4..4+len of the 16-byte view
-                        let at = i * 16 + 4;
-                        Some((views_at, at, at + len))
-                    } else {
-                        let off = (*v >> 96) as u32 as usize;
-                        Some(((*v >> 64) as u32 as usize, off, off + len))
-                    }
-                })
-                .collect();
-            (spans, buffers)
-        }
-        DataType::Null => (vec![None; a.len()], Vec::new()),
-        t => {
-            return Err(BlobError::msg(format!(
-                "msgpack.decode expects a Binary column of msgpack blobs, got {t}"
-            )))
-        }
-    })
+    chunks: Vec<ArrayRef>,
 }
 
 impl Blobs {
-    /// Check and gather blobs given as slices (`None`: a null row); they are copied. Used by the
-    /// expression plugin only.
+    /// Blobs given as slices (`None`: a null row), copied into one chunk. Used by the expression
+    /// plugin only.
     #[cfg_attr(not(feature = "plugin"), allow(dead_code))]
     pub fn new<'a>(blobs: impl IntoIterator<Item = Option<&'a [u8]>>) -> Result<Blobs, BlobError> {
-        let mut g = Gather::new();
-        for (row, b) in blobs.into_iter().enumerate() {
-            g.len += 1;
-            if let Some(b) = b {
-                check(row, b)?;
-                g.pending.push((row, Buffer::from(b), 0, b.len()));
-            }
-        }
-        g.finish()
+        let a: BinaryArray = blobs.into_iter().collect();
+        Ok(Blobs {
+            chunks: vec![Arc::new(a)],
+        })
     }
 
-    /// The blobs of Binary-like arrow-rs arrays (`Binary`, `LargeBinary`, `BinaryView`; `Null`:
-    /// all null): the chunks of one column. Runs of blobs lying back to back are read in place.
+    /// The chunks of one column, read in place.
     pub fn from_arrays(chunks: &[ArrayRef]) -> Result<Blobs, BlobError> {
-        let mut g = Gather::new();
-        for c in chunks {
-            let (spans, buffers) = spans(c.as_ref())?;
-            g.chunk(spans, &buffers)?;
-        }
-        g.finish()
+        Ok(Blobs {
+            chunks: chunks.to_vec(),
+        })
     }
 
-    /// All blobs copied into one group (one inference over every row).
-    fn coalesced(&self) -> Blobs {
-        let mut g = Gather::new();
-        g.len = self.len;
-        for grp in &self.groups {
-            for i in 0..grp.starts.len() {
-                let row = self.rows[grp.first + i];
-                let (s, e) = (grp.starts[i], grp.starts[i] + grp.blob(i).len());
-                g.pending.push((row, grp.buf.clone(), s, e));
-            }
-        }
-        g.finish().expect("fewer rows than before")
+    fn rows(&self) -> usize {
+        self.chunks.iter().map(|c| c.len()).sum()
     }
 
-    /// A core error with its offset (in the group's buffer) and record (in the group) turned
-    /// into the input row and the offset inside its blob.
-    fn locate(&self, grp: &Group, e: msgpack_arrow::Error) -> BlobError {
-        let mut out = BlobError {
-            message: e.kind().to_string(),
-            row: None,
-            offset: None,
-            column: e
-                .path()
-                .map(str::to_string)
-                .filter(|p| p != "value")
-                .map(|p| p.strip_prefix("value.").map(str::to_string).unwrap_or(p)),
-        };
-        if let Some(off) = e.offset() {
-            let off = off as usize;
-            let i = grp.starts.partition_point(|&s| s <= off);
-            if i > 0 {
-                out.row = Some(self.rows[grp.first + i - 1] as u64);
-                out.offset = Some((off - grp.starts[i - 1]) as u64);
-            }
-        }
-        if out.row.is_none() {
-            if let Some(r) = e.record() {
-                out.row = self.rows.get(grp.first + r as usize).map(|&r| r as u64);
-            }
-        }
-        out
-    }
-
-    fn reader(&self, grp: &Group) -> Result<msgpack_arrow::Reader, BlobError> {
-        self.reader_as(grp, None)
-    }
-
-    /// `target`: the values are not inferred but decoded into this type (so values of several
-    /// types that it can hold are no conflict).
-    fn reader_as(
-        &self,
-        grp: &Group,
-        target: Option<&DataType>,
-    ) -> Result<msgpack_arrow::Reader, BlobError> {
-        let given = target.map(|t| {
-            Arc::new(arrow_schema::Schema::new(vec![Field::new(
-                "value",
-                t.clone(),
-                true,
-            )]))
-        });
+    /// The field inferred from every blob (`Null` when none is set).
+    fn inferred(&self) -> Result<Field, BlobError> {
+        let chunks: Vec<&dyn Array> = self.chunks.iter().map(|c| c.as_ref()).collect();
         ReaderBuilder::new()
-            .with_layout(Layout::Values)
-            .with_batch_size(grp.starts.len().max(1))
-            .with_schema_overrides(given)
-            .build_from_buffer(grp.buf.clone())
-            .map_err(|e| self.locate(grp, e))
-    }
-
-    /// The type of each group (before any mapping).
-    fn group_types(&self) -> Result<Vec<DataType>, BlobError> {
-        self.groups
-            .iter()
-            .map(|g| Ok(self.reader(g)?.schema().field(0).data_type().clone()))
-            .collect()
+            .infer_blobs(&chunks)
+            .map_err(|e| located(e, 0))
     }
 
     /// The Arrow type the blobs decode to (inferred from all of them; `Null` when none is set),
     /// mapped for Polars (width-0 `FixedSizeList` → `List`).
     pub fn infer(&self) -> Result<DataType, BlobError> {
-        let types = self.group_types()?;
-        let t = match types.as_slice() {
-            [] => return Ok(DataType::Null),
-            [t, rest @ ..] if rest.iter().all(|r| r == t) => t.clone(),
-            _ => return self.coalesced().infer(),
-        };
-        Ok(msgpack_arrow::types::polars_compatible_type(&t))
+        Ok(polars_compatible_type(self.inferred()?.data_type()))
     }
 
-    fn decode_group(&self, grp: &Group, target: Option<&DataType>) -> Result<ArrayRef, BlobError> {
-        let batches = self
-            .reader_as(grp, target)?
-            .collect_batches()
-            .map_err(|e| self.locate(grp, e))?;
-        let cols: Vec<&dyn Array> = batches.iter().map(|b| b.column(0).as_ref()).collect();
-        Ok(match cols.as_slice() {
-            [_] => batches[0].column(0).clone(),
-            _ => arrow_select::concat::concat(&cols)?,
-        })
-    }
-
-    /// Decode: one value per input row, nulls where the input is null, as chunks (one per group,
-    /// in row order: concatenating the groups would copy every value once more). With `target`,
-    /// the chunks have exactly that type (see [`conform`]); without, the type inferred from all
-    /// rows, mapped for Polars.
+    /// Decode: one value per input row, nulls where the input is null, one array per input
+    /// chunk. With `target`, the chunks have exactly that type (see [`conform`]); without, the
+    /// type inferred from all rows, mapped for Polars.
     pub fn decode(&self, target: Option<&DataType>) -> Result<Vec<ArrayRef>, BlobError> {
-        if self.rows.is_empty() {
-            return Ok(vec![new_null_array(
-                target.unwrap_or(&DataType::Null),
-                self.len,
-            )]);
+        if self.rows() == 0 {
+            return Ok(vec![new_null_array(target.unwrap_or(&DataType::Null), 0)]);
         }
-        if target.is_none() && self.groups.len() > 1 {
-            // the groups must agree on the type, else decode them all with one inference
-            let types = self.group_types()?;
-            if types.iter().any(|t| t != &types[0]) {
-                return self.coalesced().decode(None);
-            }
-        }
-        let mut out = Vec::with_capacity(self.groups.len());
-        for (gi, g) in self.groups.iter().enumerate() {
-            // inferred, then converted to the target (structs by name); where the rows disagree
-            // on their type, decoded straight into the target
-            let a = match (self.decode_group(g, None), target) {
-                (Ok(a), _) => a,
-                // (when that fails too, the first error says more: e.g. a malformed blob)
-                (Err(e), Some(t)) => self
-                    .decode_group(g, Some(&crate::reader::plain_type(t)))
-                    .map_err(|_| e)?,
-                (Err(e), None) => return Err(e),
-            };
-            let a = match target {
-                Some(t) => conform(&a, t).map_err(|e| {
-                    BlobError::msg(format!(
-                        "cannot convert the decoded {} to {t}: {e}",
-                        a.data_type()
-                    ))
-                })?,
-                None => {
-                    let t = msgpack_arrow::types::polars_compatible_type(a.data_type());
+        let b = ReaderBuilder::new();
+        let inferred = match target {
+            Some(_) => None,
+            None => Some(self.inferred()?),
+        };
+        let mut out = Vec::with_capacity(self.chunks.len());
+        let mut row0 = 0u64;
+        for c in &self.chunks {
+            let a = match (target, &inferred) {
+                (None, Some(f)) => {
+                    let a = b
+                        .decode_blobs(c.as_ref(), Some(f))
+                        .map_err(|e| located(e, row0))?;
+                    let t = polars_compatible_type(a.data_type());
                     if &t == a.data_type() {
                         a
                     } else {
                         arrow_cast::cast(&a, &t)?
                     }
                 }
+                (Some(t), _) => {
+                    // inferred, then converted to the target (structs by name); where the rows
+                    // disagree on their type, decoded straight into the target (when that fails
+                    // too, the first error says more: e.g. a malformed blob)
+                    let a = match b.decode_blobs(c.as_ref(), None) {
+                        Ok(a) => a,
+                        Err(e) => b
+                            .decode_blobs_as(c.as_ref(), &crate::reader::plain_type(t))
+                            .map_err(|_| located(e, row0))?,
+                    };
+                    conform(&a, t).map_err(|e| {
+                        BlobError::msg(format!(
+                            "cannot convert the decoded {} to {t}: {e}",
+                            a.data_type()
+                        ))
+                    })?
+                }
+                (None, None) => unreachable!("inferred when no target is given"),
             };
-            // the input rows this chunk covers: from its first blob (row 0 for the first chunk)
-            // to the next chunk's first blob, null rows included
-            let lo = if gi == 0 { 0 } else { self.rows[g.first] };
-            let hi = match self.groups.get(gi + 1) {
-                Some(n) => self.rows[n.first],
-                None => self.len,
-            };
-            let mine = &self.rows[g.first..g.first + g.starts.len()];
-            if hi - lo == mine.len() {
-                out.push(a);
-                continue;
-            }
-            let mut it = 0u32;
-            let mut next = mine.iter().peekable();
-            let idx: UInt32Array = (lo..hi)
-                .map(|row| {
-                    if next.peek() == Some(&&row) {
-                        next.next();
-                        it += 1;
-                        Some(it - 1)
-                    } else {
-                        None
-                    }
-                })
-                .collect();
-            out.push(arrow_select::take::take(a.as_ref(), &idx, None)?);
+            row0 += c.len() as u64;
+            out.push(a);
         }
         Ok(out)
     }

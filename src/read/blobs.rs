@@ -7,20 +7,24 @@ use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType, Field};
 
 use super::array::{make_decoder, Ctx};
-use super::infer::Inferrer;
+use super::infer::{Inferrer, Ty};
+use super::plan::leaf_dtype;
 use super::ReaderBuilder;
 use crate::error::{Error, ErrorKind, Result};
+use crate::types::meta;
 use crate::wire::cursor::Cursor;
 
 /// msgpack nil: what a null row decodes as.
 const NIL: &[u8] = &[0xc0];
 
-/// The blobs of a Binary, LargeBinary or BinaryView array, nulls as `None`.
+/// The blobs of a Binary, LargeBinary or BinaryView array (a Null array: all null), nulls as
+/// `None`.
 fn blobs(a: &dyn Array) -> Result<Vec<Option<&[u8]>>> {
     Ok(match a.data_type() {
         DataType::Binary => a.as_binary::<i32>().iter().collect(),
         DataType::LargeBinary => a.as_binary::<i64>().iter().collect(),
         DataType::BinaryView => a.as_binary_view().iter().collect(),
+        DataType::Null => vec![None; a.len()],
         t => {
             return Err(Error::new(ErrorKind::Usage(format!(
                 "msgpack blobs come in a binary column, not {t}"
@@ -29,46 +33,100 @@ fn blobs(a: &dyn Array) -> Result<Vec<Option<&[u8]>>> {
     })
 }
 
-impl ReaderBuilder {
-    /// Decode a binary column of msgpack-numpy blobs into one typed array of `field`'s type
-    /// (`None`: inferred from every blob, as a `values` file would be). The builder's dialect,
-    /// tensor mode, object arrays and depth limit apply. A null row is null; errors name the row
-    /// (as the record) and the byte within its blob.
-    pub fn decode_blobs(&self, blobs_array: &dyn Array, field: Option<&Field>) -> Result<ArrayRef> {
-        let rows = blobs(blobs_array)?;
-        for (i, b) in rows.iter().enumerate() {
-            Cursor::new(b.unwrap_or(NIL), 0)
-                .skip_exactly_one(self.max_depth)
-                .map_err(|e| e.at_record(i as u64))?;
-        }
-        let field = match field {
-            Some(f) => f.clone(),
-            None => {
-                let mut inf = Inferrer::new(self.infer_options());
-                let mut ty: Option<super::infer::Ty> = None;
-                for (i, b) in rows.iter().enumerate() {
-                    let mut c = Cursor::new(b.unwrap_or(NIL), 0);
-                    let t = inf.value(&mut c, 0).map_err(|e| e.at_record(i as u64))?;
-                    ty = Some(match ty {
-                        None => t,
-                        Some(acc) => acc
-                            .merge_with(t, inf.opts.raw_conflicts)
-                            .map_err(|e| e.at_record(i as u64))?,
-                    });
-                }
-                match ty {
-                    Some(t) => inf.column_field("value", &t)?,
-                    None => Field::new("value", DataType::Null, true),
-                }
+/// Each blob is exactly one msgpack value (errors name the row and the byte in the blob).
+fn checked(a: &dyn Array, max_depth: usize) -> Result<Vec<Option<&[u8]>>> {
+    let rows = blobs(a)?;
+    for (i, b) in rows.iter().enumerate() {
+        match b {
+            Some([]) => {
+                return Err(Error::new(ErrorKind::InvalidMsgpack(
+                    "empty blob: a row must hold one msgpack object".into(),
+                ))
+                .at_record(i as u64))
             }
-        };
-        let ctx = Ctx {
+            b => Cursor::new(b.unwrap_or(NIL), 0)
+                .skip_exactly_one(max_depth)
+                .map_err(|e| e.at_record(i as u64))?,
+        }
+    }
+    Ok(rows)
+}
+
+impl ReaderBuilder {
+    fn blob_ctx(&self) -> Ctx {
+        Ctx {
             dialect: self.dialect,
             max_depth: self.max_depth,
             strict_keys: false,
             given_schema: true,
+        }
+    }
+
+    /// The field the blobs of `chunks` (the chunks of one column) decode to, inferred from every
+    /// blob as a `values` file would be (`Null` when none is set). Errors name the row, counted
+    /// over all chunks, and the byte within its blob.
+    pub fn infer_blobs(&self, chunks: &[&dyn Array]) -> Result<Field> {
+        let mut inf = Inferrer::new(self.infer_options());
+        let mut ty: Option<Ty> = None;
+        let mut row0 = 0u64;
+        for a in chunks {
+            let rows = checked(*a, self.max_depth).map_err(|e| e.add_record(row0))?;
+            for (i, b) in rows.iter().enumerate() {
+                let at = |e: Error| e.at_record(row0 + i as u64);
+                let mut c = Cursor::new(b.unwrap_or(NIL), 0);
+                let t = inf.value(&mut c, 0).map_err(at)?;
+                ty = Some(match ty {
+                    None => t,
+                    Some(acc) => acc.merge_with(t, inf.opts.raw_conflicts).map_err(at)?,
+                });
+            }
+            row0 += a.len() as u64;
+        }
+        match ty {
+            Some(t) => inf.column_field("value", &t),
+            None => Ok(Field::new("value", DataType::Null, true)),
+        }
+    }
+
+    /// Decode a binary column of msgpack-numpy blobs into one typed array of `field`'s type
+    /// (`None`: inferred from every blob, see [`ReaderBuilder::infer_blobs`]). The builder's
+    /// dialect, tensor mode, object arrays and depth limit apply. A null row is null; errors
+    /// name the row (as the record) and the byte within its blob.
+    pub fn decode_blobs(&self, blobs_array: &dyn Array, field: Option<&Field>) -> Result<ArrayRef> {
+        let rows = checked(blobs_array, self.max_depth)?;
+        let field = match field {
+            Some(f) => f.clone(),
+            None => self.infer_blobs(&[blobs_array])?,
         };
-        let mut dec = make_decoder(&field, &ctx)?;
+        self.decode_checked(&rows, &field)
+    }
+
+    /// Decode blobs straight into type `t`, as a schema override does: values of several types
+    /// that `t` holds are no conflict; ndarrays become tensors of `t`'s element type.
+    pub fn decode_blobs_as(&self, blobs_array: &dyn Array, t: &DataType) -> Result<ArrayRef> {
+        let rows = checked(blobs_array, self.max_depth)?;
+        let mut inf = Inferrer::new(self.infer_options());
+        let mut nd = false;
+        for (i, b) in rows.iter().enumerate() {
+            let mut c = Cursor::new(b.unwrap_or(NIL), 0);
+            nd |= inf.given_value(&mut c).map_err(|e| e.at_record(i as u64))? == Ty::Given(true);
+        }
+        let mut field = Field::new("value", t.clone(), true);
+        if let (true, Some(dt)) = (nd, leaf_dtype(t)) {
+            field = field.with_metadata(
+                [
+                    (meta::KIND.to_string(), "ndarray".to_string()),
+                    (meta::DTYPE.to_string(), dt.to_dtype_str()),
+                ]
+                .into_iter()
+                .collect::<std::collections::HashMap<_, _>>(),
+            );
+        }
+        self.decode_checked(&rows, &field)
+    }
+
+    fn decode_checked(&self, rows: &[Option<&[u8]>], field: &Field) -> Result<ArrayRef> {
+        let mut dec = make_decoder(field, &self.blob_ctx())?;
         dec.reserve(rows.len());
         for (i, b) in rows.iter().enumerate() {
             let mut c = Cursor::new(b.unwrap_or(NIL), 0);
