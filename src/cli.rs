@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema, SchemaRef};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::io::convert::{output_format, ConvertOptions};
 use crate::io::dataset::{convert_dataset, DatasetOptions};
 use crate::io::{expand_inputs, open_table, Compression, Format, ReadOptions, Table};
 use crate::types::{meta, short_name};
+use crate::ReaderBuilder;
 use crate::{Dialect, Layout, ObjectArrays, OnTruncated, TensorMode};
 
 /// A message for the user; printed as `error: <message>`.
@@ -79,30 +80,29 @@ enum Cmd {
 struct ReadArgs {
     /// How msgpack input becomes rows (`auto`: from its first object). With only non-msgpack
     /// inputs and a msgpack output: the output layout.
-    #[arg(long, value_enum, default_value_t = LayoutArg::Auto)]
-    layout: LayoutArg,
+    #[arg(long, value_enum, default_value_t = Layout::Auto)]
+    layout: Layout,
     /// Keep only these columns, in this order (comma-separated)
     #[arg(long, value_delimiter = ',')]
     columns: Option<Vec<String>>,
     /// Tensors as nested FixedSizeList (`array`, what Polars reads as pl.Array) or as the
     /// canonical `arrow.fixed_shape_tensor` extension
-    #[arg(long, value_enum, default_value_t = TensorArg::Array)]
-    tensor: TensorArg,
+    #[arg(long, value_enum, default_value_t = TensorMode::Array)]
+    tensor: TensorMode,
     /// Object ('O') arrays hold pickles, never unpickled: refuse them (`error`) or keep the bytes (`raw`)
-    #[arg(long, value_enum, default_value_t = ObjectArg::Error)]
-    object_arrays: ObjectArg,
+    #[arg(long, value_enum, default_value_t = ObjectArrays::Error)]
+    object_arrays: ObjectArrays,
     /// ndarray maps to recognise: msgpack-numpy and openpi's (`auto`), only msgpack-numpy, only
     /// openpi, or msgpack-numpy-js (`js`: its `<U8` means uint8; never guessed)
-    /// ndarray maps to recognise: auto (msgpack-numpy and openpi), msgpack-numpy, openpi, js
-    #[arg(long, default_value = "auto", value_parser = parse_value::<Dialect>)]
+    #[arg(long, value_enum, default_value_t = Dialect::Auto)]
     dialect: Dialect,
     /// Input format, when the extension does not tell (default: from the extension, else the
     /// file's first bytes; standard input is msgpack)
     #[arg(long, value_enum)]
-    input_format: Option<FormatArg>,
+    input_format: Option<Format>,
     /// An input cut short (a writer that crashed): `error`, or `keep` its complete records (a
     /// warning on stderr says where the cut is; the exit code stays 0)
-    #[arg(long, default_value = "error", value_parser = parse_value::<OnTruncated>)]
+    #[arg(long, value_enum, default_value_t = OnTruncated::Error)]
     on_truncated: OnTruncated,
     /// Give columns their type instead of inferring it (resolves type conflicts), e.g.
     /// `--schema-overrides label=str,score=f64` (types: i64, f32, str, bin, bool, date,
@@ -111,7 +111,7 @@ struct ReadArgs {
     schema_overrides: Vec<(String, arrow_schema::DataType)>,
     /// A column whose values do not unify: `error`, or `binary` (each row its value's raw
     /// msgpack bytes, written back as they were)
-    #[arg(long, default_value = "error", value_parser = parse_value::<crate::Conflicts>)]
+    #[arg(long, value_enum, default_value_t = crate::Conflicts::Error)]
     conflicts: crate::Conflicts,
     /// Infer the schema from this many rows (default: all of them)
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -131,7 +131,7 @@ struct ConvertArgs {
     output: PathBuf,
     /// Output format (default: from OUTPUT's extension)
     #[arg(long, value_enum)]
-    format: Option<FormatArg>,
+    format: Option<Format>,
     /// Compression inside Parquet (default zstd) or Feather/IPC (default none) files: zstd,
     /// zstd:LEVEL, snappy (Parquet only), lz4, none. A msgpack output is compressed by naming it
     /// .msgpack.zst/.gz/.lz4
@@ -143,7 +143,7 @@ struct ConvertArgs {
     /// Layout of a msgpack output (default: --layout when no input is msgpack and it is not
     /// auto; else the layout recorded in the input's schema metadata; else records)
     #[arg(long, value_enum)]
-    output_layout: Option<LayoutArg>,
+    output_layout: Option<Layout>,
     /// msgpack output: place each ndarray payload at a 64-byte aligned offset (still valid msgpack-numpy)
     #[arg(long)]
     aligned: bool,
@@ -165,65 +165,6 @@ struct ConvertArgs {
     read: ReadArgs,
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum LayoutArg {
-    Auto,
-    Records,
-    Columns,
-    Values,
-}
-
-impl From<LayoutArg> for Layout {
-    fn from(l: LayoutArg) -> Layout {
-        match l {
-            LayoutArg::Auto => Layout::Auto,
-            LayoutArg::Records => Layout::Records,
-            LayoutArg::Columns => Layout::Columns,
-            LayoutArg::Values => Layout::Values,
-        }
-    }
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug)]
-enum TensorArg {
-    Array,
-    Extension,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug)]
-enum ObjectArg {
-    Error,
-    Raw,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug)]
-enum FormatArg {
-    Parquet,
-    Feather,
-    Arrow,
-    Ipc,
-    Npz,
-    Msgpack,
-}
-
-impl From<FormatArg> for Format {
-    fn from(f: FormatArg) -> Format {
-        match f {
-            FormatArg::Parquet => Format::Parquet,
-            FormatArg::Feather | FormatArg::Arrow | FormatArg::Ipc => Format::Ipc,
-            FormatArg::Npz => Format::Npz,
-            FormatArg::Msgpack => Format::Msgpack,
-        }
-    }
-}
-
-/// An option value by the core's own parser (one list of values, one message).
-fn parse_value<T: std::str::FromStr<Err = crate::Error>>(
-    s: &str,
-) -> std::result::Result<T, String> {
-    s.parse::<T>().map_err(|e| e.to_string())
-}
-
 fn parse_override(s: &str) -> std::result::Result<(String, arrow_schema::DataType), String> {
     let (name, ty) = s
         .split_once('=')
@@ -241,36 +182,32 @@ fn parse_compression(s: &str) -> std::result::Result<Compression, String> {
 
 impl ReadArgs {
     fn options(&self, batch_size: usize) -> ReadOptions {
+        let overrides = (!self.schema_overrides.is_empty()).then(|| {
+            Arc::new(Schema::new(
+                self.schema_overrides
+                    .iter()
+                    .map(|(n, t)| Field::new(n, t.clone(), true))
+                    .collect::<Vec<_>>(),
+            ))
+        });
         ReadOptions {
-            format: self.input_format.map(Format::from),
-            layout: self.layout.into(),
-            batch_size,
-            columns: self.columns.clone(),
-            tensor: match self.tensor {
-                TensorArg::Array => TensorMode::Array,
-                TensorArg::Extension => TensorMode::Extension,
-            },
-            object_arrays: match self.object_arrays {
-                ObjectArg::Error => ObjectArrays::Error,
-                ObjectArg::Raw => ObjectArrays::Raw,
-            },
+            format: self.input_format,
             progress: None,
-            threads: None,
-            dialect: self.dialect,
-            on_truncated: self.on_truncated,
-            infer_rows: self
-                .infer_rows
-                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-            n_rows: self.n_rows,
-            conflicts: self.conflicts,
-            schema_overrides: (!self.schema_overrides.is_empty()).then(|| {
-                Arc::new(Schema::new(
-                    self.schema_overrides
-                        .iter()
-                        .map(|(n, t)| Field::new(n, t.clone(), true))
-                        .collect::<Vec<_>>(),
-                ))
-            }),
+            reader: ReaderBuilder::new()
+                .with_layout(self.layout)
+                .with_batch_size(batch_size)
+                .with_projection(self.columns.clone())
+                .with_tensor(self.tensor)
+                .with_object_arrays(self.object_arrays)
+                .with_dialect(self.dialect)
+                .with_on_truncated(self.on_truncated)
+                .with_infer_rows(
+                    self.infer_rows
+                        .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                )
+                .with_n_rows(self.n_rows)
+                .with_conflicts(self.conflicts)
+                .with_schema_overrides(overrides),
         }
     }
 }
@@ -404,7 +341,7 @@ fn open_showing_conflicts(path: &Path, opts: &ReadOptions) -> CliResult<(Table, 
         Err(e) if matches!(e.kind(), crate::ErrorKind::TypeConflict(_)) => {
             let shown = e.to_string();
             let mut raw = opts.clone();
-            raw.conflicts = crate::Conflicts::Binary;
+            raw.reader = raw.reader.with_conflicts(crate::Conflicts::Binary);
             Ok((open(path, &raw)?, Some(shown)))
         }
         r => Ok((r.map_err(at(path))?, None)),
@@ -436,7 +373,8 @@ fn head_text(input: &str, n: usize, width: usize, read: &ReadArgs) -> CliResult<
     let path = Path::new(input);
     let mut opts = read.options(n.clamp(1, 65536));
     // the file is not walked past the rows shown
-    opts.n_rows = Some(opts.n_rows.map_or(n, |m| m.min(n)));
+    let limit = opts.reader.n_rows().map_or(n, |m| m.min(n));
+    opts.reader = opts.reader.with_n_rows(Some(limit));
     let (t, conflict) = open_showing_conflicts(path, &opts)?;
     let mut text = String::new();
     if let Some(c) = &conflict {
@@ -563,9 +501,9 @@ fn progress_bar(total: Option<u64>) -> ProgressBar {
 impl ConvertArgs {
     fn convert_options(&self) -> ConvertOptions {
         ConvertOptions {
-            format: self.format.map(Format::from),
+            format: self.format,
             compression: self.compression,
-            output_layout: self.output_layout.map(Layout::from),
+            output_layout: self.output_layout,
             aligned: self.aligned,
         }
     }
@@ -578,7 +516,7 @@ fn convert(args: ConvertArgs) -> CliResult<()> {
         .options(usize::try_from(args.batch_size).unwrap_or(usize::MAX));
     if args.dataset {
         let opts = DatasetOptions {
-            format: args.format.map(Format::from),
+            format: args.format,
             partition_by: args.partition_by.clone(),
             overwrite: args.overwrite,
         };

@@ -116,6 +116,19 @@ macro_rules! str_enum {
                 f.write_str(s)
             }
         }
+        // the command line takes the same names (and lists them in --help)
+        #[cfg(feature = "cli")]
+        impl clap::ValueEnum for $t {
+            fn value_variants<'a>() -> &'a [Self] {
+                &[$($v),+]
+            }
+            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+                Some(clap::builder::PossibleValue::new(match self {
+                    $(x if *x == $v => $name,)+
+                    _ => unreachable!(),
+                }))
+            }
+        }
     };
 }
 

@@ -168,7 +168,7 @@ pub fn convert(
         Some(l) => l,
         // Auto: the layout recorded in the schema metadata (what the reader used), else records.
         None if inputs.iter().any(|p| is_msgpack(p, read)) => Layout::Auto,
-        None => read.layout,
+        None => read.reader.layout(),
     };
     let sink_opts = SinkOptions {
         compression: opts.compression,

@@ -99,7 +99,7 @@ pub fn convert_dataset(
     };
     check_layout(dir, &state, &layout, opts.overwrite)?;
     let mut read = read.clone();
-    read.threads = Some(1);
+    read.reader = read.reader.with_threads(Some(1));
     let results: Vec<Result<bool>> = inputs
         .par_iter()
         .map(|input| {

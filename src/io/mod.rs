@@ -25,8 +25,9 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{Dialect, Layout, ObjectArrays, OnTruncated, TensorMode};
+use crate::options::Layout;
 use crate::types::meta;
+use crate::ReaderBuilder;
 
 pub use atomic::AtomicFile;
 pub use compress::{expand_inputs, open_input, Input};
@@ -155,6 +156,23 @@ impl FromStr for Format {
     }
 }
 
+// the command line names formats as `FromStr` does (aliases accepted, hidden in --help)
+#[cfg(feature = "cli")]
+impl clap::ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Format::Parquet, Format::Ipc, Format::Npz, Format::Msgpack]
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue as V;
+        Some(match self {
+            Format::Parquet => V::new("parquet").alias("pq"),
+            Format::Ipc => V::new("feather").aliases(["arrow", "ipc"]),
+            Format::Npz => V::new("npz"),
+            Format::Msgpack => V::new("msgpack").alias("mpk"),
+        })
+    }
+}
+
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -217,60 +235,17 @@ impl FromStr for Compression {
     }
 }
 
-/// Options for [`open_table`]. Layout, tensor mode and object arrays apply to msgpack inputs
-/// (tensor mode to NPZ too); the column projection and batch size to every format.
-#[derive(Debug, Clone)]
+/// Options for [`open_table`]: the input format, a progress counter, and how to read, declared
+/// once as a [`ReaderBuilder`]. Its projection, batch size and row limit apply to every format,
+/// its tensor mode to NPZ too; the rest to msgpack inputs.
+#[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
     /// Input format; `None` (default): from the extension, else from the first bytes.
     pub format: Option<Format>,
-    /// msgpack layout (default [`Layout::Auto`]).
-    pub layout: Layout,
-    /// Rows per batch (default 65536).
-    pub batch_size: usize,
-    /// Keep only these columns, in this order (default: all).
-    pub columns: Option<Vec<String>>,
-    /// How tensors are represented (default [`TensorMode::Array`]).
-    pub tensor: TensorMode,
-    /// What to do with pickled object arrays (default [`ObjectArrays::Error`]).
-    pub object_arrays: ObjectArrays,
     /// Bytes of input consumed so far are added here, for a progress bar (default: none).
     pub progress: Option<Arc<AtomicU64>>,
-    /// Threads decoding one msgpack file (default `None`: all cores).
-    pub threads: Option<usize>,
-    /// ndarray map dialect (default [`Dialect::Auto`]).
-    pub dialect: Dialect,
-    /// An input cut short: an error, or keep its complete objects (default [`OnTruncated::Error`]).
-    pub on_truncated: OnTruncated,
-    /// msgpack inputs: infer the schema from this many rows (default `None`: all).
-    pub infer_rows: Option<usize>,
-    /// msgpack inputs: a column whose values do not unify (default [`crate::Conflicts::Error`]).
-    pub conflicts: crate::Conflicts,
-    /// Read at most this many rows (default `None`: all).
-    pub n_rows: Option<usize>,
-    /// msgpack inputs: the types of some columns, not inferred (see
-    /// [`crate::ReaderBuilder::with_schema_overrides`]).
-    pub schema_overrides: Option<SchemaRef>,
-}
-
-impl Default for ReadOptions {
-    fn default() -> Self {
-        ReadOptions {
-            format: None,
-            layout: Layout::Auto,
-            batch_size: 65536,
-            columns: None,
-            tensor: TensorMode::Array,
-            object_arrays: ObjectArrays::Error,
-            progress: None,
-            threads: None,
-            dialect: Dialect::Auto,
-            on_truncated: OnTruncated::Error,
-            infer_rows: None,
-            conflicts: crate::Conflicts::Error,
-            n_rows: None,
-            schema_overrides: None,
-        }
-    }
+    /// How to read (layout, projection, batch size, tensor mode, row limit, conflicts, ...).
+    pub reader: ReaderBuilder,
 }
 
 /// An opened input: its schema, its batches, and for msgpack inputs the layout used.
@@ -307,7 +282,7 @@ impl fmt::Debug for Table {
 /// standard input), Parquet, Feather/Arrow IPC (file or stream format), or NPZ.
 pub fn open_table(path: &Path, opts: &ReadOptions) -> Result<Table> {
     let mut t = open_table_all(path, opts)?;
-    if let Some(n) = opts.n_rows {
+    if let Some(n) = opts.reader.n_rows() {
         t.batches = Box::new(FirstRows {
             inner: t.batches,
             left: n,
@@ -360,20 +335,21 @@ fn open_table_all(path: &Path, opts: &ReadOptions) -> Result<Table> {
     } else {
         std::fs::metadata(path).ok().map(|m| m.len())
     };
+    let r = &opts.reader;
     let (schema, batches, units) = match format {
         Format::Msgpack => return open_msgpack(path, opts, size),
         Format::Parquet => {
             let (schema, batches, rows) =
-                parquet::read_parquet_with(path, opts.columns.as_deref(), opts.batch_size)?;
+                parquet::read_parquet_with(path, r.projection(), r.batch_size())?;
             (schema, batches, Some(Units::Rows(rows)))
         }
         Format::Ipc => {
-            let (schema, batches, n) = ipc::read_ipc_with(path, opts.columns.as_deref())?;
+            let (schema, batches, n) = ipc::read_ipc_with(path, r.projection())?;
             (schema, batches, n)
         }
         Format::Npz => {
             let (schema, batches) =
-                npz::read_npz_with(path, opts.columns.as_deref(), opts.batch_size, opts.tensor)?;
+                npz::read_npz_with(path, r.projection(), r.batch_size(), r.tensor())?;
             (schema, batches, None)
         }
     };
@@ -415,20 +391,8 @@ pub fn recorded_layout(schema: &SchemaRef) -> (Option<Layout>, Option<String>) {
 }
 
 fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Table> {
-    use crate::{Reader, ReaderBuilder};
-    let builder = ReaderBuilder::new()
-        .with_layout(opts.layout)
-        .with_batch_size(opts.batch_size)
-        .with_projection(opts.columns.clone())
-        .with_tensor(opts.tensor)
-        .with_object_arrays(opts.object_arrays)
-        .with_threads(opts.threads)
-        .with_dialect(opts.dialect)
-        .with_on_truncated(opts.on_truncated)
-        .with_infer_rows(opts.infer_rows)
-        .with_n_rows(opts.n_rows)
-        .with_conflicts(opts.conflicts)
-        .with_schema_overrides(opts.schema_overrides.clone());
+    use crate::Reader;
+    let builder = opts.reader.clone();
     let input = compress::open_input_counted(path, opts.progress.clone())?;
     let streamed = !matches!(input, Input::Mmap(_));
     let reader: Reader = builder.build_from_input(input)?;

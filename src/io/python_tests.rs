@@ -352,7 +352,7 @@ fn npz_tensors_as_fixed_shape_tensor_extension() {
         &[&src],
     );
     let opts = ReadOptions {
-        tensor: crate::options::TensorMode::Extension,
+        reader: crate::ReaderBuilder::new().with_tensor(crate::options::TensorMode::Extension),
         ..ReadOptions::default()
     };
     let t = open_table(&src, &opts).unwrap();

@@ -7,11 +7,11 @@ use arrow_schema::{DataType, Field, TimeUnit};
 use crate::error::Result;
 use crate::types::{meta, NumpyDtype};
 use crate::wire::write::{self as wire, Out};
-use crate::write::access::*;
-use crate::write::encoder::tensor::*;
-use crate::write::encoder::*;
-use crate::write::ndarray::*;
-use crate::write::tensor::*;
+use crate::write::access::{is_binary, is_string, is_utc};
+use crate::write::encoder::tensor::TensorEnc;
+use crate::write::encoder::{field_meta, make_encoder, meta_dims, ColumnEncoder};
+use crate::write::ndarray::{NdHead, NdProbe};
+use crate::write::tensor::{resolve_tensor, NdType, Tensor};
 
 // Whole-column encoders (columns layout, values layout with an ndarray container)
 

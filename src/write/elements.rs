@@ -7,8 +7,8 @@ use arrow_schema::DataType;
 
 use crate::error::Result;
 use crate::types::{ByteOrder, NumpyDtype};
-use crate::write::access::*;
-use crate::write::ndarray::*;
+use crate::write::access::{accepts, np_unit_ns, temporal_ns, Bins, Strs};
+use crate::write::ndarray::{write_bytes, write_unicode};
 use crate::write::unsupported;
 
 // Element writers: ndarray payload bytes

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::types::NumpyDtype;
 use crate::wire::pad::{choose_pad, pick_sizes, suffix_reach};
 use crate::wire::write::{self as wire, Out};
-use crate::write::access::*;
+use crate::write::access::{Bins, Strs};
 use crate::write::unsupported;
 
 // ndarray maps

@@ -8,9 +8,9 @@ use arrow_schema::DataType;
 
 use crate::error::Result;
 use crate::types::{ByteOrder, NpTimeUnit, NumpyDtype, StructField};
-use crate::write::access::*;
-use crate::write::elements::*;
-use crate::write::ndarray::*;
+use crate::write::access::{accepts, is_binary, is_string, np_unit, Bins, Strs};
+use crate::write::elements::Elems;
+use crate::write::ndarray::{kind_of, TypeEnc};
 use crate::write::unsupported;
 
 // Tensors: list levels over a flat element array

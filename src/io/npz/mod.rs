@@ -16,9 +16,6 @@ mod header;
 mod reader;
 mod writer;
 
-use self::header::*;
-#[cfg(test)]
-use self::reader::*;
 pub use self::reader::{read_npz, read_npz_with};
 pub use self::writer::NpzWriter;
 use std::io;
@@ -61,7 +58,8 @@ fn native_order() -> ByteOrder {
 
 #[cfg(test)]
 mod tests {
-    #[allow(unused_imports)]
+    use super::header::{npy_header, read_npy_header, Py, PyParser};
+    use super::reader::*;
     use super::*;
     use std::collections::HashMap;
 

@@ -4,6 +4,7 @@
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::compress::io_error;
+use crate::io::npz::header::read_npy_header;
 use crate::io::BatchIter;
 use crate::options::TensorMode;
 use crate::types::{fixed_size_list, meta, NpTimeUnit, NumpyDtype};

@@ -4,6 +4,7 @@
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::compress::io_error;
+use crate::io::npz::header::npy_header;
 use crate::types::{meta, ByteOrder, NpTimeUnit, NumpyDtype};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Date32Type, Date64Type, Int64Type};

@@ -8,7 +8,7 @@ use arrow_schema::{DataType, Field};
 
 use crate::error::Result;
 use crate::wire::write::{self as wire, Out};
-use crate::write::encoder::*;
+use crate::write::encoder::{make_encoder, ColumnEncoder};
 use crate::write::unsupported;
 
 pub(crate) enum ListShape {

@@ -4,7 +4,7 @@ use arrow_buffer::{NullBuffer, OffsetBuffer};
 
 use crate::error::Result;
 use crate::wire::write::{self as wire, Out};
-use crate::write::encoder::*;
+use crate::write::encoder::ColumnEncoder;
 
 /// An Arrow Map: a msgpack map of the entries' encodings.
 pub(crate) struct MapEnc {

@@ -21,8 +21,8 @@ use self::{list::*, map::*, scalar::*, structs::*, tensor::*};
 use crate::error::Result;
 use crate::types::{meta, NumpyDtype};
 use crate::wire::write::Out;
-use crate::write::access::*;
-use crate::write::ndarray::*;
+use crate::write::access::{is_binary, is_string, is_utc, Bins, Strs};
+use crate::write::ndarray::{NdProbe, TypeEnc};
 use crate::write::unsupported;
 
 // Column encoders
@@ -197,6 +197,7 @@ mod tests {
     use super::*;
     use crate::wire::pyrepr::py_complex_repr;
     use crate::wire::write::{self as wire, IntVal};
+    use crate::write::ndarray::NdHead;
 
     fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{x:02x}")).collect()

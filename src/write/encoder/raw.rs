@@ -4,7 +4,7 @@
 use crate::error::Result;
 use crate::wire::cursor::Cursor;
 use crate::wire::write::Out;
-use crate::write::access::*;
+use crate::write::access::Bins;
 use crate::write::encoder::ColumnEncoder;
 
 /// One msgpack value per row, verbatim; a null row is nil.

@@ -9,11 +9,11 @@ use arrow_buffer::NullBuffer;
 use crate::error::Result;
 use crate::types::NumpyDtype;
 use crate::wire::write::{self as wire, Out};
-use crate::write::access::*;
-use crate::write::elements::*;
-use crate::write::encoder::*;
-use crate::write::ndarray::*;
-use crate::write::tensor::*;
+use crate::write::access::{accepts, Bins, Strs};
+use crate::write::elements::Elems;
+use crate::write::encoder::ColumnEncoder;
+use crate::write::ndarray::TypeEnc;
+use crate::write::tensor::native_dtype;
 use crate::write::unsupported;
 
 pub(crate) struct NullEnc(pub(crate) usize);

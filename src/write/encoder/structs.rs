@@ -6,7 +6,7 @@ use arrow_buffer::NullBuffer;
 
 use crate::error::Result;
 use crate::wire::write::{self as wire, Out};
-use crate::write::encoder::*;
+use crate::write::encoder::{make_encoder, ColumnEncoder};
 
 /// A map with str keys in field order.
 pub(crate) struct StructEnc {

@@ -11,10 +11,10 @@ use crate::error::Result;
 use crate::types::{meta, NumpyDtype};
 use crate::wire::pyrepr::py_complex_repr;
 use crate::wire::write::{self as wire, Out};
-use crate::write::access::*;
-use crate::write::encoder::*;
-use crate::write::ndarray::*;
-use crate::write::tensor::*;
+use crate::write::access::Bins;
+use crate::write::encoder::ColumnEncoder;
+use crate::write::ndarray::{NdHead, NdProbe, TypeEnc};
+use crate::write::tensor::{resolve_tensor, NdType, Tensor};
 
 /// One ndarray map per row (0-d for a non-list column), or nil for a null row.
 pub(crate) struct TensorEnc {
