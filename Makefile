@@ -54,7 +54,7 @@ wheel-plugin: venv
 # MSGPACK_ARROW_REQUIRE_PLUGIN: the plugin tests run (and fail if the wheel lacks it), never skip
 test-python: golden wheel-plugin
 	$(PY) -m pip install -q --force-reinstall --no-deps $(WHEELS)/plugin/msgpack_arrow-*.whl
-	MSGPACK_ARROW_REQUIRE_PLUGIN=1 MSGPACK_ARROW_GOLDEN=$(GOLDEN) $(PY) -m pytest python/tests -q
+	MSGPACK_ARROW_REQUIRE_PLUGIN=1 MSGPACK_ARROW_REQUIRE_REMOTE=1 MSGPACK_ARROW_GOLDEN=$(GOLDEN) $(PY) -m pytest python/tests -q
 
 # The expression plugin's Polars range (msgpack_arrow.TESTED_POLARS: >=2.0,<2.2; the base package
 # only needs polars>=2.0) is tested at both ends: test-python uses the upper end pinned in
@@ -72,7 +72,7 @@ $(VENV_LOWEST)/.installed: tests/requirements.txt
 test-python-lowest: golden wheel-plugin $(VENV_LOWEST)/.installed
 	$(VENV_LOWEST)/bin/python -m pip install -q --force-reinstall --no-deps $(WHEELS)/plugin/msgpack_arrow-*.whl
 	$(VENV_LOWEST)/bin/python -c 'import polars; print("lowest tested polars:", polars.__version__)'
-	MSGPACK_ARROW_REQUIRE_PLUGIN=1 MSGPACK_ARROW_GOLDEN=$(GOLDEN) $(VENV_LOWEST)/bin/python -m pytest python/tests -q
+	MSGPACK_ARROW_REQUIRE_PLUGIN=1 MSGPACK_ARROW_REQUIRE_REMOTE=1 MSGPACK_ARROW_GOLDEN=$(GOLDEN) $(VENV_LOWEST)/bin/python -m pytest python/tests -q
 
 # The core's `polars` feature (src/polars.rs: DataFrame in and out for Rust users). Its build
 # of polars-core (debug profile, core features only) shares nothing with the Python extension's

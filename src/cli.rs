@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::io::convert::{output_format, ConvertOptions};
 use crate::io::dataset::{convert_dataset, DatasetOptions};
-use crate::io::{expand_inputs, open_table, Compression, Format, ReadOptions, Table};
+use crate::io::{open_table, Compression, Format, ReadOptions, Table};
 use crate::types::{meta, short_name};
 use crate::ReaderBuilder;
 use crate::{Dialect, Layout, ObjectArrays, OnTruncated, TensorMode};
@@ -119,6 +119,11 @@ struct ReadArgs {
     /// Read at most this many rows
     #[arg(long)]
     n_rows: Option<usize>,
+    /// For URL inputs and outputs (s3://, gs://, az://, http(s)://): a store setting, e.g.
+    /// `--storage-option endpoint_url=http://127.0.0.1:9000`; repeatable. The environment
+    /// (AWS_*, GOOGLE_*, AZURE_*) gives the rest.
+    #[arg(long = "storage-option", value_name = "KEY=VALUE", value_parser = parse_storage_option)]
+    storage_option: Vec<(String, String)>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -165,6 +170,12 @@ struct ConvertArgs {
     read: ReadArgs,
 }
 
+fn parse_storage_option(s: &str) -> std::result::Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+        .ok_or_else(|| "expected KEY=VALUE, e.g. endpoint_url=http://127.0.0.1:9000".to_string())
+}
+
 fn parse_override(s: &str) -> std::result::Result<(String, arrow_schema::DataType), String> {
     let (name, ty) = s
         .split_once('=')
@@ -193,6 +204,7 @@ impl ReadArgs {
         ReadOptions {
             format: self.input_format,
             progress: None,
+            storage: crate::io::StorageOptions(self.storage_option.clone()),
             reader: ReaderBuilder::new()
                 .with_layout(self.layout)
                 .with_batch_size(batch_size)
@@ -510,7 +522,11 @@ impl ConvertArgs {
 }
 
 fn convert(args: ConvertArgs) -> CliResult<()> {
-    let inputs = expand_inputs(&args.inputs).map_err(|e| e.to_string())?;
+    let inputs = crate::io::compress::expand_inputs_with(
+        &args.inputs,
+        &crate::io::StorageOptions(args.read.storage_option.clone()),
+    )
+    .map_err(|e| e.to_string())?;
     let mut read = args
         .read
         .options(usize::try_from(args.batch_size).unwrap_or(usize::MAX));
@@ -569,7 +585,28 @@ fn convert(args: ConvertArgs) -> CliResult<()> {
         }
         Ok(())
     };
-    let result = crate::io::convert::convert(&inputs, &args.output, &read, &opts, &mut on_batch);
+    // a URL output: written locally (Parquet, NPZ and IPC writers seek), then uploaded whole
+    // (a multipart upload, aborted on any failure: the previous object stays as it was)
+    let remote = crate::io::is_url(&args.output);
+    let staging = remote
+        .then(|| tempfile::tempdir().map_err(|e| e.to_string()))
+        .transpose()?;
+    let local = match &staging {
+        Some(d) => d
+            .path()
+            .join(args.output.file_name().unwrap_or_else(|| "out".as_ref())),
+        None => args.output.clone(),
+    };
+    let result = crate::io::convert::convert(&inputs, &local, &read, &opts, &mut on_batch)
+        .and_then(|done| {
+            if remote {
+                let mut out = crate::io::Output::create(&args.output, &read.storage)?;
+                let mut f = std::fs::File::open(&local)?;
+                io::copy(&mut f, &mut out)?;
+                out.commit()?;
+            }
+            Ok(done)
+        });
     if let Some(bar) = &bar {
         if result.is_ok() {
             bar.finish_and_clear();

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import glob as _glob
+import re as _re
 import io
 import os
 import re
@@ -26,7 +27,8 @@ from typing import IO, TYPE_CHECKING, Any, Literal, Union
 import polars as pl
 
 from ._internal import MSGPACK_EXTENSIONS as _EXTS
-from ._internal import ArrowStream, Reader, __version__
+from ._internal import REMOTE, ArrowStream, Reader, __version__
+from ._internal import expand_url as _expand_url
 from ._internal import write as _write
 from ._internal import write_iter as _write_iter
 from .exceptions import DecodeError, EncodeError, MsgpackArrowError, TruncatedInputWarning, _Positioned
@@ -92,12 +94,17 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 MSGPACK_EXTENSIONS: tuple[str, ...] = tuple(_EXTS)
 
 
+#: URLs of remote stores, read and written through object_store (``storage_options``)
+_URL = _re.compile(r"^(s3|s3a|gs|gcs|az|azure|abfs|abfss|adl|http|https)://", _re.IGNORECASE)
+
+
 def _is_path(x: Any) -> bool:
     return isinstance(x, (str, os.PathLike))
 
 
 def _path(x: PathLike) -> str:
-    return os.path.expanduser(os.fsdecode(os.fspath(x)))
+    p = os.fsdecode(os.fspath(x))
+    return p if _is_url(p) else os.path.expanduser(p)
 
 
 def _one_source(source: Source) -> str | bytes | bytearray | memoryview:
@@ -150,10 +157,23 @@ def _overrides(schema_overrides: SchemaOverrides | None) -> Any:
     raise TypeError("schema_overrides must be a dict of column name -> polars dtype")
 
 
-def _reader(source, *, columns=None, infer_rows=None, **kw) -> Reader:
+def _storage(storage_options: dict[str, Any] | None) -> list[tuple[str, str]] | None:
+    """Polars-style ``storage_options`` as the (key, value) strings object_store takes."""
+    if storage_options is None:
+        return None
+    return [(str(k), str(v).lower() if isinstance(v, bool) else str(v)) for k, v in storage_options.items()]
+
+
+def _is_url(p: Any) -> bool:
+    return isinstance(p, str) and _URL.match(p) is not None
+
+
+def _reader(source, *, columns=None, infer_rows=None, storage_options=None, **kw) -> Reader:
     if infer_rows is not None and infer_rows < 1:
         raise ValueError("infer_rows must be >= 1 (None: infer from every row)")
-    return Reader(source, columns=_columns(columns), infer_rows=infer_rows, **kw)
+    return Reader(
+        source, columns=_columns(columns), infer_rows=infer_rows, storage_options=_storage(storage_options), **kw
+    )
 
 
 def _warn_truncation(reader: Reader, source: Any) -> None:
@@ -188,6 +208,8 @@ def _is_multi(source: Any) -> bool:
     if not _is_path(source):
         return False
     p = _path(source)
+    if _is_url(p):
+        return bool(_GLOB_CHARS.search(p))
     return os.path.isdir(p) or bool(_GLOB_CHARS.search(p) and not os.path.exists(p))
 
 
@@ -292,6 +314,7 @@ def read_msgpack(
     row_index_name: str | None = None,
     row_index_offset: int = 0,
     include_file_paths: str | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> pl.DataFrame:
     """Read a msgpack-numpy file (or bytes) into a Polars DataFrame.
 
@@ -353,6 +376,12 @@ def read_msgpack(
         The row index of the first row.
     include_file_paths
         Add a String column of this name holding each row's source path (path sources only).
+    storage_options
+        For URL sources (``s3://``, ``gs://``, ``az://``, ``abfs://``, ``http(s)://``): the store's
+        settings, object_store's keys as Polars' ``scan_parquet`` takes them (``endpoint_url``,
+        ``aws_access_key_id``, ``aws_secret_access_key``, ``aws_region``, ``allow_http``, ...);
+        the environment (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``) gives the rest. The object is
+        decoded as it arrives; ``n_rows``/``head`` end the transfer early.
 
     Raises
     ------
@@ -386,17 +415,19 @@ def read_msgpack(
     return _virtual(df, extra["row_index_name"], extra["row_index_offset"], extra["include_file_paths"], path)
 
 
-def _expand(source: Any) -> list[str | bytes | bytearray | memoryview]:
-    """Paths, globs (sorted matches), directories (their files, sorted), lists of these; or one
-    in-memory source."""
+def _expand(source: Any, storage_options: dict[str, Any] | None = None) -> list[str | bytes | bytearray | memoryview]:
+    """Paths, globs (sorted matches), directories (their files, sorted), URLs and URL globs (the
+    objects listed, sorted), lists of these; or one in-memory source."""
     if isinstance(source, (list, tuple)):
         out: list = []
         for s in source:
-            out.extend(_expand(s))
+            out.extend(_expand(s, storage_options))
         return out
     if not _is_path(source):
         return [_one_source(source)]
     p = _path(source)
+    if _is_url(p):
+        return list(_expand_url(p, _storage(storage_options))) if _GLOB_CHARS.search(p) else [p]
     if _GLOB_CHARS.search(p) and not os.path.exists(p):
         found = sorted(_glob.glob(p, recursive=True))
         if not found:
@@ -432,6 +463,7 @@ def scan_msgpack(
     row_index_name: str | None = None,
     row_index_offset: int = 0,
     include_file_paths: str | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> pl.LazyFrame:
     """Lazily read msgpack-numpy files as a Polars LazyFrame (a Polars IO source).
 
@@ -453,7 +485,7 @@ def scan_msgpack(
     >>> scan_msgpack(data).filter(pl.col("id") > 2).select("label").collect()["label"].to_list()
     ['3', '4']
     """
-    sources = _expand(source)
+    sources = _expand(source, storage_options)
     if not sources:
         raise FileNotFoundError(f"no input files in {source!r}")
     opts = dict(
@@ -464,6 +496,7 @@ def scan_msgpack(
         infer_rows=infer_rows,
         on_truncated=on_truncated,
         conflicts=conflicts,
+        storage_options=storage_options,
     )
     overrides = _overrides(schema_overrides)
     with _naming(sources[0], len(sources) > 1):
@@ -601,6 +634,7 @@ def write_msgpack(
     layout: Layout = "records",
     aligned: bool = False,
     missing: Literal["auto", "nil", "omit"] = "auto",
+    storage_options: dict[str, Any] | None = None,
 ) -> bytes | None:
     """Write a DataFrame (or any Arrow data) as msgpack-numpy, readable by ``msgpack_numpy``.
 
@@ -611,8 +645,10 @@ def write_msgpack(
         (a pyarrow Table, :func:`read_arrow`'s result, ...).
     target
         A path: written to a temporary file beside it and renamed over it when complete, so a
-        failed write leaves the previous file untouched. A binary file object: the bytes are
-        written to it. ``None``: the bytes are returned.
+        failed write leaves the previous file untouched. A URL (``s3://``, ``gs://``, ``az://``,
+        ...; see ``storage_options`` in :func:`read_msgpack`): a multipart upload, completed only
+        when the output is whole, else aborted (the previous object stays as it was). A binary
+        file object: the bytes are written to it. ``None``: the bytes are returned.
     layout
         ``"records"`` (one map per row, the default), ``"columns"`` (one map of name ->
         ndarray/list), ``"values"`` (one column), or ``"auto"``: the layout recorded in the
@@ -648,6 +684,8 @@ def write_msgpack(
         _check_writable(df)
         df = _without_null_dtype(df)
     opts = dict(layout=layout, aligned=aligned, whole_table=whole, missing=missing)
+    if storage_options is not None:
+        opts["storage_options"] = _storage(storage_options)
     if target is None:
         return _write(df, None, **opts)
     if _is_path(target):
@@ -668,6 +706,7 @@ def sink_msgpack(
     aligned: bool = False,
     chunk_size: int | None = None,
     missing: Literal["auto", "nil", "omit"] = "auto",
+    storage_options: dict[str, Any] | None = None,
 ) -> None:
     """Write a LazyFrame as msgpack-numpy in batches, without collecting it: a query larger than
     memory streams through, one batch (Polars' ``collect_batches()``) in memory at a time.
@@ -708,6 +747,8 @@ def sink_msgpack(
     _check_writable(empty)
     batches = (_without_null_dtype(b) for b in lf.collect_batches(chunk_size=chunk_size))
     opts = dict(layout=layout, aligned=aligned, missing=missing)
+    if storage_options is not None:
+        opts["storage_options"] = _storage(storage_options)
     if _is_path(target):
         _write_iter(empty, batches, _path(target), **opts)
         return

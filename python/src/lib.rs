@@ -37,7 +37,10 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(series::infer_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(series::dtype_token, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(expand_url, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // URLs of remote stores (s3://, gs://, az://, http(s)://) wherever a path goes
+    m.add("REMOTE", true)?;
     m.add(
         "MSGPACK_EXTENSIONS",
         msgpack_arrow::io::compress::MSGPACK_EXTENSIONS.to_vec(),
@@ -45,4 +48,17 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Python checks this before registering `pl.col(c).msgpack` expressions against this library
     m.add("HAS_PLUGIN", cfg!(feature = "plugin"))?;
     Ok(())
+}
+
+/// The objects a URL glob matches (listed, sorted as local globs are); a plain URL is itself.
+#[pyfunction]
+#[pyo3(signature = (url, storage_options = None))]
+fn expand_url(
+    py: Python<'_>,
+    url: &str,
+    storage_options: Option<Vec<(String, String)>>,
+) -> PyResult<Vec<String>> {
+    let storage = msgpack_arrow::io::StorageOptions(storage_options.unwrap_or_default());
+    py.detach(|| errors::guarded(|| Ok(msgpack_arrow::io::remote::expand(url, &storage)?)))
+        .map_err(|f| errors::to_pyerr(py, errors::Op::Decode, f))
 }

@@ -3,14 +3,15 @@
 //! Every decoding step runs with the GIL released (`Python::detach`), inside a panic guard; the
 //! GIL is taken back between batches to check for Ctrl-C.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
-use msgpack_arrow::io::compress::open_buffer;
+use msgpack_arrow::io::compress::{open_buffer, open_input_with};
+use msgpack_arrow::io::{is_url, StorageOptions};
 use msgpack_arrow::{
     Dialect, Layout, ObjectArrays, OnTruncated, Reader, ReaderBuilder, TensorMode,
 };
@@ -28,6 +29,8 @@ enum Source {
     Path(PathBuf),
     /// Bytes in memory (a Python buffer viewed in place, or a copy of it).
     Buffer(Buffer),
+    /// An object in a remote store (s3://, gs://, az://, http(s)://), read as it arrives.
+    Url(String, StorageOptions),
 }
 
 /// Keeps a read-only Python buffer export alive for as long as Arrow arrays point into it.
@@ -39,9 +42,13 @@ fn parse<T: std::str::FromStr<Err = msgpack_arrow::Error>>(s: &str) -> PyResult<
 }
 
 impl Source {
-    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Source> {
+    fn from_py(obj: &Bound<'_, PyAny>, storage: StorageOptions) -> PyResult<Source> {
         if let Ok(s) = obj.cast::<PyString>() {
-            return Ok(Source::Path(PathBuf::from(s.to_str()?)));
+            let s = s.to_str()?;
+            if is_url(Path::new(s)) {
+                return Ok(Source::Url(s.to_string(), storage));
+            }
+            return Ok(Source::Path(PathBuf::from(s)));
         }
         let py = obj.py();
         let pb = match PyBuffer::<u8>::get(obj) {
@@ -87,6 +94,9 @@ impl Source {
             Source::Path(p) => b.build_from_path(p),
             // compressed bytes are decompressed whatever their source (wire::sniff)
             Source::Buffer(buf) => b.build_from_input(open_buffer(buf.clone())?),
+            Source::Url(url, storage) => {
+                b.build_from_input(open_input_with(Path::new(url), None, storage)?)
+            }
         }
     }
 }
@@ -144,7 +154,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, infer_rows = None, n_rows = None, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error"))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, infer_rows = None, n_rows = None, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", storage_options = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -163,11 +173,12 @@ impl PyReader {
         strict_schema: bool,
         on_truncated: &str,
         conflicts: &str,
+        storage_options: Option<Vec<(String, String)>>,
     ) -> PyResult<Self> {
         if batch_size == 0 {
             return Err(PyValueError::new_err("batch_size must be at least 1"));
         }
-        let source = Source::from_py(source)?;
+        let source = Source::from_py(source, StorageOptions(storage_options.unwrap_or_default()))?;
         let batch_size = match n_rows {
             Some(n) => batch_size.min(n.max(1)),
             None => batch_size,

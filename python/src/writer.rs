@@ -10,7 +10,7 @@ use arrow_array::ffi_stream::RecordBatchStreamReader;
 use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use msgpack_arrow::io::compress::{Codec, CompressedWriter};
-use msgpack_arrow::io::AtomicFile;
+use msgpack_arrow::io::{Output, StorageOptions};
 use msgpack_arrow::{mark_ragged_ndarrays, Layout, Writer, WriterBuilder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -26,7 +26,8 @@ use crate::stream::{import_schema, import_stream};
 /// a failed write leaves any previous file untouched. Without `path`, the bytes are returned.
 /// The GIL is released while encoding; Ctrl-C is checked between batches.
 #[pyfunction]
-#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false, whole_table = false, missing = "auto"))]
+#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false, whole_table = false, missing = "auto", storage_options = None))]
+#[allow(clippy::too_many_arguments)]
 pub fn write<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -35,7 +36,9 @@ pub fn write<'py>(
     aligned: bool,
     whole_table: bool,
     missing: &str,
+    storage_options: Option<Vec<(String, String)>>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let storage = StorageOptions(storage_options.unwrap_or_default());
     let layout: Layout = layout
         .parse()
         .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))?;
@@ -64,7 +67,7 @@ pub fn write<'py>(
     match path {
         Some(path) => {
             let w = py
-                .detach(|| guarded(|| Ok(builder.build(create(&path)?, schema)?)))
+                .detach(|| guarded(|| Ok(builder.build(create(&path, &storage)?, schema)?)))
                 .map_err(err)?;
             let file = pump(py, &mut stream, w)?;
             // dropping an uncommitted AtomicFile (on any error above) deletes the temporary file
@@ -94,11 +97,14 @@ fn parse_missing(s: &str) -> PyResult<msgpack_arrow::Missing> {
         .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))
 }
 
-/// The output file at `path`, appearing only when committed, compressed as its name says
-/// (`.msgpack.zst`, `.gz`, `.lz4`), as the CLI writes it.
-fn create(path: &std::path::Path) -> msgpack_arrow::Result<CompressedWriter<AtomicFile>> {
+/// The output file (or object, for a URL) at `path`, appearing only when committed, compressed as
+/// its name says (`.msgpack.zst`, `.gz`, `.lz4`), as the CLI writes it.
+fn create(
+    path: &std::path::Path,
+    storage: &StorageOptions,
+) -> msgpack_arrow::Result<CompressedWriter<Output>> {
     Ok(CompressedWriter::new(
-        AtomicFile::create(path)?,
+        Output::create(path, storage)?,
         Codec::from_path(path),
     )?)
 }
@@ -144,7 +150,7 @@ const SLICE_BYTES: usize = 32 << 20;
 /// batches are encoded. An exception raised by the iterator (a query error, Ctrl-C) is re-raised
 /// as it was, after the partial output is discarded.
 #[pyfunction]
-#[pyo3(signature = (schema, batches, path = None, target = None, *, layout = "records", aligned = false, missing = "auto"))]
+#[pyo3(signature = (schema, batches, path = None, target = None, *, layout = "records", aligned = false, missing = "auto", storage_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_iter<'py>(
     py: Python<'py>,
@@ -155,7 +161,9 @@ pub fn write_iter<'py>(
     layout: &str,
     aligned: bool,
     missing: &str,
+    storage_options: Option<Vec<(String, String)>>,
 ) -> PyResult<()> {
+    let storage = StorageOptions(storage_options.unwrap_or_default());
     let layout: Layout = layout
         .parse()
         .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))?;
@@ -177,7 +185,7 @@ pub fn write_iter<'py>(
     match (path, target) {
         (Some(path), None) => {
             let w = py
-                .detach(|| guarded(|| Ok(builder.build(create(&path)?, schema)?)))
+                .detach(|| guarded(|| Ok(builder.build(create(&path, &storage)?, schema)?)))
                 .map_err(err)?;
             let file = pump(py, &mut stream, w).map_err(reraise)?;
             py.detach(|| {

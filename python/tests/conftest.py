@@ -48,3 +48,25 @@ def manifest() -> dict:
 @pytest.fixture(scope="session")
 def golden(tmp_path_factory) -> Path:
     return golden_dir(tmp_path_factory)
+
+
+# ---- local stand-ins for remote stores (remote_servers.py; test_remote.py) ------------------------
+
+
+@pytest.fixture()
+def http_server():
+    """An :class:`remote_servers.ObjectServer` on 127.0.0.1, empty, stopped after the test."""
+    from remote_servers import ObjectServer
+
+    with ObjectServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3 on 127.0.0.1 for the session (:class:`remote_servers.S3Server`); tests make
+    their own buckets with ``s3_server.new_bucket()``."""
+    from remote_servers import S3Server
+
+    with S3Server() as server:
+        yield server

@@ -192,6 +192,59 @@ impl Seek for AtomicFile {
     }
 }
 
+/// An output that appears only when committed and whole: a local [`AtomicFile`], or for a URL
+/// (feature `cloud`) a multipart upload, aborted unless committed. Dropped uncommitted, nothing
+/// the user had is touched.
+pub enum Output {
+    /// A local file (renamed into place on commit).
+    File(AtomicFile),
+    /// A remote object (the upload completed on commit).
+    #[cfg(feature = "cloud")]
+    Remote(crate::io::remote::RemoteWriter),
+}
+
+impl Output {
+    /// Start writing `target`: a path, or a URL of a remote store.
+    pub fn create(target: &Path, storage: &crate::io::StorageOptions) -> Result<Output> {
+        if crate::io::is_url(target) {
+            let url = target.to_str().unwrap_or_default();
+            #[cfg(feature = "cloud")]
+            return Ok(Output::Remote(crate::io::remote::create(url, storage)?));
+            #[cfg(not(feature = "cloud"))]
+            return Err(crate::Error::new(crate::ErrorKind::Unsupported(format!(
+                "{url}: URLs need the `cloud` feature of msgpack-arrow ({storage:?} given)"
+            ))));
+        }
+        Ok(Output::File(AtomicFile::create(target)?))
+    }
+
+    /// Make the output appear, whole.
+    pub fn commit(self) -> Result<()> {
+        match self {
+            Output::File(f) => f.commit(),
+            #[cfg(feature = "cloud")]
+            Output::Remote(r) => r.commit(),
+        }
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Output::File(f) => f.write(buf),
+            #[cfg(feature = "cloud")]
+            Output::Remote(r) => r.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Output::File(f) => f.flush(),
+            #[cfg(feature = "cloud")]
+            Output::Remote(r) => r.flush(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -171,6 +171,16 @@ pub fn open_input(path: &Path) -> Result<Input> {
 /// `counter` as they are read, for a progress bar. A memory-mapped input is not counted: the caller
 /// knows its size.
 pub fn open_input_counted(path: &Path, counter: Option<Arc<AtomicU64>>) -> Result<Input> {
+    open_input_with(path, counter, &Default::default())
+}
+
+/// [`open_input_counted`] where `path` may also be a URL (feature `cloud`): the object is read as
+/// it arrives, decompressed when its first bytes name a codec.
+pub fn open_input_with(
+    path: &Path,
+    counter: Option<Arc<AtomicU64>>,
+    storage: &super::StorageOptions,
+) -> Result<Input> {
     let count = |r: Box<dyn Read + Send>| -> Box<dyn Read + Send> {
         match &counter {
             Some(c) => Box::new(CountingReader {
@@ -184,6 +194,18 @@ pub fn open_input_counted(path: &Path, counter: Option<Arc<AtomicU64>>) -> Resul
         return Ok(Input::Stream(decompress_by_magic(count(Box::new(
             io::stdin(),
         )))?));
+    }
+    if super::is_url(path) {
+        let url = path.to_str().unwrap_or_default();
+        #[cfg(feature = "cloud")]
+        return Ok(Input::Stream(decompress_by_magic(count(Box::new(
+            super::remote::open(url, storage)?,
+        )))?));
+        #[cfg(not(feature = "cloud"))]
+        return Err(Error::new(ErrorKind::Unsupported(format!(
+            "{url}: URLs need the `cloud` feature of msgpack-arrow ({:?} given)",
+            storage
+        ))));
     }
     let file = File::open(path).map_err(|e| io_error(path, e))?;
     if let Some(codec) = Codec::from_path(path) {
@@ -278,10 +300,28 @@ fn has_glob_chars(s: &str) -> bool {
 /// - a directory becomes its msgpack files ([`MSGPACK_EXTENSIONS`]), sorted; none is an error;
 /// - anything else must exist.
 pub fn expand_inputs(args: &[String]) -> Result<Vec<PathBuf>> {
+    expand_inputs_with(args, &Default::default())
+}
+
+/// [`expand_inputs`] where an argument may also be a URL (feature `cloud`), a glob over its
+/// objects (listed, sorted as local matches are).
+pub fn expand_inputs_with(
+    args: &[String],
+    storage: &super::StorageOptions,
+) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for arg in args {
         let p = Path::new(arg);
         if is_stdio(p) {
+            out.push(p.to_path_buf());
+        } else if super::is_url(p) {
+            #[cfg(feature = "cloud")]
+            out.extend(
+                super::remote::expand(arg, storage)?
+                    .into_iter()
+                    .map(PathBuf::from),
+            );
+            #[cfg(not(feature = "cloud"))]
             out.push(p.to_path_buf());
         } else if p.is_dir() {
             let mut found = Vec::new();

@@ -9,6 +9,8 @@ pub mod dataset;
 pub mod ipc;
 pub mod npz;
 pub mod parquet;
+#[cfg(feature = "cloud")]
+pub mod remote;
 pub mod sink;
 
 #[cfg(test)]
@@ -29,7 +31,7 @@ use crate::options::Layout;
 use crate::types::meta;
 use crate::ReaderBuilder;
 
-pub use atomic::AtomicFile;
+pub use atomic::{AtomicFile, Output};
 pub use compress::{expand_inputs, open_input, Input};
 
 impl crate::ReaderBuilder {
@@ -134,6 +136,8 @@ impl Format {
     pub fn detect(path: &Path) -> Result<Format> {
         match Format::from_path(path) {
             Some(f) => Ok(f),
+            // an object is not opened twice to guess: msgpack unless its name says otherwise
+            None if is_url(path) => Ok(Format::Msgpack),
             None => Format::sniff(path),
         }
     }
@@ -235,6 +239,42 @@ impl FromStr for Compression {
     }
 }
 
+/// Configuration of remote stores: object_store's keys (`endpoint_url`, `aws_access_key_id`,
+/// `aws_region`, `allow_http`, ...), as Polars' `storage_options` take them; the environment
+/// fills in what is not given. Used by URLs only (feature `cloud`).
+#[derive(Clone, Default)]
+pub struct StorageOptions(pub Vec<(String, String)>);
+
+impl fmt::Debug for StorageOptions {
+    // values may be secrets: only the keys are shown
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(k, _)| k))
+            .finish()
+    }
+}
+
+/// Whether a path is a URL of a remote store (`s3://`, `gs://`, `az://`, `http(s)://`, ...).
+pub fn is_url(path: &Path) -> bool {
+    path.to_str()
+        .and_then(|s| s.split_once("://"))
+        .is_some_and(|(scheme, _)| {
+            matches!(
+                scheme.to_ascii_lowercase().as_str(),
+                "s3" | "s3a"
+                    | "gs"
+                    | "gcs"
+                    | "az"
+                    | "azure"
+                    | "abfs"
+                    | "abfss"
+                    | "adl"
+                    | "http"
+                    | "https"
+            )
+        })
+}
+
 /// Options for [`open_table`]: the input format, a progress counter, and how to read, declared
 /// once as a [`ReaderBuilder`]. Its projection, batch size and row limit apply to every format,
 /// its tensor mode to NPZ too; the rest to msgpack inputs.
@@ -246,6 +286,8 @@ pub struct ReadOptions {
     pub progress: Option<Arc<AtomicU64>>,
     /// How to read (layout, projection, batch size, tensor mode, row limit, conflicts, ...).
     pub reader: ReaderBuilder,
+    /// Remote stores' configuration, for URL inputs.
+    pub storage: StorageOptions,
 }
 
 /// An opened input: its schema, its batches, and for msgpack inputs the layout used.
@@ -330,7 +372,7 @@ fn open_table_all(path: &Path, opts: &ReadOptions) -> Result<Table> {
             "standard input is read as msgpack only; write the {format} data to a file first"
         ))));
     }
-    let size = if compress::is_stdio(path) {
+    let size = if compress::is_stdio(path) || is_url(path) {
         None
     } else {
         std::fs::metadata(path).ok().map(|m| m.len())
@@ -393,7 +435,7 @@ pub fn recorded_layout(schema: &SchemaRef) -> (Option<Layout>, Option<String>) {
 fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Table> {
     use crate::Reader;
     let builder = opts.reader.clone();
-    let input = compress::open_input_counted(path, opts.progress.clone())?;
+    let input = compress::open_input_with(path, opts.progress.clone(), &opts.storage)?;
     let streamed = !matches!(input, Input::Mmap(_));
     let reader: Reader = builder.build_from_input(input)?;
     let schema = reader.schema();

@@ -1,0 +1,446 @@
+//! Objects in S3, GCS, Azure and HTTP(S) stores, read as streams and written as multipart
+//! uploads, through the `object_store` crate (feature `cloud`).
+//!
+//! A read is one streaming GET: the body flows into the decoder as it arrives (a bounded queue of
+//! large chunks in between), so rows come before the transfer ends, and dropping the reader (e.g.
+//! after `head`) ends the transfer. object_store retries 5xx, timeouts and resets with backoff and
+//! resumes a body cut short with a ranged GET guarded by the object's ETag, so an object replaced
+//! mid-read is an error, never a mixed table. The I/O runs on a small runtime of its own; decoding
+//! stays on the caller's threads (CPU work on the I/O threads is what stalls bodies).
+
+use std::io::{self, Read, Write};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use object_store::path::Path as ObjectPath;
+use object_store::{GetOptions, ObjectStore, ObjectStoreExt, WriteMultipart};
+use url::Url;
+
+use super::StorageOptions;
+use crate::error::{Error, ErrorKind, Result};
+
+/// Bytes queued ahead of the decoder, in chunks of about this size.
+const CHUNK: usize = 1 << 20;
+/// Chunks queued ahead (so about `CHUNK * (AHEAD + 2)` bytes are in flight past the decoder:
+/// what a `head` moves beyond its rows).
+const AHEAD: usize = 4;
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("msgpack-arrow-io")
+            .enable_all()
+            .build()
+            .expect("an I/O runtime")
+    })
+}
+
+/// Run a future on the I/O runtime and wait for it, from any thread (also one of another
+/// runtime's, e.g. Polars' engine, where blocking in place is not allowed).
+fn run<F: std::future::Future + Send>(f: F) -> F::Output
+where
+    F::Output: Send,
+{
+    if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::scope(|s| {
+            s.spawn(|| runtime().block_on(f))
+                .join()
+                .expect("the I/O thread")
+        })
+    } else {
+        runtime().block_on(f)
+    }
+}
+
+/// The URL with user-info and query (signatures, tokens) left out: what errors show.
+pub fn redact(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            if u.query().is_some() {
+                u.set_query(Some("…"));
+            }
+            u.to_string()
+        }
+        Err(_) => url.split(['?', '@']).next().unwrap_or("").to_string(),
+    }
+}
+
+fn usage(m: String) -> Error {
+    Error::new(ErrorKind::Usage(m))
+}
+
+/// An object_store error as ours: a missing object is `NotFound` (Python's FileNotFoundError), a
+/// refused one `PermissionDenied`; the message names the URL (redacted), never a secret.
+fn store_error(url: &str, op: &str, e: object_store::Error) -> Error {
+    use object_store::Error as E;
+    let url = redact(url);
+    let (kind, what) = match &e {
+        E::NotFound { .. } => (io::ErrorKind::NotFound, "no such object".to_string()),
+        E::PermissionDenied { .. } | E::Unauthenticated { .. } => (
+            io::ErrorKind::PermissionDenied,
+            format!("permission denied to {op} (check the credentials and the bucket's policy)"),
+        ),
+        E::Precondition { .. } => (
+            io::ErrorKind::Other,
+            "the object changed while it was read (its ETag no longer matches); read it again"
+                .to_string(),
+        ),
+        _ => (
+            io::ErrorKind::Other,
+            format!("cannot {op}: {}", scrub(&e.to_string())),
+        ),
+    };
+    Error::new(ErrorKind::Io(io::Error::new(kind, what))).in_file(std::path::Path::new(&url))
+}
+
+/// Drop anything that looks like a signed query string from a message.
+fn scrub(m: &str) -> String {
+    m.split_whitespace()
+        .map(|w| match w.find("://") {
+            Some(_) => redact(w.trim_end_matches([',', ')', '.'])),
+            None => w.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn retry() -> object_store::RetryConfig {
+    object_store::RetryConfig {
+        backoff: object_store::BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(15),
+            base: 2.0,
+        },
+        max_retries: 10,
+        retry_timeout: Duration::from_secs(180),
+    }
+}
+
+/// The store and the object path a URL names. Options are object_store's configuration keys (as
+/// Polars' `storage_options` take them); the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`) fills
+/// in the rest. An `http://` endpoint allows plain HTTP without more.
+pub fn store(url: &str, opts: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, ObjectPath)> {
+    let parsed = Url::parse(url).map_err(|e| usage(format!("{}: not a URL: {e}", redact(url))))?;
+    let scheme = parsed.scheme().to_ascii_lowercase();
+    let path = ObjectPath::from_url_path(parsed.path())
+        .map_err(|e| usage(format!("{}: bad object path: {e}", redact(url))))?;
+    let bad_key = |k: &str, store: &str| {
+        usage(format!(
+            "unknown storage option {k:?} for {store} (object_store's configuration keys, e.g. \
+             endpoint_url, aws_access_key_id, aws_region, allow_http)"
+        ))
+    };
+    let http_endpoint = opts
+        .0
+        .iter()
+        .any(|(k, v)| k.to_ascii_lowercase().contains("endpoint") && v.starts_with("http://"));
+    let err = |e: object_store::Error| store_error(url, "open", e);
+    let store: Arc<dyn ObjectStore> = match scheme.as_str() {
+        "s3" | "s3a" => {
+            use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+            let mut b = AmazonS3Builder::from_env()
+                .with_url(url.replacen("s3a://", "s3://", 1))
+                .with_retry(retry());
+            if http_endpoint {
+                b = b.with_allow_http(true);
+            }
+            for (k, v) in &opts.0 {
+                let key: AmazonS3ConfigKey = k
+                    .to_ascii_lowercase()
+                    .parse()
+                    .map_err(|_| bad_key(k, "S3"))?;
+                b = b.with_config(key, v.clone());
+            }
+            Arc::new(b.build().map_err(err)?)
+        }
+        "gs" | "gcs" => {
+            use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+            let mut b = GoogleCloudStorageBuilder::from_env()
+                .with_url(url.replacen("gcs://", "gs://", 1))
+                .with_retry(retry());
+            for (k, v) in &opts.0 {
+                let key: GoogleConfigKey = k
+                    .to_ascii_lowercase()
+                    .parse()
+                    .map_err(|_| bad_key(k, "GCS"))?;
+                b = b.with_config(key, v.clone());
+            }
+            Arc::new(b.build().map_err(err)?)
+        }
+        "az" | "azure" | "abfs" | "abfss" | "adl" => {
+            use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+            let mut b = MicrosoftAzureBuilder::from_env()
+                .with_url(url)
+                .with_retry(retry());
+            for (k, v) in &opts.0 {
+                let key: AzureConfigKey = k
+                    .to_ascii_lowercase()
+                    .parse()
+                    .map_err(|_| bad_key(k, "Azure"))?;
+                b = b.with_config(key, v.clone());
+            }
+            Arc::new(b.build().map_err(err)?)
+        }
+        "http" | "https" => {
+            use object_store::http::HttpBuilder;
+            use object_store::ClientConfigKey;
+            let origin = &parsed[..url::Position::BeforePath];
+            // an http:// URL is the user's explicit choice of plain HTTP
+            let mut b = HttpBuilder::new()
+                .with_url(origin)
+                .with_retry(retry())
+                .with_config(ClientConfigKey::AllowHttp, (scheme == "http").to_string());
+            for (k, v) in &opts.0 {
+                let key: ClientConfigKey = k
+                    .to_ascii_lowercase()
+                    .parse()
+                    .map_err(|_| bad_key(k, "HTTP"))?;
+                b = b.with_config(key, v.clone());
+            }
+            Arc::new(b.build().map_err(err)?)
+        }
+        other => {
+            return Err(usage(format!(
+                "{}: unsupported URL scheme {other:?} (s3, gs, az, abfs, http, https)",
+                redact(url)
+            )))
+        }
+    };
+    Ok((store, path))
+}
+
+/// A remote object as a `Read`: one streaming GET, filled by the I/O runtime into a bounded
+/// queue. Dropping it ends the transfer.
+pub struct RemoteReader {
+    rx: Receiver<std::result::Result<Bytes, Error>>,
+    cur: Bytes,
+    /// the object's size, from the response
+    pub size: u64,
+}
+
+/// Open an object for reading as it arrives.
+pub fn open(url: &str, opts: &StorageOptions) -> Result<RemoteReader> {
+    let (store, path) = store(url, opts)?;
+    let (tx, rx) = sync_channel::<std::result::Result<Bytes, Error>>(AHEAD);
+    let (meta_tx, meta_rx) = sync_channel::<Result<u64>>(1);
+    let url_owned = url.to_string();
+    runtime().spawn(async move {
+        let url = url_owned;
+        let got = match store.get_opts(&path, GetOptions::default()).await {
+            Ok(g) => g,
+            Err(e) => {
+                let _ = meta_tx.send(Err(store_error(&url, "read", e)));
+                return;
+            }
+        };
+        let _ = meta_tx.send(Ok(got.meta.size));
+        let etag = got.meta.e_tag.clone();
+        if let Err(e) = pump(got.into_stream(), &tx).await {
+            // a body that failed after resuming: say so plainly when the object was replaced
+            let changed = match (&etag, store.head(&path).await) {
+                (Some(a), Ok(m)) => m.e_tag.as_ref() != Some(a),
+                _ => false,
+            };
+            let e = if changed {
+                store_error(
+                    &url,
+                    "read",
+                    object_store::Error::Precondition {
+                        path: path.to_string(),
+                        source: "ETag changed".into(),
+                    },
+                )
+            } else {
+                store_error(&url, "read", e)
+            };
+            let _ = send(&tx, Err(e)).await;
+        }
+    });
+    let size = meta_rx
+        .recv()
+        .map_err(|_| usage(format!("{}: the I/O task ended", redact(url))))??;
+    Ok(RemoteReader {
+        rx,
+        cur: Bytes::new(),
+        size,
+    })
+}
+
+/// Move the body into the queue in chunks of about [`CHUNK`] bytes; stop when the reader is gone.
+/// The body's error, if it fails (after object_store's own retries and resumes).
+async fn pump(
+    mut body: futures::stream::BoxStream<'static, object_store::Result<Bytes>>,
+    tx: &SyncSender<std::result::Result<Bytes, Error>>,
+) -> std::result::Result<(), object_store::Error> {
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        match body.next().await {
+            Some(Ok(b)) => {
+                if buf.is_empty() && b.len() >= CHUNK {
+                    if !send(tx, Ok(b)).await {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                buf.extend_from_slice(&b);
+                if buf.len() >= CHUNK && !send(tx, Ok(Bytes::from(std::mem::take(&mut buf)))).await
+                {
+                    return Ok(());
+                }
+            }
+            Some(Err(e)) => return Err(e),
+            None => {
+                if !buf.is_empty() {
+                    let _ = send(tx, Ok(Bytes::from(buf))).await;
+                }
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Queue a chunk without blocking an I/O thread; `false` once the reader is gone.
+async fn send(
+    tx: &SyncSender<std::result::Result<Bytes, Error>>,
+    item: std::result::Result<Bytes, Error>,
+) -> bool {
+    let tx = tx.clone();
+    tokio::task::spawn_blocking(move || tx.send(item).is_ok())
+        .await
+        .unwrap_or(false)
+}
+
+impl Read for RemoteReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.cur.is_empty() {
+            match self.rx.recv() {
+                Ok(Ok(b)) => self.cur = b,
+                Ok(Err(e)) => return Err(io::Error::other(e)),
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.cur.len());
+        out[..n].copy_from_slice(&self.cur[..n]);
+        self.cur = self.cur.slice(n..);
+        Ok(n)
+    }
+}
+
+/// The objects a URL glob matches (`*`, `?`, `[...]`, `**`), by listing its fixed prefix, sorted
+/// as local globs are; a URL without glob characters is itself.
+pub fn expand(url: &str, opts: &StorageOptions) -> Result<Vec<String>> {
+    let Some(star) = url.find(['*', '?', '[']) else {
+        return Ok(vec![url.to_string()]);
+    };
+    let base_end = url[..star].rfind('/').map_or(0, |i| i + 1);
+    let (base, pattern) = (&url[..base_end], &url[base_end..]);
+    let (store, prefix) = store(base, opts)?;
+    let pat = glob::Pattern::new(pattern)
+        .map_err(|e| usage(format!("{}: bad glob: {e}", redact(url))))?;
+    let listed: Vec<object_store::ObjectMeta> = run(async {
+        let p = (!prefix.as_ref().is_empty()).then_some(&prefix);
+        store
+            .list(p)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<object_store::Result<Vec<_>>>()
+    })
+    .map_err(|e| store_error(base, "list", e))?;
+    let strip = prefix.as_ref().len() + usize::from(!prefix.as_ref().is_empty());
+    let opts_glob = glob::MatchOptions {
+        require_literal_separator: !pattern.contains("**"),
+        ..Default::default()
+    };
+    let mut out: Vec<String> = listed
+        .iter()
+        .map(|m| m.location.as_ref().get(strip..).unwrap_or("").to_string())
+        .filter(|rel| pat.matches_with(rel, opts_glob))
+        .map(|rel| format!("{base}{rel}"))
+        .collect();
+    out.sort();
+    if out.is_empty() {
+        return Err(Error::new(ErrorKind::Io(io::Error::new(
+            io::ErrorKind::NotFound,
+            "no object matches",
+        )))
+        .in_file(std::path::Path::new(&redact(url))));
+    }
+    Ok(out)
+}
+
+/// A remote object being written: a multipart upload fed as the writer goes (bounded memory),
+/// completed by [`RemoteWriter::commit`] only. Dropped without it, the upload is aborted: the
+/// previous object stays as it was and no parts are left behind.
+pub struct RemoteWriter {
+    url: String,
+    up: Option<WriteMultipart>,
+    buf: Vec<u8>,
+}
+
+/// Parts are uploaded in pieces of this size (S3's minimum is 5 MiB).
+const PART: usize = 8 << 20;
+
+/// Start writing an object.
+pub fn create(url: &str, opts: &StorageOptions) -> Result<RemoteWriter> {
+    let (store, path) = store(url, opts)?;
+    let up = run(store.put_multipart(&path)).map_err(|e| store_error(url, "write", e))?;
+    Ok(RemoteWriter {
+        url: url.to_string(),
+        up: Some(WriteMultipart::new_with_chunk_size(up, PART)),
+        buf: Vec::with_capacity(PART),
+    })
+}
+
+impl RemoteWriter {
+    fn flush_parts(&mut self) -> io::Result<()> {
+        let up = self.up.as_mut().expect("not committed");
+        let url = &self.url;
+        run(async {
+            up.wait_for_capacity(2).await?;
+            up.write(&self.buf);
+            Ok::<_, object_store::Error>(())
+        })
+        .map_err(|e| io::Error::other(store_error(url, "write", e)))?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Complete the upload: the object appears, whole.
+    pub fn commit(mut self) -> Result<()> {
+        if !self.buf.is_empty() {
+            self.flush_parts()?;
+        }
+        let up = self.up.take().expect("not committed");
+        run(up.finish()).map_err(|e| store_error(&self.url, "write", e))?;
+        Ok(())
+    }
+}
+
+impl Write for RemoteWriter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= PART {
+            self.flush_parts()?;
+        }
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for RemoteWriter {
+    fn drop(&mut self) {
+        if let Some(up) = self.up.take() {
+            let _ = run(up.abort());
+        }
+    }
+}
