@@ -1,5 +1,6 @@
 """Every Python snippet of the README runs as written, against small dumps with the names it uses
-(the Dask cluster snippet, which needs a scheduler, is run by test_dask.py's equivalent instead)."""
+(the Dask cluster snippet, which needs a scheduler, is run by test_dask.py's equivalent instead;
+the remote-data snippet, which needs a store, by test_remote.py's)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 def _blocks() -> list[str]:
     text = README.read_text()
-    return [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "Client(" not in b]
+    return [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "Client(" not in b and "s3://" not in b]
 
 
 def _dump(path: Path, n: int, seed: int) -> None:

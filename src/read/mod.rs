@@ -54,6 +54,9 @@ pub const MAX_BATCH_CELLS: usize = 1 << 24;
 pub const DEFAULT_MAX_COLUMNS: usize = 65_536;
 /// Rows a streaming (`Read`) source infers its schema from, by default.
 pub const DEFAULT_STREAM_INFER_ROWS: usize = 1000;
+/// ... or the rows in this many bytes, if fewer (at least one): a stream of wide rows (a remote
+/// object, a compressed file) shows its first rows without buffering a thousand of them.
+pub const DEFAULT_STREAM_INFER_BYTES: usize = 4 << 20;
 
 /// Under the `auto` layout, refuse what is not MessagePack (one detection for every entry point:
 /// [`crate::wire::sniff`]): text, which would read as a column of character codes, another file
@@ -370,11 +373,14 @@ impl ReaderBuilder {
             Some((Layout::Records | Layout::Values, Container::Stream)) if !single => {
                 let mut me = self;
                 let infer = me.infer_rows.unwrap_or(DEFAULT_STREAM_INFER_ROWS);
-                me.infer_rows = Some(infer);
+                let max_bytes = match me.infer_rows {
+                    Some(_) => usize::MAX,
+                    None => DEFAULT_STREAM_INFER_BYTES,
+                };
                 // buffer `infer` objects to infer from
                 let mut end = 0usize;
                 let mut n = 0usize;
-                while n < infer {
+                while n < infer && (n == 0 || end < max_bytes) {
                     match s.fill_object(end) {
                         Ok(Some(e)) => {
                             end = e;
@@ -387,6 +393,7 @@ impl ReaderBuilder {
                         Err(e) => return Err(e),
                     }
                 }
+                me.infer_rows = Some(n.max(1));
                 let plan = plan(&me, &s.buf[..end])?;
                 Reader::from_stream(me, s, plan)
             }
