@@ -321,8 +321,12 @@ pub fn expand_inputs_with(
                     .into_iter()
                     .map(PathBuf::from),
             );
+            // opening it says the feature is missing
             #[cfg(not(feature = "cloud"))]
-            out.push(p.to_path_buf());
+            {
+                let _ = storage;
+                out.push(p.to_path_buf());
+            }
         } else if p.is_dir() {
             let mut found = Vec::new();
             for entry in std::fs::read_dir(p).map_err(|e| io_error(p, e))? {
