@@ -123,6 +123,26 @@ fn retry() -> object_store::RetryConfig {
     }
 }
 
+/// A store builder with each option set, by `set` and the store's own key names; an unknown
+/// key is an error naming it.
+fn configure<B, K: std::str::FromStr>(
+    mut b: B,
+    opts: &StorageOptions,
+    store: &str,
+    set: impl Fn(B, K, String) -> B,
+) -> Result<B> {
+    for (k, v) in &opts.0 {
+        let key = k.to_ascii_lowercase().parse::<K>().map_err(|_| {
+            usage(format!(
+                "unknown storage option {k:?} for {store} (object_store's configuration keys, \
+                 e.g. endpoint_url, aws_access_key_id, aws_region, allow_http)"
+            ))
+        })?;
+        b = set(b, key, v.clone());
+    }
+    Ok(b)
+}
+
 /// The store and the object path a URL names. Options are object_store's configuration keys (as
 /// Polars' `storage_options` take them); the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`) fills
 /// in the rest. An `http://` endpoint allows plain HTTP without more.
@@ -131,12 +151,6 @@ pub fn store(url: &str, opts: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, 
     let scheme = parsed.scheme().to_ascii_lowercase();
     let path = ObjectPath::from_url_path(parsed.path())
         .map_err(|e| usage(format!("{}: bad object path: {e}", redact(url))))?;
-    let bad_key = |k: &str, store: &str| {
-        usage(format!(
-            "unknown storage option {k:?} for {store} (object_store's configuration keys, e.g. \
-             endpoint_url, aws_access_key_id, aws_region, allow_http)"
-        ))
-    };
     let http_endpoint = opts
         .0
         .iter()
@@ -151,13 +165,9 @@ pub fn store(url: &str, opts: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, 
             if http_endpoint {
                 b = b.with_allow_http(true);
             }
-            for (k, v) in &opts.0 {
-                let key: AmazonS3ConfigKey = k
-                    .to_ascii_lowercase()
-                    .parse()
-                    .map_err(|_| bad_key(k, "S3"))?;
-                b = b.with_config(key, v.clone());
-            }
+            b = configure(b, opts, "S3", |b, k: AmazonS3ConfigKey, v| {
+                b.with_config(k, v)
+            })?;
             Arc::new(b.build().map_err(err)?)
         }
         "gs" | "gcs" => {
@@ -165,13 +175,9 @@ pub fn store(url: &str, opts: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, 
             let mut b = GoogleCloudStorageBuilder::from_env()
                 .with_url(url.replacen("gcs://", "gs://", 1))
                 .with_retry(retry());
-            for (k, v) in &opts.0 {
-                let key: GoogleConfigKey = k
-                    .to_ascii_lowercase()
-                    .parse()
-                    .map_err(|_| bad_key(k, "GCS"))?;
-                b = b.with_config(key, v.clone());
-            }
+            b = configure(b, opts, "GCS", |b, k: GoogleConfigKey, v| {
+                b.with_config(k, v)
+            })?;
             Arc::new(b.build().map_err(err)?)
         }
         "az" | "azure" | "abfs" | "abfss" | "adl" => {
@@ -179,13 +185,9 @@ pub fn store(url: &str, opts: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, 
             let mut b = MicrosoftAzureBuilder::from_env()
                 .with_url(url)
                 .with_retry(retry());
-            for (k, v) in &opts.0 {
-                let key: AzureConfigKey = k
-                    .to_ascii_lowercase()
-                    .parse()
-                    .map_err(|_| bad_key(k, "Azure"))?;
-                b = b.with_config(key, v.clone());
-            }
+            b = configure(b, opts, "Azure", |b, k: AzureConfigKey, v| {
+                b.with_config(k, v)
+            })?;
             Arc::new(b.build().map_err(err)?)
         }
         "http" | "https" => {
@@ -197,13 +199,9 @@ pub fn store(url: &str, opts: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, 
                 .with_url(origin)
                 .with_retry(retry())
                 .with_config(ClientConfigKey::AllowHttp, (scheme == "http").to_string());
-            for (k, v) in &opts.0 {
-                let key: ClientConfigKey = k
-                    .to_ascii_lowercase()
-                    .parse()
-                    .map_err(|_| bad_key(k, "HTTP"))?;
-                b = b.with_config(key, v.clone());
-            }
+            b = configure(b, opts, "HTTP", |b, k: ClientConfigKey, v| {
+                b.with_config(k, v)
+            })?;
             Arc::new(b.build().map_err(err)?)
         }
         other => {
