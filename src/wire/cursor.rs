@@ -434,7 +434,7 @@ impl<'a> Cursor<'a> {
         self.skip(max_depth)?;
         if !self.is_empty() {
             return Err(self.error(ErrorKind::InvalidMsgpack(format!(
-                "{} bytes after the value",
+                "{} bytes after the value: a row must hold exactly one object",
                 self.remaining()
             ))));
         }
