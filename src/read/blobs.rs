@@ -27,7 +27,7 @@ fn blobs(a: &dyn Array) -> Result<Vec<Option<&[u8]>>> {
         DataType::Null => vec![None; a.len()],
         t => {
             return Err(Error::new(ErrorKind::Usage(format!(
-                "msgpack blobs come in a binary column, not {t}"
+                "msgpack blobs come in a Binary column, not {t}"
             ))))
         }
     })
