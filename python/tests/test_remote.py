@@ -259,6 +259,21 @@ def test_s3_write_equals_local_write(s3_server, tmp_path, rows, dim):
     assert client.get_object(Bucket=bucket, Key="out/d.msgpack")["Body"].read() == local.read_bytes()
 
 
+def test_s3_failed_write_aborts_the_upload_and_keeps_the_previous_object(s3_server):
+    """The upload is started when the output is opened; an error after that (here: a column
+    with no msgpack-numpy form) aborts it: the previous object stays byte-identical and no
+    multipart upload is left behind."""
+    bucket, so = s3_server.new_bucket(), s3_server.storage_options()
+    client = s3_server.client()
+    client.put_object(Bucket=bucket, Key="out.msgpack", Body=b"previous")
+    url = f"s3://{bucket}/out.msgpack"
+    objects = pl.DataFrame({"o": pl.Series([object()], dtype=pl.Object)})
+    with pytest.raises(ma.EncodeError):
+        ma.write_msgpack(objects, url, storage_options=so)
+    assert client.get_object(Bucket=bucket, Key="out.msgpack")["Body"].read() == b"previous"
+    assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+
+
 def test_s3_missing_key_is_file_not_found(s3_server):
     bucket, so = s3_server.new_bucket(), s3_server.storage_options()
     s3_server.client().put_object(Bucket=bucket, Key="present.msgpack", Body=records(3))
