@@ -301,10 +301,16 @@ impl ReaderBuilder {
 
     /// Read from an Arrow buffer. `columns`-layout tensors are taken zero-copy where aligned.
     pub fn build_from_buffer(self, buf: Buffer) -> Result<Reader> {
+        self.build_with(|b| b.build_from_buffer_all(buf))
+    }
+
+    /// What every build does around reading the input: bound it by `n_rows`, then hand out at
+    /// most those rows, in the output types.
+    fn build_with(self, read: impl FnOnce(Self) -> Result<Reader>) -> Result<Reader> {
         let this = self.bounded();
         let (left, polars) = (this.n_rows, this.polars_types);
         let (overrides, strict) = (this.overrides.clone(), this.projection.is_none());
-        let mut r = this.build_from_buffer_all(buf)?;
+        let mut r = read(this)?;
         r.left = left;
         r.output_types(overrides.as_deref(), strict, polars)
     }
@@ -338,12 +344,7 @@ impl ReaderBuilder {
     /// memory; the single-object containers (one top-level array, one columns map, one bare
     /// ndarray) are read whole.
     pub fn build<R: Read + Send + 'static>(self, r: R) -> Result<Reader> {
-        let this = self.bounded();
-        let (left, polars) = (this.n_rows, this.polars_types);
-        let (overrides, strict) = (this.overrides.clone(), this.projection.is_none());
-        let mut r = this.build_all(r)?;
-        r.left = left;
-        r.output_types(overrides.as_deref(), strict, polars)
+        self.build_with(|b| b.build_all(r))
     }
 
     fn build_all<R: Read + Send + 'static>(self, r: R) -> Result<Reader> {
