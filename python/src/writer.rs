@@ -109,18 +109,36 @@ fn create(
     )?)
 }
 
-/// Encode every batch of `stream` with `w`, GIL released, then finish it.
+/// Encode every batch of `stream` with `w`, GIL released, then finish it. On an error the writer
+/// is dropped with the GIL released too: dropping a remote output aborts its upload over the
+/// network, which must not stall Python's other threads (or an object store served by them).
 fn pump<W: Write + Send>(
     py: Python<'_>,
     stream: &mut (impl RecordBatchReader + Send),
     mut w: Writer<W>,
 ) -> PyResult<W> {
+    match encode_all(py, stream, &mut w) {
+        Ok(()) => py
+            .detach(|| guarded(|| Ok(w.finish()?)))
+            .map_err(|f| to_pyerr(py, Op::Encode, f)),
+        Err(e) => {
+            py.detach(move || drop(w));
+            Err(e)
+        }
+    }
+}
+
+fn encode_all<W: Write + Send>(
+    py: Python<'_>,
+    stream: &mut (impl RecordBatchReader + Send),
+    w: &mut Writer<W>,
+) -> PyResult<()> {
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
     loop {
         let next = py
             .detach(|| guarded(|| Ok(stream.next().transpose()?)))
             .map_err(err)?;
-        let Some(b) = next else { break };
+        let Some(b) = next else { return Ok(()) };
         // a big batch is encoded in slices of about SLICE_BYTES, with a Ctrl-C check between them,
         // so an interrupt is seen within a fraction of a second whatever the batch size
         let rows = b.num_rows();
@@ -137,7 +155,6 @@ fn pump<W: Write + Send>(
             }
         }
     }
-    py.detach(|| guarded(|| Ok(w.finish()?))).map_err(err)
 }
 
 /// Bytes of Arrow data encoded between two Ctrl-C checks.

@@ -274,6 +274,36 @@ def test_s3_failed_write_aborts_the_upload_and_keeps_the_previous_object(s3_serv
     assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
 
 
+def test_s3_sink_failing_mid_stream_aborts_at_once(s3_server, tmp_path):
+    """A query that fails after several parts are uploaded (a Python UDF raising on a later
+    batch): its exception comes back as it was, within seconds (the abort runs with the GIL
+    released, so it never waits on object_store's retry budget), and the upload is aborted."""
+    import time
+
+    bucket, so = s3_server.new_bucket(), s3_server.storage_options()
+    client = s3_server.client()
+    client.put_object(Bucket=bucket, Key="out.msgpack", Body=b"previous")
+    n = 200_000
+    src = tmp_path / "src.parquet"
+    emb = np.random.default_rng(5).random((n, 64), dtype=np.float32)
+    pl.DataFrame({"x": np.arange(n), "e": emb}).write_parquet(src, row_group_size=20_000)
+
+    def fail_late(s: pl.Series) -> pl.Series:
+        if len(s) and s[0] >= 150_000:
+            raise ValueError("the query failed late")
+        return s
+
+    lf = pl.scan_parquet(src).with_columns(
+        pl.col("x").map_batches(fail_late, return_dtype=pl.Int64, is_elementwise=True)
+    )
+    start = time.monotonic()
+    with pytest.raises(ValueError, match="the query failed late"):
+        ma.sink_msgpack(lf, f"s3://{bucket}/out.msgpack", storage_options=so)
+    assert time.monotonic() - start < 30
+    assert client.get_object(Bucket=bucket, Key="out.msgpack")["Body"].read() == b"previous"
+    assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+
+
 def test_s3_missing_key_is_file_not_found(s3_server):
     bucket, so = s3_server.new_bucket(), s3_server.storage_options()
     s3_server.client().put_object(Bucket=bucket, Key="present.msgpack", Body=records(3))
