@@ -28,6 +28,7 @@ import re
 import socket
 import threading
 import time
+import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -253,7 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _get_or_head(self) -> None:
         rec = self._record()
         st = self.state
-        path = self.path.split("?", 1)[0]
+        path = urllib.parse.unquote(self.path.split("?", 1)[0])
         is_get = self.command == "GET"
         with st.lock:
             obj = st.objects.get(path)
@@ -328,7 +329,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PUT(self) -> None:
         rec = self._record()
         body = self._drain_request_body()
-        path = self.path.split("?", 1)[0]
+        path = urllib.parse.unquote(self.path.split("?", 1)[0])
         st = self.state
         with st.lock:
             obj = st.objects.get(path)
@@ -345,7 +346,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         rec = self._record()
         self._drain_request_body()
-        path = self.path.split("?", 1)[0]
+        path = urllib.parse.unquote(self.path.split("?", 1)[0])
         with self.state.lock:
             gone = self.state.objects.pop(path, None)
         if gone is None:

@@ -129,19 +129,26 @@ fn configure<B, K: std::str::FromStr>(
     mut b: B,
     opts: &StorageOptions,
     store: &str,
+    examples: &str,
     set: impl Fn(B, K, String) -> B,
 ) -> Result<B> {
     for (k, v) in &opts.0 {
         let key = k.to_ascii_lowercase().parse::<K>().map_err(|_| {
             usage(format!(
                 "unknown storage option {k:?} for {store} (object_store's configuration keys, \
-                 e.g. endpoint_url, aws_access_key_id, aws_region, allow_http)"
+                 e.g. {examples})"
             ))
         })?;
         b = set(b, key, v.clone());
     }
     Ok(b)
 }
+
+const S3_KEYS: &str = "endpoint_url, aws_access_key_id, aws_secret_access_key, aws_region, allow_http";
+const GCS_KEYS: &str = "google_service_account, google_service_account_key, google_application_credentials";
+const HTTP_KEYS: &str = "allow_http, timeout, connect_timeout, user_agent";
+const AZURE_KEYS: &str =
+    "azure_storage_account_name, azure_storage_account_key, azure_endpoint, azure_use_azure_cli";
 
 /// The store and the object path a URL names. Options are object_store's configuration keys (as
 /// Polars' `storage_options` take them); the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`) fills
@@ -165,7 +172,7 @@ pub fn store(url: &str, opts: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, 
             if http_endpoint {
                 b = b.with_allow_http(true);
             }
-            b = configure(b, opts, "S3", |b, k: AmazonS3ConfigKey, v| {
+            b = configure(b, opts, "S3", S3_KEYS, |b, k: AmazonS3ConfigKey, v| {
                 b.with_config(k, v)
             })?;
             Arc::new(b.build().map_err(err)?)
@@ -175,7 +182,7 @@ pub fn store(url: &str, opts: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, 
             let mut b = GoogleCloudStorageBuilder::from_env()
                 .with_url(url.replacen("gcs://", "gs://", 1))
                 .with_retry(retry());
-            b = configure(b, opts, "GCS", |b, k: GoogleConfigKey, v| {
+            b = configure(b, opts, "GCS", GCS_KEYS, |b, k: GoogleConfigKey, v| {
                 b.with_config(k, v)
             })?;
             Arc::new(b.build().map_err(err)?)
@@ -185,7 +192,10 @@ pub fn store(url: &str, opts: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, 
             let mut b = MicrosoftAzureBuilder::from_env()
                 .with_url(url)
                 .with_retry(retry());
-            b = configure(b, opts, "Azure", |b, k: AzureConfigKey, v| {
+            if http_endpoint {
+                b = b.with_allow_http(true);
+            }
+            b = configure(b, opts, "Azure", AZURE_KEYS, |b, k: AzureConfigKey, v| {
                 b.with_config(k, v)
             })?;
             Arc::new(b.build().map_err(err)?)
@@ -199,7 +209,7 @@ pub fn store(url: &str, opts: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, 
                 .with_url(origin)
                 .with_retry(retry())
                 .with_config(ClientConfigKey::AllowHttp, (scheme == "http").to_string());
-            b = configure(b, opts, "HTTP", |b, k: ClientConfigKey, v| {
+            b = configure(b, opts, "HTTP", HTTP_KEYS, |b, k: ClientConfigKey, v| {
                 b.with_config(k, v)
             })?;
             Arc::new(b.build().map_err(err)?)
