@@ -90,6 +90,7 @@ test: test-rust test-polars test-python test-python-lowest
 # OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (set on some machines here for old OpenBLAS builds) slow a
 # current numpy: unset for the benchmark commands only. `bench-quick`: everything tiny, once
 # (criterion's --test mode, compare.py --quick into a scratch directory): proves it all runs.
+# benches/remote.py: a URL read vs download + local read, on a local HTTP server.
 # BENCH_ARGS: more compare.py options, e.g. BENCH_ARGS="--big" for the 1e8-element panels.
 BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 .PHONY: bench-quick python-package
@@ -100,10 +101,12 @@ python-package: wheel
 bench: venv python-package $(CLI)
 	$(BENCH_ENV) cargo bench --bench peers --bench decode
 	$(BENCH_ENV) $(PY) benches/compare.py $(BENCH_ARGS)
+	$(BENCH_ENV) $(PY) benches/remote.py
 
 bench-quick: venv python-package $(CLI)
 	MSGPACK_ARROW_BENCH_ROWS=2000 cargo bench --bench peers --bench decode -- --test
 	$(PY) benches/compare.py --quick
+	$(PY) benches/remote.py --quick
 
 clean:
 	rm -rf $(VENV) $(OUT) $(GOLDEN)

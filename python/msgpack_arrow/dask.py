@@ -30,13 +30,14 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 import numpy as np
 
-from . import Layout, Reader, _columns, _expand, _is_path, _overrides
+from . import REMOTE, Layout, Reader, _columns, _expand, _is_path, _is_url, _overrides, _storage
 
 __all__ = ["read_msgpack", "tensor_to_numpy"]
 
 
 def _list_paths(source: Any, storage_options: Mapping[str, Any] | None) -> tuple[list[str], Any]:
-    """The files to read, in order, and the fsspec filesystem for URLs (None: local paths)."""
+    """The files to read, in order, and the fsspec filesystem for other URLs (None: local paths
+    and the URLs the reader streams itself: S3, GCS, Azure, HTTP)."""
     items = list(source) if isinstance(source, (list, tuple)) else [source]
     if not items:
         raise FileNotFoundError("no input files: the list is empty")
@@ -52,6 +53,9 @@ def _list_paths(source: Any, storage_options: Mapping[str, Any] | None) -> tuple
         return [p for p in _expand(strs) if isinstance(p, str)], None
     if len(urls) != len(strs):
         raise ValueError("mix of URLs and local paths: give one kind")
+    if REMOTE and all(_is_url(u) for u in urls):
+        # the reader's own object-store client: globs listed, objects streamed by each worker
+        return _expand(strs, dict(storage_options or {})), None
     import fsspec  # a dependency of dask
 
     fs, _, paths = fsspec.get_fs_token_paths(strs, mode="rb", storage_options=dict(storage_options or {}))
@@ -66,7 +70,8 @@ def _list_paths(source: Any, storage_options: Mapping[str, Any] | None) -> tuple
 
 
 def _source(path: str, fs: Any) -> Any:
-    """What the Rust reader takes: a local path (memory-mapped), or the bytes of a remote file."""
+    """What the Rust reader takes: a local path (memory-mapped) or a URL it streams, or the bytes
+    of a file of another fsspec filesystem."""
     if fs is None:
         return path
     with fs.open(path, "rb", compression="infer") as f:
@@ -89,6 +94,7 @@ def _read_partition(
     overrides: Any,
     opts: dict[str, Any],
     path_column: str | None,
+    storage: list[tuple[str, str]] | None = None,
 ) -> pd.DataFrame:
     """One partition: one whole file, decoded (on all the worker's cores) with the first file's
     schema. ``columns`` is set by Dask's optimizer when the query needs only some columns."""
@@ -100,6 +106,7 @@ def _read_partition(
         schema=schema,
         schema_overrides=overrides,
         for_polars=False,
+        storage_options=storage,
         **opts,
     )
     table = pa.table(r.read_all())
@@ -137,10 +144,11 @@ def read_msgpack(
     ----------
     source
         A path, a glob (``"dumps/*.msgpack"``, matches in sorted order), a directory (its files,
-        sorted) or a list of these; or fsspec URLs (``"s3://bucket/dumps/*.msgpack"`` with
-        ``s3fs`` installed; remote files are read whole into the worker's memory, then
-        decoded). Local paths must be visible to every worker (a shared filesystem) when the
-        cluster spans machines.
+        sorted) or a list of these; or URLs: ``s3://``, ``gs://``, ``az://``/``abfs[s]://``,
+        ``http[s]://`` (globs list the prefix; each worker streams its objects, as
+        :func:`msgpack_arrow.read_msgpack` does), other fsspec URLs (read whole into the
+        worker's memory, then decoded). Local paths must be visible to every worker (a shared
+        filesystem) when the cluster spans machines.
     columns
         Only these columns, in this order.
     schema_overrides
@@ -150,7 +158,8 @@ def read_msgpack(
         Add a string column with each row's file path (named ``"path"``, or the name given;
         last, also when ``columns`` are given).
     storage_options
-        Passed to fsspec for URLs (credentials, endpoints, ...).
+        For URLs: object_store's configuration keys (as :func:`msgpack_arrow.read_msgpack`
+        takes them), or fsspec's options for other filesystems.
     layout, tensor, object_arrays, dialect, batch_size, infer_rows
         As in :func:`msgpack_arrow.read_msgpack`.
 
@@ -181,7 +190,10 @@ def read_msgpack(
         overrides: Any = pa.schema(list(schema_overrides.items()))
     else:
         overrides = _overrides(schema_overrides)
-    first = Reader(_source(paths[0], fs), schema_overrides=overrides, for_polars=False, **opts)
+    storage = _storage(dict(storage_options)) if storage_options and fs is None else None
+    first = Reader(
+        _source(paths[0], fs), schema_overrides=overrides, for_polars=False, storage_options=storage, **opts
+    )
     # the full (unprojected) schema the first file decodes to: every file is read with it
     schema = pa.schema(first.decoded_schema())
     out_schema = pa.schema(first)
@@ -211,6 +223,7 @@ def read_msgpack(
         overrides=overrides,
         opts=opts,
         path_column=path_column,
+        storage=storage,
     )
     if want is not None:
         kwargs["columns"] = want

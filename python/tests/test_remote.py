@@ -242,6 +242,23 @@ def test_s3_glob_reads_the_matches_in_sorted_order(s3_server, tmp_path):
     assert_frame_equal(ma.scan_msgpack(url, storage_options=so).collect(), want)
 
 
+def test_dask_reads_an_s3_glob_one_partition_per_object(s3_server, tmp_path):
+    """msgpack_arrow.dask takes the same URLs and storage_options, through the reader's own
+    object-store client (no fsspec/s3fs): the glob is listed, each partition streams its object."""
+    mad = pytest.importorskip("msgpack_arrow.dask")
+    bucket, so = s3_server.new_bucket(), s3_server.storage_options()
+    client = s3_server.client()
+    parts = {f"d/part-{i}.msgpack": records(20 + i, start=100 * i) for i in (2, 0, 1)}
+    for key, data in parts.items():
+        client.put_object(Bucket=bucket, Key=key, Body=data)
+    df = mad.read_msgpack(f"s3://{bucket}/d/*.msgpack", columns=["id", "emb"], storage_options=so)
+    assert df.npartitions == 3
+    got = pl.from_pandas(df.compute(scheduler="sync").reset_index(drop=True))
+    want = pl.concat([local_read(tmp_path, parts[f"d/part-{i}.msgpack"], f"{i}.msgpack") for i in range(3)])
+    assert got["id"].to_list() == want["id"].to_list()
+    assert np.array_equal(np.stack(got["emb"].to_list()), want["emb"].to_numpy())
+
+
 @pytest.mark.parametrize("rows,dim", [(300, 8), (1300, 4096)], ids=["small", "multipart-20MiB"])
 def test_s3_write_equals_local_write(s3_server, tmp_path, rows, dim):
     bucket, so = s3_server.new_bucket(), s3_server.storage_options()
