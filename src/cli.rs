@@ -585,28 +585,9 @@ fn convert(args: ConvertArgs) -> CliResult<()> {
         }
         Ok(())
     };
-    // a URL output: written locally (Parquet, NPZ and IPC writers seek), then uploaded whole
-    // (a multipart upload, aborted on any failure: the previous object stays as it was)
-    let remote = crate::io::is_url(&args.output);
-    let staging = remote
-        .then(|| tempfile::tempdir().map_err(|e| e.to_string()))
-        .transpose()?;
-    let local = match &staging {
-        Some(d) => d
-            .path()
-            .join(args.output.file_name().unwrap_or_else(|| "out".as_ref())),
-        None => args.output.clone(),
-    };
-    let result = crate::io::convert::convert(&inputs, &local, &read, &opts, &mut on_batch)
-        .and_then(|done| {
-            if remote {
-                let mut out = crate::io::Output::create(&args.output, &read.storage)?;
-                let mut f = std::fs::File::open(&local)?;
-                io::copy(&mut f, &mut out)?;
-                out.commit()?;
-            }
-            Ok(done)
-        });
+    // a URL output is a multipart upload fed as batches are written (NPZ: staged, then
+    // uploaded), aborted on any failure: the previous object stays as it was
+    let result = crate::io::convert::convert(&inputs, &args.output, &read, &opts, &mut on_batch);
     if let Some(bar) = &bar {
         if result.is_ok() {
             bar.finish_and_clear();

@@ -245,6 +245,16 @@ impl Write for Output {
     }
 }
 
+impl Seek for Output {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        match self {
+            Output::File(f) => f.seek(pos),
+            #[cfg(feature = "cloud")]
+            Output::Remote(r) => r.seek(pos),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@ use arrow_schema::Schema;
 
 use super::compress::{is_stdio, Codec};
 use super::sink::{spool_dir_for, Sink, SinkOptions};
-use super::{open_table, AtomicFile, Compression, Format, ReadOptions};
+use super::{open_table, Compression, Format, Output, ReadOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::Layout;
 
@@ -175,10 +175,15 @@ pub fn convert(
         codec,
         layout,
         aligned: opts.aligned,
-        spool_dir: Some(spool_dir_for(output)),
+        // spilled columns go beside a local output (same file system); a URL's beside nothing
+        spool_dir: (!super::is_url(output)).then(|| spool_dir_for(output)),
         ..SinkOptions::new(format)
     };
-    let mut file = AtomicFile::create(output)?;
+    if format == Format::Npz && super::is_url(output) {
+        // the NPZ writer goes back to patch its entries: staged locally, then uploaded whole
+        return convert_staged(inputs, output, read, opts, on_batch);
+    }
+    let mut file = Output::create(output, &read.storage)?;
     let mut sink =
         Sink::try_new(&mut file, schema.clone(), &sink_opts).map_err(|e| e.in_file(output))?;
     let mut rows = 0u64;
@@ -245,6 +250,26 @@ pub fn convert(
         inputs: inputs.len(),
         truncated,
     })
+}
+
+/// [`convert`] into a local temporary file, then uploaded to the URL `output` whole (a multipart
+/// upload, aborted on any failure: the previous object stays as it was).
+fn convert_staged(
+    inputs: &[PathBuf],
+    output: &Path,
+    read: &ReadOptions,
+    opts: &ConvertOptions,
+    on_batch: &mut dyn FnMut(&Path) -> Result<()>,
+) -> Result<Converted> {
+    let dir = tempfile::tempdir()?;
+    let local = dir
+        .path()
+        .join(output.file_name().unwrap_or_else(|| "out".as_ref()));
+    let done = convert(inputs, &local, read, opts, on_batch)?;
+    let mut out = Output::create(output, &read.storage)?;
+    std::io::copy(&mut std::fs::File::open(&local)?, &mut out)?;
+    out.commit()?;
+    Ok(done)
 }
 
 fn is_msgpack(p: &Path, read: &ReadOptions) -> bool {

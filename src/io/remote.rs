@@ -391,6 +391,8 @@ pub struct RemoteWriter {
     url: String,
     up: Option<WriteMultipart>,
     buf: Vec<u8>,
+    /// Bytes written so far (the position a writer asking `stream_position` is told).
+    written: u64,
 }
 
 /// Parts are uploaded in pieces of this size (S3's minimum is 5 MiB).
@@ -404,6 +406,7 @@ pub fn create(url: &str, opts: &StorageOptions) -> Result<RemoteWriter> {
         url: url.to_string(),
         up: Some(WriteMultipart::new_with_chunk_size(up, PART)),
         buf: Vec::with_capacity(PART),
+        written: 0,
     })
 }
 
@@ -434,6 +437,7 @@ impl RemoteWriter {
 
 impl Write for RemoteWriter {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.written += data.len() as u64;
         self.buf.extend_from_slice(data);
         if self.buf.len() >= PART {
             self.flush_parts()?;
@@ -442,6 +446,25 @@ impl Write for RemoteWriter {
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// An upload is written in order: a writer may ask where it is (a seek to where it already is),
+/// not go back. Formats whose writers go back (NPZ) are staged in a local file first.
+impl io::Seek for RemoteWriter {
+    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+        let at = match pos {
+            io::SeekFrom::Start(n) => Some(n),
+            io::SeekFrom::Current(d) => self.written.checked_add_signed(d),
+            io::SeekFrom::End(d) => self.written.checked_add_signed(d),
+        };
+        match at {
+            Some(n) if n == self.written => Ok(n),
+            _ => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("{}: a remote object is written in order, without seeking", redact(&self.url)),
+            )),
+        }
     }
 }
 
