@@ -152,6 +152,10 @@ struct ConvertArgs {
     /// msgpack output: place each ndarray payload at a 64-byte aligned offset (still valid msgpack-numpy)
     #[arg(long)]
     aligned: bool,
+    /// msgpack output: the form of ndarrays and numpy scalars, msgpack-numpy or openpi
+    /// (default: the dialect the input was read in)
+    #[arg(long, value_enum)]
+    output_dialect: Option<Dialect>,
     /// No progress bar
     #[arg(short, long)]
     quiet: bool,
@@ -517,6 +521,7 @@ impl ConvertArgs {
             compression: self.compression,
             output_layout: self.output_layout,
             aligned: self.aligned,
+            output_dialect: self.output_dialect,
         }
     }
 }

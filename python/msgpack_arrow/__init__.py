@@ -634,6 +634,7 @@ def write_msgpack(
     layout: Layout = "records",
     aligned: bool = False,
     missing: Literal["auto", "nil", "omit"] = "auto",
+    dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
     storage_options: dict[str, Any] | None = None,
 ) -> bytes | None:
     """Write a DataFrame (or any Arrow data) as msgpack-numpy, readable by ``msgpack_numpy``.
@@ -662,6 +663,14 @@ def write_msgpack(
         (sparse records, as producers whose records have different key sets expect back), and
         ``"auto"`` (default) omits where :func:`read_arrow` found absent keys in the file read,
         else writes nil. A key present as nil and an absent one cannot be told apart.
+    dialect
+        The form of ndarrays and numpy scalars: ``"msgpack-numpy"`` (``{nd, type, kind, shape,
+        data}``), ``"openpi"`` (openpi_client's ``{__ndarray__, data, dtype, shape}`` and
+        ``{__npgeneric__, data, dtype}``, what its ``unpackb`` loads; complex, structured and
+        object dtypes have no form there and are an error), or ``"auto"`` (default): the dialect
+        :func:`read_arrow` recorded for the file read (schema metadata
+        ``msgpack_arrow.dialect``), else msgpack-numpy. A Polars DataFrame carries no schema
+        metadata: name the dialect.
 
     Notes
     -----
@@ -683,7 +692,7 @@ def write_msgpack(
     if whole:
         _check_writable(df)
         df = _without_null_dtype(df)
-    opts = dict(layout=layout, aligned=aligned, whole_table=whole, missing=missing)
+    opts = dict(layout=layout, aligned=aligned, whole_table=whole, missing=missing, dialect=dialect)
     if storage_options is not None:
         opts["storage_options"] = _storage(storage_options)
     if target is None:
@@ -706,6 +715,7 @@ def sink_msgpack(
     aligned: bool = False,
     chunk_size: int | None = None,
     missing: Literal["auto", "nil", "omit"] = "auto",
+    dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
     storage_options: dict[str, Any] | None = None,
 ) -> None:
     """Write a LazyFrame as msgpack-numpy in batches, without collecting it: a query larger than
@@ -726,7 +736,7 @@ def sink_msgpack(
         As :func:`write_msgpack`.
     chunk_size
         Rows per batch (Polars' default when None).
-    missing
+    missing, dialect
         As :func:`write_msgpack`.
 
     Unlike :func:`write_msgpack`, which sees the whole table, a List column of narrow numbers is
@@ -746,7 +756,7 @@ def sink_msgpack(
     empty = _without_null_dtype(pl.DataFrame(schema=schema))
     _check_writable(empty)
     batches = (_without_null_dtype(b) for b in lf.collect_batches(chunk_size=chunk_size))
-    opts = dict(layout=layout, aligned=aligned, missing=missing)
+    opts = dict(layout=layout, aligned=aligned, missing=missing, dialect=dialect)
     if storage_options is not None:
         opts["storage_options"] = _storage(storage_options)
     if _is_path(target):

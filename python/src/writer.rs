@@ -26,7 +26,7 @@ use crate::stream::{import_schema, import_stream};
 /// a failed write leaves any previous file untouched. Without `path`, the bytes are returned.
 /// The GIL is released while encoding; Ctrl-C is checked between batches.
 #[pyfunction]
-#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false, whole_table = false, missing = "auto", storage_options = None))]
+#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false, whole_table = false, missing = "auto", dialect = "auto", storage_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write<'py>(
     py: Python<'py>,
@@ -36,6 +36,7 @@ pub fn write<'py>(
     aligned: bool,
     whole_table: bool,
     missing: &str,
+    dialect: &str,
     storage_options: Option<Vec<(String, String)>>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let storage = StorageOptions(storage_options.unwrap_or_default());
@@ -45,7 +46,8 @@ pub fn write<'py>(
     let builder = WriterBuilder::new()
         .with_layout(layout)
         .with_aligned(aligned)
-        .with_missing(parse_missing(missing)?);
+        .with_missing(parse_missing(missing)?)
+        .with_dialect(parse_dialect(dialect)?);
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
     let stream = import_stream(data)?;
     // `whole_table` (a DataFrame, in memory anyway): its batches (imported without a copy) are
@@ -90,6 +92,11 @@ pub fn write<'py>(
             Ok(Some(PyBytes::new(py, &bytes)))
         }
     }
+}
+
+fn parse_dialect(s: &str) -> PyResult<msgpack_arrow::Dialect> {
+    s.parse()
+        .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))
 }
 
 fn parse_missing(s: &str) -> PyResult<msgpack_arrow::Missing> {
@@ -167,7 +174,7 @@ const SLICE_BYTES: usize = 32 << 20;
 /// batches are encoded. An exception raised by the iterator (a query error, Ctrl-C) is re-raised
 /// as it was, after the partial output is discarded.
 #[pyfunction]
-#[pyo3(signature = (schema, batches, path = None, target = None, *, layout = "records", aligned = false, missing = "auto", storage_options = None))]
+#[pyo3(signature = (schema, batches, path = None, target = None, *, layout = "records", aligned = false, missing = "auto", dialect = "auto", storage_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_iter<'py>(
     py: Python<'py>,
@@ -178,6 +185,7 @@ pub fn write_iter<'py>(
     layout: &str,
     aligned: bool,
     missing: &str,
+    dialect: &str,
     storage_options: Option<Vec<(String, String)>>,
 ) -> PyResult<()> {
     let storage = StorageOptions(storage_options.unwrap_or_default());
@@ -186,6 +194,7 @@ pub fn write_iter<'py>(
         .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))?;
     let builder = WriterBuilder::new()
         .with_missing(parse_missing(missing)?)
+        .with_dialect(parse_dialect(dialect)?)
         .with_layout(layout)
         .with_aligned(aligned);
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);

@@ -10,7 +10,7 @@ use super::compress::{is_stdio, Codec};
 use super::sink::{spool_dir_for, Sink, SinkOptions};
 use super::{open_table, Compression, Format, Output, ReadOptions};
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::Layout;
+use crate::options::{Dialect, Layout};
 
 /// How [`convert`] writes; how it reads is a [`ReadOptions`].
 #[derive(Debug, Clone, Default)]
@@ -23,6 +23,8 @@ pub struct ConvertOptions {
     pub output_layout: Option<Layout>,
     /// msgpack outputs: align ndarray payloads to 64 bytes (default false).
     pub aligned: bool,
+    /// msgpack outputs: the form of ndarrays (default `None`: the dialect the input was read in).
+    pub output_dialect: Option<Dialect>,
 }
 
 /// What [`convert`] did.
@@ -97,6 +99,11 @@ pub fn output_format(output: &Path, opts: &ConvertOptions) -> Result<(Format, Op
         if opts.output_layout.is_some() {
             return Err(usage(format!(
                 "--output-layout applies to msgpack outputs only, not {format}"
+            )));
+        }
+        if opts.output_dialect.is_some() {
+            return Err(usage(format!(
+                "--output-dialect applies to msgpack outputs only, not {format}"
             )));
         }
     }
@@ -175,6 +182,7 @@ pub fn convert(
         codec,
         layout,
         aligned: opts.aligned,
+        dialect: opts.output_dialect.unwrap_or_default(),
         // spilled columns go beside a local output (same file system); a URL's beside nothing
         spool_dir: (!super::is_url(output)).then(|| spool_dir_for(output)),
         ..SinkOptions::new(format)

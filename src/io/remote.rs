@@ -144,8 +144,10 @@ fn configure<B, K: std::str::FromStr>(
     Ok(b)
 }
 
-const S3_KEYS: &str = "endpoint_url, aws_access_key_id, aws_secret_access_key, aws_region, allow_http";
-const GCS_KEYS: &str = "google_service_account, google_service_account_key, google_application_credentials";
+const S3_KEYS: &str =
+    "endpoint_url, aws_access_key_id, aws_secret_access_key, aws_region, allow_http";
+const GCS_KEYS: &str =
+    "google_service_account, google_service_account_key, google_application_credentials";
 const HTTP_KEYS: &str = "allow_http, timeout, connect_timeout, user_agent";
 const AZURE_KEYS: &str =
     "azure_storage_account_name, azure_storage_account_key, azure_endpoint, azure_use_azure_cli";
@@ -462,7 +464,10 @@ impl io::Seek for RemoteWriter {
             Some(n) if n == self.written => Ok(n),
             _ => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
-                format!("{}: a remote object is written in order, without seeking", redact(&self.url)),
+                format!(
+                    "{}: a remote object is written in order, without seeking",
+                    redact(&self.url)
+                ),
             )),
         }
     }

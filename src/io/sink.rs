@@ -11,7 +11,7 @@ use super::compress::{Codec, CompressedWriter};
 use super::npz::NpzWriter;
 use super::{ipc, parquet, Compression, Format};
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::Layout;
+use crate::options::{Dialect, Layout};
 use crate::write::{Writer, WriterBuilder};
 
 /// How a [`Sink`] writes: the output format and its options.
@@ -27,6 +27,8 @@ pub struct SinkOptions {
     pub layout: Layout,
     /// msgpack outputs: pad so ndarray payloads start on 64-byte boundaries.
     pub aligned: bool,
+    /// msgpack outputs: the form of ndarrays (`Auto`: the dialect the input was read in).
+    pub dialect: Dialect,
     /// NPZ outputs: where columns are spooled until the row count is known (default: the
     /// system's temporary directory).
     pub spool_dir: Option<std::path::PathBuf>,
@@ -63,6 +65,7 @@ impl SinkOptions {
             codec: None,
             layout: Layout::Auto,
             aligned: false,
+            dialect: Dialect::Auto,
             spool_dir: None,
         }
     }
@@ -113,6 +116,7 @@ impl<W: Write + Seek + Send> Sink<W> {
                     WriterBuilder::new()
                         .with_layout(layout)
                         .with_aligned(opts.aligned)
+                        .with_dialect(opts.dialect)
                         .build(CompressedWriter::new(w, opts.codec)?, schema)?,
                 )
             }

@@ -397,6 +397,8 @@ pub(crate) struct Inferrer {
     pub top_keys: HashMap<String, bool>,
     /// `columns` layout: the columns whose value was first seen as a list (not an ndarray)
     pub list_columns: HashMap<String, bool>,
+    /// an openpi `__ndarray__`/`__npgeneric__` map was seen (the file is written back so)
+    pub openpi_seen: bool,
 }
 
 /// The bytes of an ndarray map up to its data payload (msgpack_numpy writes `data` last), as
@@ -420,6 +422,7 @@ impl Inferrer {
             headers: Vec::new(),
             top_keys: HashMap::new(),
             list_columns: HashMap::new(),
+            openpi_seen: false,
         }
     }
 
@@ -511,6 +514,7 @@ impl Inferrer {
                 match probe(c, self.opts.dialect, self.opts.max_depth - depth)? {
                     Some(Special::Complex(..)) => Ty::Complex,
                     Some(Special::Array(nd)) => {
+                        self.openpi_seen |= nd.openpi;
                         let dt = self.dtype(nd.type_raw, &nd, c.offset_of(0))?;
                         if let NumpyDtype::Object = dt {
                             if self.opts.object_arrays == ObjectArrays::Error {

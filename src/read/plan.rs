@@ -4,7 +4,7 @@
 use self::infer::{Inferrer, NdKind, Ty};
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{Layout, ObjectArrays};
+use crate::options::{Dialect, Layout, ObjectArrays};
 use crate::read::source::release_behind;
 use crate::read::source::release_pages;
 use crate::types::layout::{is_columns_map as is_columns_map_rule, ValueForm};
@@ -417,6 +417,11 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
         }
         (Layout::Values, Container::NdArray) => {}
         _ => unreachable!("plan_first gives only these"),
+    }
+    if let (Some(s), true) = (&p.schema, inf.openpi_seen || b.dialect == Dialect::Openpi) {
+        let mut md = s.metadata().clone();
+        md.insert(meta::DIALECT.to_string(), "openpi".to_string());
+        p.schema = Some(Arc::new(s.as_ref().clone().with_metadata(md)));
     }
     if let Some(s) = &b.schema {
         p.schema = Some(s.clone());

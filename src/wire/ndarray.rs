@@ -46,6 +46,8 @@ pub(crate) struct NdArray<'a> {
     pub data_pos: usize,
     /// read `type` with msgpack-numpy-js's type codes
     pub js: bool,
+    /// an openpi map (`__ndarray__` / `__npgeneric__`)
+    pub openpi: bool,
 }
 
 pub(crate) fn key_id(k: &[u8], dialect: Dialect) -> u8 {
@@ -251,6 +253,7 @@ fn ndarray<'a>(
         data: Cow::Borrowed(data),
         data_pos,
         js: dialect == Dialect::Js,
+        openpi: at[7] != usize::MAX,
     }))
 }
 
@@ -377,6 +380,7 @@ fn npgeneric<'a>(c: &mut Cursor<'a>, at: &[usize; 10]) -> Result<Special<'a>> {
         data: Cow::Owned(b),
         data_pos,
         js: false,
+        openpi: true,
     }))
 }
 

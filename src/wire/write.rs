@@ -257,6 +257,8 @@ pub(crate) struct Out {
     pub(crate) buf: Vec<u8>,
     pub(crate) base: u64,
     pub(crate) align: bool,
+    /// ndarrays and numpy scalars in openpi's maps (`__ndarray__`/`__npgeneric__`)
+    pub(crate) openpi: bool,
 }
 
 impl Out {
@@ -265,6 +267,7 @@ impl Out {
             buf: Vec::new(),
             base: 0,
             align,
+            openpi: false,
         }
     }
     /// Absolute output offset of the next byte.

@@ -155,7 +155,8 @@ impl ColumnNd {
 
 impl ColumnEncoder for ColumnNd {
     fn encode(&mut self, _row: usize, out: &mut Out) -> Result<()> {
-        self.head().write(out)?;
+        let head = self.head();
+        head.write(out)?;
         let mut s = Vec::new();
         let mut row0 = 0u64;
         for p in &self.parts {
@@ -166,6 +167,7 @@ impl ColumnEncoder for ColumnNd {
                 .map_err(|e| e.at_record(row0))?;
             row0 += p.len as u64;
         }
+        head.write_tail(out);
         Ok(())
     }
     fn nd_probe(&mut self, _row: usize) -> Result<Option<NdProbe>> {

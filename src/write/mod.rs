@@ -35,7 +35,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, SchemaRef};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{Layout, Missing};
+use crate::options::{Dialect, Layout, Missing};
 use crate::types::layout::is_columns_map;
 use crate::types::meta;
 
@@ -79,6 +79,7 @@ pub struct WriterBuilder {
     layout: Layout,
     aligned: bool,
     missing: Missing,
+    dialect: Dialect,
 }
 
 impl Default for WriterBuilder {
@@ -94,7 +95,17 @@ impl WriterBuilder {
             layout: Layout::Records,
             aligned: false,
             missing: Missing::Auto,
+            dialect: Dialect::Auto,
         }
+    }
+
+    /// The form of ndarrays and numpy scalars (default [`Dialect::Auto`]: openpi's maps when the
+    /// schema metadata `msgpack_arrow.dialect` says the file read had them, else
+    /// msgpack-numpy's). [`Dialect::Openpi`] writes `{__ndarray__, data, dtype, shape}` and
+    /// `{__npgeneric__, data, dtype}` as openpi's `packb` does; msgpack-numpy-js is read only.
+    pub fn with_dialect(mut self, d: Dialect) -> Self {
+        self.dialect = d;
+        self
     }
 
     /// How a null in a record is written (default [`Missing::Auto`]: left out where the file
@@ -154,6 +165,26 @@ impl WriterBuilder {
             bin: schema.fields().iter().map(|f| bin_key(f)).collect(),
             ..Segment::default()
         };
+        let openpi = match self.dialect {
+            Dialect::Openpi => true,
+            Dialect::MsgpackNumpy => false,
+            Dialect::Auto => md.get(meta::DIALECT).map(String::as_str) == Some("openpi"),
+            Dialect::Js => {
+                return Err(Error::new(ErrorKind::Unsupported(
+                    "the msgpack-numpy-js dialect is read only; write msgpack-numpy or openpi"
+                        .into(),
+                )))
+            }
+        };
+        if openpi && self.aligned {
+            return Err(Error::new(ErrorKind::Unsupported(
+                "aligned output is msgpack-numpy's (openpi's maps put the payload before dtype \
+                 and shape); write openpi without aligned"
+                    .into(),
+            )));
+        }
+        let mut out = Out::new(self.aligned);
+        out.openpi = openpi;
         let omit = match self.missing {
             Missing::Omit => true,
             Missing::Nil => false,
@@ -165,7 +196,7 @@ impl WriterBuilder {
             schema,
             layout,
             container,
-            out: Out::new(self.aligned),
+            out,
             flush_at: FLUSH_AT,
             pending: Vec::new(),
             rows: 0,
@@ -816,6 +847,7 @@ fn encode_aligned(
         buf: std::mem::take(&mut seg.scratch),
         base: 0,
         align: false,
+        openpi: out.openpi,
     };
     let start = tmp.buf.len();
     let r = enc.encode(row, &mut tmp);

@@ -244,6 +244,9 @@ impl NdHead<'_> {
     /// 64-byte boundary (8 when 64 is out of reach). Only wider-but-valid encodings are used —
     /// never extra keys or bytes outside msgpack values — so every msgpack-numpy reader accepts it.
     pub(crate) fn write(&self, out: &mut Out) -> Result<()> {
+        if out.openpi {
+            return self.write_openpi_head(out);
+        }
         let mut f: [&'static [u8]; NSLOT] = [&[0]; NSLOT];
         let (n, fixed) = self.forms(&mut f)?;
         let mut sizes = [0u8; NSLOT];
@@ -283,4 +286,47 @@ impl NdHead<'_> {
         wire::bin_hdr_sized(b, self.data_len, sizes[9]);
         Ok(())
     }
+
+    /// openpi's `pack_array`: `{b'__ndarray__': True, b'data': .., b'dtype': str, b'shape': [..]}`.
+    /// The payload comes before dtype and shape: [`NdHead::write_tail`] writes those after it.
+    fn write_openpi_head(&self, out: &mut Out) -> Result<()> {
+        let TypeEnc::Str(ty) = self.ty else {
+            return Err(openpi_refuses("structured"));
+        };
+        if !self.kind.is_empty() || ty.as_bytes().get(1) == Some(&b'c') {
+            return Err(openpi_refuses(if self.kind.is_empty() {
+                "complex"
+            } else {
+                "object or void"
+            }));
+        }
+        self.forms(&mut [&[0]; NSLOT])?; // the same limits (axes, 4 GiB)
+        let b = &mut out.buf;
+        wire::map_hdr(b, 4);
+        b.extend_from_slice(b"\xc4\x0b__ndarray__\xc3\xc4\x04data");
+        wire::bin_hdr_sized(b, self.data_len, wire::bin_forms(self.data_len)[0]);
+        Ok(())
+    }
+
+    /// What follows the payload: nothing for msgpack-numpy, dtype and shape for openpi.
+    pub(crate) fn write_tail(&self, out: &mut Out) {
+        if let (true, TypeEnc::Str(ty)) = (out.openpi, self.ty) {
+            let b = &mut out.buf;
+            b.extend_from_slice(b"\xc4\x05dtype");
+            wire::str(b, ty);
+            b.extend_from_slice(b"\xc4\x05shape");
+            wire::array_hdr(b, self.shape.len());
+            for &d in self.shape {
+                wire::uint(b, d as u64);
+            }
+        }
+    }
+}
+
+/// openpi's `pack_array` raises ValueError for these dtypes: so does the writer.
+pub(crate) fn openpi_refuses(what: &str) -> crate::error::Error {
+    unsupported(format!(
+        "openpi's msgpack_numpy has no form for {what} ndarrays (it refuses them); write this \
+         column with dialect msgpack-numpy"
+    ))
 }

@@ -111,6 +111,7 @@ impl ColumnEncoder for BinEnc {
 
 /// A numpy scalar: `{b'nd': False, b'type': dtype.str, b'data': <itemsize bytes>}`.
 pub(crate) struct ScalarEnc {
+    pub(crate) dt: NumpyDtype,
     pub(crate) prefix: Vec<u8>,
     pub(crate) elems: Elems,
     pub(crate) nulls: Option<NullBuffer>,
@@ -137,11 +138,58 @@ impl ScalarEnc {
         p.extend_from_slice(b"\xc4\x04data");
         wire::bin_hdr_sized(&mut p, dt.itemsize(), wire::bin_forms(dt.itemsize())[0]);
         Ok(ScalarEnc {
+            dt,
             prefix: p,
             elems,
             nulls: arr.logical_nulls(),
             len: arr.len(),
         })
+    }
+}
+
+impl ScalarEnc {
+    /// openpi's numpy scalar: `{b'__npgeneric__': True, b'data': obj.item(), b'dtype': str}`:
+    /// `item()` is a Python bool, int or float, which msgpack writes in its smallest int form or
+    /// as a float64.
+    fn encode_npgeneric(&mut self, row: usize, out: &mut Out) -> Result<()> {
+        let ty = self.dt.to_dtype_str();
+        let mut raw = Vec::with_capacity(16);
+        self.elems.write(row, row + 1, &mut raw)?;
+        let t = ty.as_bytes();
+        let (big, kind) = (t.first() == Some(&b'>'), t.get(1).copied().unwrap_or(0));
+        let mut le = raw.clone();
+        if big {
+            le.reverse();
+        }
+        let b = &mut out.buf;
+        wire::map_hdr(b, 3);
+        b.extend_from_slice(b"\xc4\x0d__npgeneric__\xc3\xc4\x04data");
+        let mut w = [0u8; 8];
+        match (kind, le.len()) {
+            (b'b', 1) => b.push(if le[0] != 0 { 0xc3 } else { 0xc2 }),
+            (b'u', n @ (1 | 2 | 4 | 8)) => {
+                w[..n].copy_from_slice(&le);
+                wire::uint(b, u64::from_le_bytes(w));
+            }
+            (b'i', n @ (1 | 2 | 4 | 8)) => {
+                w[..n].copy_from_slice(&le);
+                // sign-extend from n bytes
+                let v = (i64::from_le_bytes(w) << (64 - 8 * n)) >> (64 - 8 * n);
+                wire::sint(b, v);
+            }
+            (b'f', 2) => wire::f64(b, half::f16::from_le_bytes([le[0], le[1]]).to_f64()),
+            (b'f', 4) => wire::f64(b, f32::from_le_bytes(le[..4].try_into().unwrap()) as f64),
+            (b'f', 8) => wire::f64(b, f64::from_le_bytes(le[..8].try_into().unwrap())),
+            _ => {
+                return Err(unsupported(format!(
+                    "openpi's msgpack_numpy has no form for numpy scalars of dtype {ty} \
+                     (item() is not a msgpack value); write with dialect msgpack-numpy"
+                )))
+            }
+        }
+        b.extend_from_slice(b"\xc4\x05dtype");
+        wire::str(b, &ty);
+        Ok(())
     }
 }
 
@@ -151,6 +199,9 @@ impl ColumnEncoder for ScalarEnc {
         if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) {
             out.buf.push(0xc0);
             return Ok(());
+        }
+        if out.openpi {
+            return self.encode_npgeneric(row, out);
         }
         out.buf.extend_from_slice(&self.prefix);
         self.elems.write(row, row + 1, &mut out.buf)

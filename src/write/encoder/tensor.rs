@@ -121,7 +121,7 @@ impl ColumnEncoder for TensorEnc {
             out.buf.push(0xc0);
             return Ok(());
         }
-        if let (Some((_, k, prefix)), false) = (&self.fixed, out.align) {
+        if let (Some((_, k, prefix)), false) = (&self.fixed, out.align || out.openpi) {
             // Hot path: the whole head is constant; one copy of the row's payload.
             self.t.check_elems(row * k, (row + 1) * k)?;
             out.buf.extend_from_slice(prefix);
@@ -134,17 +134,19 @@ impl ColumnEncoder for TensorEnc {
             (Some((_, _, nd)), Some(_)) => nd,
             _ => &self.nd,
         };
-        NdHead {
+        let head = NdHead {
             ty: &nd.ty,
             kind: nd.kind,
             shape: &self.shape,
             data_len: (b - a) * nd.itemsize,
-        }
-        .write(out)?;
+        };
+        head.write(out)?;
         match w {
-            Some(w) => self.t.elems.write_width(a, b, w, &mut out.buf),
-            None => self.t.elems.write(a, b, &mut out.buf),
+            Some(w) => self.t.elems.write_width(a, b, w, &mut out.buf)?,
+            None => self.t.elems.write(a, b, &mut out.buf)?,
         }
+        head.write_tail(out);
+        Ok(())
     }
     fn nd_probe(&mut self, row: usize) -> Result<Option<NdProbe>> {
         if self.t.is_null(row) {
