@@ -379,11 +379,8 @@ mod tests {
             let p = h.probe().unwrap();
             let mut hit64 = 0;
             for start in 0..64u64 {
-                let mut out = Out {
-                    buf: Vec::new(),
-                    base: start,
-                    align: true,
-                };
+                let mut out = Out::new(true);
+                out.base = start;
                 h.write(&mut out).unwrap();
                 let data = start + out.buf.len() as u64;
                 assert_eq!(data % 8, 0, "len {len} start {start}");
