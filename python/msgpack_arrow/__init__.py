@@ -669,8 +669,8 @@ def write_msgpack(
         ``{__npgeneric__, data, dtype}``, what its ``unpackb`` loads; complex, structured and
         object dtypes have no form there and are an error), or ``"auto"`` (default): the dialect
         :func:`read_arrow` recorded for the file read (schema metadata
-        ``msgpack_arrow.dialect``), else msgpack-numpy. A Polars DataFrame carries no schema
-        metadata: name the dialect.
+        ``msgpack_arrow.dialect``), else msgpack-numpy (also when ``aligned``). A Polars
+        DataFrame carries no schema metadata: name the dialect.
 
     Notes
     -----

@@ -100,8 +100,8 @@ impl WriterBuilder {
     }
 
     /// The form of ndarrays and numpy scalars (default [`Dialect::Auto`]: openpi's maps when the
-    /// schema metadata `msgpack_arrow.dialect` says the file read had them, else
-    /// msgpack-numpy's). [`Dialect::Openpi`] writes `{__ndarray__, data, dtype, shape}` and
+    /// schema metadata `msgpack_arrow.dialect` says the file read had them and the output is not
+    /// aligned, else msgpack-numpy's). [`Dialect::Openpi`] writes `{__ndarray__, data, dtype, shape}` and
     /// `{__npgeneric__, data, dtype}` as openpi's `packb` does; msgpack-numpy-js is read only.
     pub fn with_dialect(mut self, d: Dialect) -> Self {
         self.dialect = d;
@@ -168,7 +168,10 @@ impl WriterBuilder {
         let openpi = match self.dialect {
             Dialect::Openpi => true,
             Dialect::MsgpackNumpy => false,
-            Dialect::Auto => md.get(meta::DIALECT).map(String::as_str) == Some("openpi"),
+            // aligned output exists only in msgpack-numpy's form: asking for it chooses that
+            Dialect::Auto => {
+                !self.aligned && md.get(meta::DIALECT).map(String::as_str) == Some("openpi")
+            }
             Dialect::Js => {
                 return Err(Error::new(ErrorKind::Unsupported(
                     "the msgpack-numpy-js dialect is read only; write msgpack-numpy or openpi"
