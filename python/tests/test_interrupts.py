@@ -21,10 +21,14 @@ import os, signal, sys, time
 import polars as pl, msgpack_arrow as ma
 path, out, op = sys.argv[1], sys.argv[2], sys.argv[3]
 df = ma.read_msgpack(path) if op in ("write", "sink") else None
+# the LazyFrame is made once: Ctrl-C during its construction lands in Polars' own conversion of
+# the schema (a Python callback inside Polars, which turns the KeyboardInterrupt into a
+# TypeError); what is ours to interrupt is the collect
+lf = ma.scan_msgpack(path)
 ops = {
     "read": lambda: ma.read_msgpack(path),
-    "scan": lambda: ma.scan_msgpack(path).collect(),
-    "scan-streaming": lambda: ma.scan_msgpack(path).collect(engine="streaming"),
+    "scan": lambda: lf.collect(),
+    "scan-streaming": lambda: lf.collect(engine="streaming"),
     "write": lambda: ma.write_msgpack(df, out),
     # batches of 8192 rows: what Polars does to produce one is not ours to interrupt
     "sink": lambda: ma.sink_msgpack(pl.concat([df] * 4, rechunk=False).lazy(), out, chunk_size=8192),
