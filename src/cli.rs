@@ -113,6 +113,10 @@ struct ReadArgs {
     /// msgpack bytes, written back as they were)
     #[arg(long, value_enum, default_value_t = crate::Conflicts::Error)]
     conflicts: crate::Conflicts,
+    /// Nested lists of numbers: `list`, or `array` (a column whose lists have one length at
+    /// each level is a fixed-shape tensor, e.g. ormsgpack's numpy output)
+    #[arg(long, value_enum, default_value_t = crate::Lists::List)]
+    lists: crate::Lists,
     /// Infer the schema from this many rows (default: all of them)
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     infer_rows: Option<u64>,
@@ -223,6 +227,7 @@ impl ReadArgs {
                 )
                 .with_n_rows(self.n_rows)
                 .with_conflicts(self.conflicts)
+                .with_lists(self.lists)
                 .with_schema_overrides(overrides),
         }
     }

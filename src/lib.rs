@@ -46,7 +46,9 @@ pub mod polars;
 pub mod tensor;
 
 pub use error::{Error, ErrorKind, Result};
-pub use options::{Conflicts, Dialect, Layout, Missing, ObjectArrays, OnTruncated, TensorMode};
+pub use options::{
+    Conflicts, Dialect, Layout, Lists, Missing, ObjectArrays, OnTruncated, TensorMode,
+};
 pub use read::{infer_schema, Decoder, Reader, ReaderBuilder, Truncation};
 #[doc(hidden)] // for the Python extension's blob decoder
 pub use types::buffers::advise_huge_pages;

@@ -81,6 +81,18 @@ pub enum Conflicts {
     Binary,
 }
 
+/// How nested msgpack lists of numbers are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lists {
+    /// Arrow `List` (Polars `List`), whatever their lengths.
+    #[default]
+    List,
+    /// Lists of numbers (or bools) whose every level has one length throughout the column become
+    /// `FixedSizeList` (Polars `Array`), a tensor of that shape: what ormsgpack's
+    /// `OPT_SERIALIZE_NUMPY` and `.tolist()` producers write. Written back as lists.
+    Array,
+}
+
 /// How the writer writes a null in a record (`records` layout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Missing {
@@ -137,6 +149,7 @@ str_enum!(TensorMode, "tensor mode", "array" => TensorMode::Array, "extension" =
 str_enum!(ObjectArrays, "object_arrays option", "error" => ObjectArrays::Error, "raw" => ObjectArrays::Raw);
 str_enum!(OnTruncated, "on_truncated option", "error" => OnTruncated::Error, "keep" => OnTruncated::Keep);
 str_enum!(Conflicts, "conflicts option", "error" => Conflicts::Error, "binary" => Conflicts::Binary);
+str_enum!(Lists, "lists option", "list" => Lists::List, "array" => Lists::Array);
 str_enum!(Missing, "missing option", "auto" => Missing::Auto, "nil" => Missing::Nil, "omit" => Missing::Omit);
 str_enum!(Dialect, "dialect", "auto" => Dialect::Auto, "msgpack-numpy" => Dialect::MsgpackNumpy, "openpi" => Dialect::Openpi, "js" => Dialect::Js);
 

@@ -243,6 +243,7 @@ def read_arrow(
     infer_rows: int | None = None,
     on_truncated: Literal["error", "keep"] = "error",
     conflicts: Literal["error", "binary"] = "error",
+    lists: Literal["list", "array"] = "list",
 ) -> ArrowStream:
     """Read msgpack-numpy into Arrow record batches.
 
@@ -311,6 +312,7 @@ def read_msgpack(
     infer_rows: int | None = None,
     on_truncated: Literal["error", "keep"] = "error",
     conflicts: Literal["error", "binary"] = "error",
+    lists: Literal["list", "array"] = "list",
     row_index_name: str | None = None,
     row_index_offset: int = 0,
     include_file_paths: str | None = None,
@@ -364,6 +366,13 @@ def read_msgpack(
         record) or ``"binary"``: the column is kept as Binary, each row its value's raw msgpack
         bytes (decode them later, e.g. with ``msgpack_numpy.unpackb`` or
         ``pl.col(c).msgpack.decode(dtype)`` per dtype); written back, they are the same bytes.
+    lists
+        Nested msgpack lists of numbers (or bools): ``"list"`` (default) reads them as
+        ``pl.List``; ``"array"`` reads a column whose lists have one length at each level as
+        ``pl.Array`` of that shape (a tensor), e.g. what ormsgpack's ``OPT_SERIALIZE_NUMPY``
+        and ``.tolist()`` write; other columns stay lists. Element types unify as for any
+        value (ints and floats: Float64). Written back through :func:`read_arrow`, they are
+        lists again (field metadata ``msgpack_numpy.kind = list``).
     on_truncated
         An input cut short (a writer that crashed, a file still being written): ``"error"``
         (default, a :class:`DecodeError` saying where), or ``"keep"``: every complete record
@@ -460,6 +469,7 @@ def scan_msgpack(
     infer_rows: int | None = None,
     on_truncated: Literal["error", "keep"] = "error",
     conflicts: Literal["error", "binary"] = "error",
+    lists: Literal["list", "array"] = "list",
     row_index_name: str | None = None,
     row_index_offset: int = 0,
     include_file_paths: str | None = None,
@@ -496,6 +506,7 @@ def scan_msgpack(
         infer_rows=infer_rows,
         on_truncated=on_truncated,
         conflicts=conflicts,
+        lists=lists,
         storage_options=storage_options,
     )
     overrides = _overrides(schema_overrides)

@@ -154,7 +154,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, infer_rows = None, n_rows = None, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", storage_options = None))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, infer_rows = None, n_rows = None, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", storage_options = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -173,6 +173,7 @@ impl PyReader {
         strict_schema: bool,
         on_truncated: &str,
         conflicts: &str,
+        lists: &str,
         storage_options: Option<Vec<(String, String)>>,
     ) -> PyResult<Self> {
         if batch_size == 0 {
@@ -193,7 +194,8 @@ impl PyReader {
             .with_n_rows(n_rows)
             .with_strict_schema(strict_schema)
             .with_on_truncated(parse::<OnTruncated>(on_truncated)?)
-            .with_conflicts(parse::<msgpack_arrow::Conflicts>(conflicts)?);
+            .with_conflicts(parse::<msgpack_arrow::Conflicts>(conflicts)?)
+            .with_lists(parse::<msgpack_arrow::Lists>(lists)?);
         let builder = match schema {
             Some(s) => builder.with_schema(import_schema(s)?),
             None => builder,

@@ -46,7 +46,8 @@ pub(crate) enum Ty {
         /// `U`/`S` rows of different widths were seen (`dt` has the widest)
         widths: bool,
     },
-    List(Box<Ty>),
+    /// a msgpack list; the length every one seen had, `None` when they differ
+    List(Box<Ty>, Option<usize>),
     Struct(IndexMap<String, Ty>),
     /// a column whose type the caller gives (schema overrides): its values are not inferred,
     /// only whether some are ndarrays (`true`: decoded as tensors of the given type)
@@ -58,6 +59,16 @@ pub(crate) enum Ty {
 }
 
 impl Ty {
+    /// Numbers or bools, or lists of one length of such (to any depth): what `lists="array"`
+    /// reads as a tensor.
+    fn is_fixed_numbers(&self) -> bool {
+        match self {
+            Ty::Bool | Ty::Int { .. } | Ty::F32 | Ty::F64 => true,
+            Ty::List(t, Some(n)) => *n > 0 && t.is_fixed_numbers(),
+            _ => false,
+        }
+    }
+
     pub(crate) fn describe(&self) -> String {
         match self {
             Ty::Null => "nil".into(),
@@ -75,7 +86,7 @@ impl Ty {
                 dt.to_dtype_str(),
                 shape.len()
             ),
-            Ty::List(t) => format!("list of {}", t.describe()),
+            Ty::List(t, _) => format!("list of {}", t.describe()),
             Ty::Struct(_) => "map".into(),
             Ty::Given(_) => "a given type".into(),
             Ty::Raw => "values of several types".into(),
@@ -205,7 +216,7 @@ impl Ty {
                     widths,
                 }
             }
-            (List(a), List(b)) => List(Box::new(a.merge(*b)?)),
+            (List(a, n), List(b, m)) => List(Box::new(a.merge(*b)?), if n == m { n } else { None }),
             (Map(k1, v1), Map(k2, v2)) => Map(Box::new(k1.merge(*k2)?), Box::new(v1.merge(*v2)?)),
             // an empty map `{}` fits either kind of map
             (Map(k, v), Struct(f)) | (Struct(f), Map(k, v)) if f.is_empty() => Map(k, v),
@@ -293,7 +304,11 @@ impl Ty {
                     tensor_type(elem, shape, opts.tensor, &mut md)?
                 }
             }
-            Ty::List(t) => DataType::List(Arc::new(t.to_field("item", opts)?)),
+            Ty::List(t, Some(n)) if opts.lists_array && *n > 0 && t.is_fixed_numbers() => {
+                md.insert(meta::KIND.to_string(), "list".to_string());
+                DataType::FixedSizeList(Arc::new(t.to_field("item", opts)?), *n as i32)
+            }
+            Ty::List(t, _) => DataType::List(Arc::new(t.to_field("item", opts)?)),
             Ty::Map(k, v) => {
                 let key = k.to_field("key", opts)?.with_nullable(false);
                 let value = v.to_field("value", opts)?;
@@ -383,6 +398,8 @@ pub(crate) struct InferOptions {
     pub max_depth: usize,
     /// conflicts make [`Ty::Raw`] columns instead of errors
     pub raw_conflicts: bool,
+    /// lists of numbers with one length per level become FixedSizeList ([`crate::Lists::Array`])
+    pub lists_array: bool,
 }
 
 /// Walks values and reports their [`Ty`]. Keeps a small cache of parsed dtypes.
@@ -507,7 +524,7 @@ impl Inferrer {
                         .merge(v)
                         .map_err(|e| e.at_offset(p).prepend_path(&format!("[{i}]")))?;
                 }
-                Ty::List(Box::new(t))
+                Ty::List(Box::new(t), Some(n))
             }
             Kind::Map => {
                 let start = c.pos();
@@ -686,8 +703,11 @@ impl Inferrer {
             (Kind::F64, Ty::F64) => c.read_f64().is_ok(),
             (Kind::Str, Ty::Str) => c.read_str().is_ok(),
             (Kind::Bin, Ty::Bin) => c.read_str_or_bin().is_ok(),
-            (Kind::Array, Ty::List(inner)) => match c.read_array_len() {
-                Ok(n) => (0..n).all(|_| self.fits(inner, c, depth + 1)),
+            (Kind::Array, Ty::List(inner, len)) => match c.read_array_len() {
+                Ok(n) => {
+                    (len.is_none() || *len == Some(n))
+                        && (0..n).all(|_| self.fits(inner, c, depth + 1))
+                }
                 Err(_) => false,
             },
             (Kind::Map, Ty::Struct(fields)) => {

@@ -40,7 +40,7 @@ use arrow_schema::{ArrowError, DataType, Schema, SchemaRef};
 use self::array::Ctx;
 use self::infer::InferOptions;
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{Conflicts, Dialect, Layout, ObjectArrays, OnTruncated, TensorMode};
+use crate::options::{Conflicts, Dialect, Layout, Lists, ObjectArrays, OnTruncated, TensorMode};
 use crate::types::{meta, polars_compatible_type};
 use crate::wire::cursor::Cursor;
 
@@ -105,6 +105,7 @@ pub struct ReaderBuilder {
     on_truncated: OnTruncated,
     n_rows: Option<usize>,
     conflicts: Conflicts,
+    lists: Lists,
     max_columns: usize,
     polars_types: bool,
 }
@@ -137,6 +138,7 @@ impl ReaderBuilder {
             on_truncated: OnTruncated::Error,
             n_rows: None,
             conflicts: Conflicts::Error,
+            lists: Lists::List,
             max_columns: DEFAULT_MAX_COLUMNS,
             polars_types: false,
         }
@@ -156,6 +158,14 @@ impl ReaderBuilder {
         self.max_columns = n.max(1);
         self
     }
+    /// Nested lists of numbers (default [`Lists::List`]). [`Lists::Array`]: where every list of a
+    /// column (at each level) has one length, the column is a FixedSizeList (Polars `Array`)
+    /// with field metadata `msgpack_numpy.kind = list`, written back as lists.
+    pub fn with_lists(mut self, l: Lists) -> Self {
+        self.lists = l;
+        self
+    }
+
     /// A column whose values do not unify (default [`Conflicts::Error`]: an error naming the
     /// column, both types and the record). [`Conflicts::Binary`] keeps such a column as Binary,
     /// each row its value's raw msgpack bytes (field metadata `msgpack_numpy.kind = msgpack`),
@@ -290,6 +300,7 @@ impl ReaderBuilder {
             object_arrays: self.object_arrays,
             max_depth: self.max_depth,
             raw_conflicts: self.conflicts == Conflicts::Binary,
+            lists_array: self.lists == Lists::Array,
         }
     }
 

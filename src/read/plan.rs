@@ -11,7 +11,7 @@ use crate::types::layout::{is_columns_map as is_columns_map_rule, ValueForm};
 use crate::types::{meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Kind};
 use crate::wire::ndarray::{probe, Special};
-use arrow_schema::{Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -448,6 +448,9 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                     {
                         md.insert(meta::KIND.to_string(), "ndarray".to_string());
                         md.insert(meta::DTYPE.to_string(), dt.to_dtype_str());
+                    } else if matches!(g.data_type(), DataType::FixedSizeList(..)) {
+                        // an Array type given to msgpack lists: lists of that shape
+                        md.insert(meta::KIND.to_string(), "list".to_string());
                     }
                     Field::new(f.name(), g.data_type().clone(), true).with_metadata(md)
                 }

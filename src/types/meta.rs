@@ -6,7 +6,8 @@ pub const DTYPE: &str = "msgpack_numpy.dtype";
 /// Field: how values were encoded: `"ndarray"` (`nd: True`), `"scalar"` (`nd: False`),
 /// `"complex"` (Python complex), `"object"` (raw pickle bytes, never unpickled), `"msgpack"` (each
 /// row the raw msgpack bytes of a value whose type did not unify with the others), `"int"` (plain
-/// msgpack integers in a UInt64 column, some above 2^63-1).
+/// msgpack integers in a UInt64 column, some above 2^63-1), `"list"` (a FixedSizeList read from
+/// msgpack lists of one length, `lists="array"`: written back as lists).
 pub const KIND: &str = "msgpack_numpy.kind";
 /// Schema: the layout the file was read with (`records`, `columns`, `values`).
 pub const LAYOUT: &str = "msgpack_arrow.layout";

@@ -115,6 +115,11 @@ pub(crate) fn make_decoder(field: &Field, ctx: &Ctx) -> Result<Box<dyn ArrayDeco
                 ctx: ctx.clone(),
             }))
         }
+        Some("list") => {
+            if let DataType::FixedSizeList(item, n) = t {
+                return Ok(Box::new(FixedListDecoder::new(item, *n, ctx)?));
+            }
+        }
         Some("complex") => {
             let dt = NumpyDtype::parse(
                 if matches!(t, DataType::FixedSizeList(f, 2) if f.data_type() == &DataType::Float32)

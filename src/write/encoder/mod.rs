@@ -120,6 +120,8 @@ pub(crate) fn make_encoder(field: &Field, arr: &ArrayRef) -> Result<Box<dyn Colu
                 return Ok(Box::new(c));
             }
         }
+        // lists of one length read as FixedSizeList (`lists="array"`): lists again
+        Some("list") => return Ok(Box::new(ListEnc::new(arr)?)),
         // plain msgpack ints too big for Int64 (the reader's UInt64 columns)
         Some("int") if matches!(arr.data_type(), DataType::UInt64) => {
             return Ok(Box::new(UIntEnc(arr.as_primitive::<UInt64Type>().clone())));
