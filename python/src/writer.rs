@@ -73,15 +73,7 @@ pub fn write<'py>(
                 .map_err(err)?;
             let file = pump(py, &mut stream, w)?;
             // dropping an uncommitted AtomicFile (on any error above) deletes the temporary file
-            py.detach(|| {
-                guarded(|| {
-                    Ok(file
-                        .finish()
-                        .map_err(msgpack_arrow::Error::from)?
-                        .commit()?)
-                })
-            })
-            .map_err(err)?;
+            commit(py, file)?;
             Ok(None)
         }
         None => {
@@ -164,6 +156,49 @@ fn encode_all<W: Write + Send>(
     }
 }
 
+/// Finish the output and make it appear. A local file's fsync (a second or more for a big file)
+/// runs on another thread while this one answers Ctrl-C: interrupted, the temporary file is
+/// removed at once (the previous file stays as it was) and the fsync ends in the background.
+fn commit(py: Python<'_>, file: CompressedWriter<Output>) -> PyResult<()> {
+    let err = |f: Failure| to_pyerr(py, Op::Encode, f);
+    let mut out = py
+        .detach(|| guarded(|| Ok(file.finish().map_err(msgpack_arrow::Error::from)?)))
+        .map_err(err)?;
+    if let Some(tmp) = out.as_file_mut().map(|f| f.temp_path().to_path_buf()) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let rx = Mutex::new(rx); // waited on with the GIL released: must be Sync
+        std::thread::spawn(move || {
+            let r = out.as_file_mut().map_or(Ok(()), |f| f.sync());
+            let _ = tx.send((out, r));
+        });
+        out = loop {
+            let next = py.detach(|| {
+                rx.lock()
+                    .map_err(|_| std::sync::mpsc::RecvTimeoutError::Disconnected)?
+                    .recv_timeout(std::time::Duration::from_millis(20))
+            });
+            match next {
+                Ok((o, r)) => {
+                    py.detach(|| guarded(|| Ok(r?))).map_err(err)?;
+                    break o;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(e) = py.check_signals() {
+                        let _ = std::fs::remove_file(&tmp);
+                        return Err(e);
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                        "the thread syncing the output ended without an answer",
+                    ))
+                }
+            }
+        };
+    }
+    py.detach(|| guarded(|| Ok(out.commit()?))).map_err(err)
+}
+
 /// Bytes of Arrow data encoded between two Ctrl-C checks.
 const SLICE_BYTES: usize = 32 << 20;
 
@@ -214,15 +249,7 @@ pub fn write_iter<'py>(
                 .detach(|| guarded(|| Ok(builder.build(create(&path, &storage)?, schema)?)))
                 .map_err(err)?;
             let file = pump(py, &mut stream, w).map_err(reraise)?;
-            py.detach(|| {
-                guarded(|| {
-                    Ok(file
-                        .finish()
-                        .map_err(msgpack_arrow::Error::from)?
-                        .commit()?)
-                })
-            })
-            .map_err(err)?;
+            commit(py, file)?;
         }
         (None, Some(target)) => {
             let out = BufWriter::with_capacity(

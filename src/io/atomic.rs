@@ -96,6 +96,17 @@ impl AtomicFile {
         self.tmp.get_ref().path()
     }
 
+    /// Flush and fsync the data (the long part of [`commit`](AtomicFile::commit), which is then
+    /// quick): callers that must stay responsive (Ctrl-C in Python) run this on another thread.
+    pub fn sync(&mut self) -> Result<()> {
+        self.tmp.flush().map_err(|e| io_error(&self.target, e))?;
+        self.tmp
+            .get_ref()
+            .as_file()
+            .sync_all()
+            .map_err(|e| io_error(&self.target, e))
+    }
+
     /// Flush, fsync and rename over the target. Any write error still pending is returned here.
     pub fn commit(self) -> Result<()> {
         let target = self.target;
@@ -204,6 +215,15 @@ pub enum Output {
 }
 
 impl Output {
+    /// The local file, if this is one (to [`AtomicFile::sync`] it before committing).
+    pub fn as_file_mut(&mut self) -> Option<&mut AtomicFile> {
+        match self {
+            Output::File(f) => Some(f),
+            #[cfg(feature = "cloud")]
+            Output::Remote(_) => None,
+        }
+    }
+
     /// Start writing `target`: a path, or a URL of a remote store.
     pub fn create(target: &Path, storage: &crate::io::StorageOptions) -> Result<Output> {
         if crate::io::is_url(target) {
