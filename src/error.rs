@@ -69,15 +69,73 @@ pub enum ErrorKind {
     /// Arrow data this crate cannot write as msgpack-numpy.
     #[error("cannot encode: {0}")]
     Unsupported(String),
-    /// An error from arrow-rs.
+    /// An error from arrow-rs (its I/O errors become [`ErrorKind::Io`]).
     #[error(transparent)]
-    Arrow(#[from] arrow_schema::ArrowError),
-    /// An error from the parquet crate.
+    Arrow(arrow_schema::ArrowError),
+    /// An error from the parquet crate (its I/O errors become [`ErrorKind::Io`]).
     #[error(transparent)]
-    Parquet(#[from] parquet::errors::ParquetError),
-    /// An I/O error.
-    #[error(transparent)]
+    Parquet(parquet::errors::ParquetError),
+    /// An I/O error: shown as one line, the system's words and what to do.
+    #[error("{}", io_message(.0))]
     Io(#[from] std::io::Error),
+}
+
+/// An I/O error as one line: the system's words without "(os error N)" or the path of a
+/// temporary file (tempfile adds it; the caller names the user's file), then what to do.
+pub(crate) fn io_message(e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    let inner = e
+        .get_ref()
+        .and_then(|r| r.source())
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .unwrap_or(e);
+    let mut msg = inner.to_string();
+    if let Some(i) = msg.find(" (os error ") {
+        msg.truncate(i);
+    }
+    let hint = match inner.kind() {
+        K::StorageFull => {
+            "; free some space or write elsewhere, then run again (nothing was replaced)"
+        }
+        K::QuotaExceeded => "; the disk quota is used up: free some space or write elsewhere",
+        K::PermissionDenied => "; check the permissions of the file and of its directory",
+        K::ReadOnlyFilesystem => "; the file system is read-only: write elsewhere",
+        _ => "",
+    };
+    format!("{msg}{hint}")
+}
+
+impl From<arrow_schema::ArrowError> for ErrorKind {
+    fn from(e: arrow_schema::ArrowError) -> Self {
+        use arrow_schema::ArrowError as A;
+        match e {
+            A::IoError(_, io) => ErrorKind::Io(io),
+            A::ExternalError(inner) => match inner.downcast::<Error>() {
+                Ok(ours) => ours.0.kind,
+                Err(other) => match other.downcast::<std::io::Error>() {
+                    Ok(io) => ErrorKind::Io(*io),
+                    Err(other) => ErrorKind::Arrow(A::ExternalError(other)),
+                },
+            },
+            e => ErrorKind::Arrow(e),
+        }
+    }
+}
+
+impl From<parquet::errors::ParquetError> for ErrorKind {
+    fn from(e: parquet::errors::ParquetError) -> Self {
+        use parquet::errors::ParquetError as P;
+        match e {
+            P::External(inner) => match inner.downcast::<std::io::Error>() {
+                Ok(io) => ErrorKind::Io(*io),
+                Err(other) => match other.downcast::<Error>() {
+                    Ok(ours) => ours.0.kind,
+                    Err(other) => ErrorKind::Parquet(P::External(other)),
+                },
+            },
+            e => ErrorKind::Parquet(e),
+        }
+    }
 }
 
 impl Error {

@@ -71,16 +71,16 @@ pub fn write<'py>(
             let w = py
                 .detach(|| guarded(|| Ok(builder.build(create(&path, &storage)?, schema)?)))
                 .map_err(err)?;
-            let file = pump(py, &mut stream, w)?;
+            let file = pump(py, &mut stream, w, Some(&path))?;
             // dropping an uncommitted AtomicFile (on any error above) deletes the temporary file
-            commit(py, file)?;
+            commit(py, file, &path)?;
             Ok(None)
         }
         None => {
             let w = builder
                 .build(Vec::new(), schema)
                 .map_err(|e| err(e.into()))?;
-            let bytes = pump(py, &mut stream, w)?;
+            let bytes = pump(py, &mut stream, w, None)?;
             Ok(Some(PyBytes::new(py, &bytes)))
         }
     }
@@ -115,10 +115,11 @@ fn pump<W: Write + Send>(
     py: Python<'_>,
     stream: &mut (impl RecordBatchReader + Send),
     mut w: Writer<W>,
+    file: Option<&std::path::Path>,
 ) -> PyResult<W> {
-    match encode_all(py, stream, &mut w) {
+    match encode_all(py, stream, &mut w, file) {
         Ok(()) => py
-            .detach(|| guarded(|| Ok(w.finish()?)))
+            .detach(|| guarded(|| Ok(w.finish().map_err(|e| named(e, file))?)))
             .map_err(|f| to_pyerr(py, Op::Encode, f)),
         Err(e) => {
             py.detach(move || drop(w));
@@ -127,10 +128,19 @@ fn pump<W: Write + Send>(
     }
 }
 
+/// An error of writing `file` (when writing to a path) names it.
+fn named(e: msgpack_arrow::Error, file: Option<&std::path::Path>) -> msgpack_arrow::Error {
+    match file {
+        Some(p) => e.in_file(p),
+        None => e,
+    }
+}
+
 fn encode_all<W: Write + Send>(
     py: Python<'_>,
     stream: &mut (impl RecordBatchReader + Send),
     w: &mut Writer<W>,
+    file: Option<&std::path::Path>,
 ) -> PyResult<()> {
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
     loop {
@@ -146,7 +156,8 @@ fn encode_all<W: Write + Send>(
         while at < rows || (rows == 0 && at == 0) {
             let n = step.min(rows - at);
             let part = b.slice(at, n);
-            py.detach(|| guarded(|| Ok(w.write(&part)?))).map_err(err)?;
+            py.detach(|| guarded(|| Ok(w.write(&part).map_err(|e| named(e, file))?)))
+                .map_err(err)?;
             py.check_signals()?;
             at += n;
             if rows == 0 {
@@ -159,10 +170,16 @@ fn encode_all<W: Write + Send>(
 /// Finish the output and make it appear. A local file's fsync (a second or more for a big file)
 /// runs on another thread while this one answers Ctrl-C: interrupted, the temporary file is
 /// removed at once (the previous file stays as it was) and the fsync ends in the background.
-fn commit(py: Python<'_>, file: CompressedWriter<Output>) -> PyResult<()> {
+fn commit(py: Python<'_>, file: CompressedWriter<Output>, path: &std::path::Path) -> PyResult<()> {
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
     let mut out = py
-        .detach(|| guarded(|| Ok(file.finish().map_err(msgpack_arrow::Error::from)?)))
+        .detach(|| {
+            guarded(|| {
+                Ok(file
+                    .finish()
+                    .map_err(|e| msgpack_arrow::Error::from(e).in_file(path))?)
+            })
+        })
         .map_err(err)?;
     if let Some(tmp) = out.as_file_mut().map(|f| f.temp_path().to_path_buf()) {
         let (tx, rx) = std::sync::mpsc::channel();
@@ -248,8 +265,8 @@ pub fn write_iter<'py>(
             let w = py
                 .detach(|| guarded(|| Ok(builder.build(create(&path, &storage)?, schema)?)))
                 .map_err(err)?;
-            let file = pump(py, &mut stream, w).map_err(reraise)?;
-            commit(py, file)?;
+            let file = pump(py, &mut stream, w, Some(&path)).map_err(reraise)?;
+            commit(py, file, &path)?;
         }
         (None, Some(target)) => {
             let out = BufWriter::with_capacity(
@@ -259,7 +276,7 @@ pub fn write_iter<'py>(
                 },
             );
             let w = builder.build(out, schema).map_err(|e| err(e.into()))?;
-            let out = pump(py, &mut stream, w).map_err(reraise)?;
+            let out = pump(py, &mut stream, w, None).map_err(reraise)?;
             out.into_inner().map_err(|e| PyErr::from(e.into_error()))?;
         }
         _ => {
