@@ -532,14 +532,11 @@ impl ConvertArgs {
 }
 
 fn convert(args: ConvertArgs) -> CliResult<()> {
-    let inputs = crate::io::compress::expand_inputs_with(
-        &args.inputs,
-        &crate::io::StorageOptions(args.read.storage_option.clone()),
-    )
-    .map_err(|e| e.to_string())?;
     let mut read = args
         .read
         .options(usize::try_from(args.batch_size).unwrap_or(usize::MAX));
+    let inputs = crate::io::compress::expand_inputs_with(&args.inputs, &read.storage)
+        .map_err(|e| e.to_string())?;
     if args.dataset {
         let opts = DatasetOptions {
             format: args.format,

@@ -105,18 +105,26 @@ pub(crate) fn io_message(e: &std::io::Error) -> String {
     format!("{msg}{hint}")
 }
 
+type Boxed = Box<dyn std::error::Error + Send + Sync>;
+
+/// An error arrow or parquet boxed on its way through them: ours, or an I/O error, as it was;
+/// anything else handed back.
+fn unbox(e: Boxed) -> std::result::Result<ErrorKind, Boxed> {
+    let e = match e.downcast::<Error>() {
+        Ok(ours) => return Ok(ours.0.kind),
+        Err(e) => e,
+    };
+    e.downcast::<std::io::Error>().map(|io| ErrorKind::Io(*io))
+}
+
 impl From<arrow_schema::ArrowError> for ErrorKind {
     fn from(e: arrow_schema::ArrowError) -> Self {
         use arrow_schema::ArrowError as A;
         match e {
             A::IoError(_, io) => ErrorKind::Io(io),
-            A::ExternalError(inner) => match inner.downcast::<Error>() {
-                Ok(ours) => ours.0.kind,
-                Err(other) => match other.downcast::<std::io::Error>() {
-                    Ok(io) => ErrorKind::Io(*io),
-                    Err(other) => ErrorKind::Arrow(A::ExternalError(other)),
-                },
-            },
+            A::ExternalError(inner) => {
+                unbox(inner).unwrap_or_else(|e| ErrorKind::Arrow(A::ExternalError(e)))
+            }
             e => ErrorKind::Arrow(e),
         }
     }
@@ -126,13 +134,9 @@ impl From<parquet::errors::ParquetError> for ErrorKind {
     fn from(e: parquet::errors::ParquetError) -> Self {
         use parquet::errors::ParquetError as P;
         match e {
-            P::External(inner) => match inner.downcast::<std::io::Error>() {
-                Ok(io) => ErrorKind::Io(*io),
-                Err(other) => match other.downcast::<Error>() {
-                    Ok(ours) => ours.0.kind,
-                    Err(other) => ErrorKind::Parquet(P::External(other)),
-                },
-            },
+            P::External(inner) => {
+                unbox(inner).unwrap_or_else(|e| ErrorKind::Parquet(P::External(e)))
+            }
             e => ErrorKind::Parquet(e),
         }
     }

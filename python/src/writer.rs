@@ -196,7 +196,7 @@ fn commit(py: Python<'_>, file: CompressedWriter<Output>, path: &std::path::Path
             });
             match next {
                 Ok((o, r)) => {
-                    py.detach(|| guarded(|| Ok(r?))).map_err(err)?;
+                    guarded(|| Ok(r?)).map_err(err)?;
                     break o;
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {

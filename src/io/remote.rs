@@ -407,7 +407,7 @@ pub fn create(url: &str, opts: &StorageOptions) -> Result<RemoteWriter> {
     Ok(RemoteWriter {
         url: url.to_string(),
         up: Some(WriteMultipart::new_with_chunk_size(up, PART)),
-        buf: Vec::with_capacity(PART),
+        buf: Vec::new(),
         written: 0,
     })
 }
@@ -416,14 +416,14 @@ impl RemoteWriter {
     fn flush_parts(&mut self) -> io::Result<()> {
         let up = self.up.as_mut().expect("not committed");
         let url = &self.url;
+        // the buffer itself becomes the part (no copy); `write` allocates the next one
+        let part = Bytes::from(std::mem::take(&mut self.buf));
         run(async {
             up.wait_for_capacity(2).await?;
-            up.write(&self.buf);
+            up.put(part);
             Ok::<_, object_store::Error>(())
         })
-        .map_err(|e| io::Error::other(store_error(url, "write", e)))?;
-        self.buf.clear();
-        Ok(())
+        .map_err(|e| io::Error::other(store_error(url, "write", e)))
     }
 
     /// Complete the upload: the object appears, whole.
@@ -440,6 +440,9 @@ impl RemoteWriter {
 impl Write for RemoteWriter {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.written += data.len() as u64;
+        if self.buf.is_empty() {
+            self.buf.reserve(PART);
+        }
         self.buf.extend_from_slice(data);
         if self.buf.len() >= PART {
             self.flush_parts()?;

@@ -111,7 +111,8 @@ impl ColumnEncoder for BinEnc {
 
 /// A numpy scalar: `{b'nd': False, b'type': dtype.str, b'data': <itemsize bytes>}`.
 pub(crate) struct ScalarEnc {
-    pub(crate) dt: NumpyDtype,
+    /// the dtype string (`"<i4"`), for openpi's maps, which name it after the value
+    pub(crate) dtype_str: String,
     pub(crate) prefix: Vec<u8>,
     pub(crate) elems: Elems,
     pub(crate) nulls: Option<NullBuffer>,
@@ -138,7 +139,7 @@ impl ScalarEnc {
         p.extend_from_slice(b"\xc4\x04data");
         wire::bin_hdr_sized(&mut p, dt.itemsize(), wire::bin_forms(dt.itemsize())[0]);
         Ok(ScalarEnc {
-            dt,
+            dtype_str: dt.to_dtype_str(),
             prefix: p,
             elems,
             nulls: arr.logical_nulls(),
@@ -152,12 +153,11 @@ impl ScalarEnc {
     /// `item()` is a Python bool, int or float, which msgpack writes in its smallest int form or
     /// as a float64.
     fn encode_npgeneric(&mut self, row: usize, out: &mut Out) -> Result<()> {
-        let ty = self.dt.to_dtype_str();
-        let mut raw = Vec::with_capacity(16);
-        self.elems.write(row, row + 1, &mut raw)?;
+        let ty = &self.dtype_str;
         let t = ty.as_bytes();
         let (big, kind) = (t.first() == Some(&b'>'), t.get(1).copied().unwrap_or(0));
-        let mut le = raw.clone();
+        let mut le = Vec::with_capacity(16);
+        self.elems.write(row, row + 1, &mut le)?;
         if big {
             le.reverse();
         }
@@ -188,7 +188,7 @@ impl ScalarEnc {
             }
         }
         b.extend_from_slice(b"\xc4\x05dtype");
-        wire::str(b, &ty);
+        wire::str(b, ty);
         Ok(())
     }
 }
