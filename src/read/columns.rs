@@ -26,35 +26,42 @@ pub(crate) fn decode_columns(
     let mut batches = Vec::new();
     let mut chunk_rows = Vec::new();
     let mut chunk = 0u64;
+    // Name lookups by hash: a linear `field_with_name` per key made wide maps quadratic.
+    let full_at: HashMap<&str, usize> =
+        full.fields().iter().enumerate().map(|(i, f)| (f.name().as_str(), i)).collect();
+    let out_at: HashMap<&str, usize> =
+        out.fields().iter().enumerate().map(|(i, f)| (f.name().as_str(), i)).collect();
     while !c.is_empty() {
-        let mut cols: HashMap<String, ArrayRef> = HashMap::new();
+        let mut cols: Vec<Option<ArrayRef>> = vec![None; out.fields().len()];
         let mut rows = None;
         if container == Container::NdArray {
             let f = &full.fields()[0];
             let (n, a) = decode_column_value(&mut c, buf, f, ctx)?;
             rows = Some(n);
-            cols.insert(f.name().clone(), a);
+            if let Some(&i) = out_at.get(f.name().as_str()) {
+                cols[i] = Some(a);
+            }
         } else {
             let at = c.offset();
             let n = c.read_map_len().map_err(|e| e.at_record(chunk))?;
             for _ in 0..n {
                 let kp = c.pos();
-                let key = crate::read::infer::read_key(&mut c)?.to_string();
-                let wanted = out.field_with_name(&key).is_ok();
-                let Ok(f) = full.field_with_name(&key) else {
+                let key = crate::read::infer::read_key(&mut c)?;
+                let wanted = out_at.get(key).copied();
+                let Some(f) = full_at.get(key).map(|&i| full.field(i)) else {
                     if ctx.strict_keys {
                         return Err(c.error_at(kp, unknown_key(&key, ctx)).at_record(chunk));
                     }
                     c.skip(b.max_depth)?;
                     continue;
                 };
-                if !wanted {
+                let Some(slot) = wanted else {
                     // projected out: skipped, its bytes never copied
                     c.skip(b.max_depth)?;
                     continue;
-                }
+                };
                 let (len, a) = decode_column_value(&mut c, buf, f, ctx)
-                    .map_err(|e| e.prepend_path(&key).at_record(chunk))?;
+                    .map_err(|e| e.prepend_path(key).at_record(chunk))?;
                 if let Some(r) = rows {
                     if r != len {
                         return Err(Error::new(ErrorKind::Layout(format!(
@@ -64,7 +71,7 @@ pub(crate) fn decode_columns(
                     }
                 }
                 rows = Some(len);
-                cols.insert(key, a);
+                cols[slot] = Some(a);
             }
             if rows.is_none() {
                 // every column projected out: still count rows from the first value
@@ -76,8 +83,8 @@ pub(crate) fn decode_columns(
         }
         let rows = rows.unwrap_or(0);
         let mut arrays = Vec::with_capacity(out.fields().len());
-        for f in out.fields() {
-            match cols.remove(f.name()) {
+        for (f, a) in out.fields().iter().zip(cols) {
+            match a {
                 Some(a) => arrays.push(a),
                 None => arrays.push(arrow_array::new_null_array(f.data_type(), rows)),
             }
