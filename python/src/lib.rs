@@ -7,6 +7,7 @@
 //! pyo3-polars against the polars crate 0.55: Python polars 2.0 and 2.1). The Python API (`read_msgpack`, `scan_msgpack`, ...) is
 //! in `msgpack_arrow/__init__.py`.
 
+mod alloc;
 mod blobs;
 mod errors;
 #[cfg(feature = "plugin")]
@@ -17,6 +18,10 @@ mod stream;
 mod writer;
 
 use pyo3::prelude::*;
+
+/// Polars' allocator for everything the extension allocates (why: `alloc.rs`).
+#[global_allocator]
+static ALLOC: alloc::PolarsAllocator = alloc::PolarsAllocator;
 
 /// The `msgpack-arrow` command (the console script of the package): the core's CLI, run with the
 /// GIL released; the exit code.
