@@ -647,6 +647,7 @@ def write_msgpack(
     missing: Literal["auto", "nil", "omit"] = "auto",
     dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
     storage_options: dict[str, Any] | None = None,
+    fsync: bool = True,
 ) -> bytes | None:
     """Write a DataFrame (or any Arrow data) as msgpack-numpy, readable by ``msgpack_numpy``.
 
@@ -682,6 +683,14 @@ def write_msgpack(
         :func:`read_arrow` recorded for the file read (schema metadata
         ``msgpack_arrow.dialect``), else msgpack-numpy (also when ``aligned``). A Polars
         DataFrame carries no schema metadata: name the dialect.
+    storage_options
+        For a URL target, as in :func:`read_msgpack`.
+    fsync
+        A path target: flush the file to the disk before renaming it into place (default
+        ``True``), so it survives a power loss once the call returns. ``False`` skips that (a
+        316 MB write: 0.37 s instead of 1.09 s on a virtual disk); other processes still see the
+        old file or the whole new one, never a part, but a power loss soon after may leave the
+        new file empty or partial on some file systems.
 
     Notes
     -----
@@ -709,7 +718,7 @@ def write_msgpack(
     if target is None:
         return _write(df, None, **opts)
     if _is_path(target):
-        _write(df, _path(target), **opts)
+        _write(df, _path(target), fsync=fsync, **opts)
         return None
     write = getattr(target, "write", None)
     if not callable(write):
@@ -728,6 +737,7 @@ def sink_msgpack(
     missing: Literal["auto", "nil", "omit"] = "auto",
     dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
     storage_options: dict[str, Any] | None = None,
+    fsync: bool = True,
 ) -> None:
     """Write a LazyFrame as msgpack-numpy in batches, without collecting it: a query larger than
     memory streams through, one batch (Polars' ``collect_batches()``) in memory at a time.
@@ -747,7 +757,7 @@ def sink_msgpack(
         As :func:`write_msgpack`.
     chunk_size
         Rows per batch (Polars' default when None).
-    missing, dialect
+    missing, dialect, fsync
         As :func:`write_msgpack`.
 
     Unlike :func:`write_msgpack`, which sees the whole table, a List column of narrow numbers is
@@ -771,7 +781,7 @@ def sink_msgpack(
     if storage_options is not None:
         opts["storage_options"] = _storage(storage_options)
     if _is_path(target):
-        _write_iter(empty, batches, _path(target), **opts)
+        _write_iter(empty, batches, _path(target), fsync=fsync, **opts)
         return
     if not callable(getattr(target, "write", None)):
         raise TypeError(f"target must be a path or a binary file object, got {type(target).__name__}")

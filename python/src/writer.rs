@@ -26,7 +26,7 @@ use crate::stream::{import_schema, import_stream};
 /// a failed write leaves any previous file untouched. Without `path`, the bytes are returned.
 /// The GIL is released while encoding; Ctrl-C is checked between batches.
 #[pyfunction]
-#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false, whole_table = false, missing = "auto", dialect = "auto", storage_options = None))]
+#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false, whole_table = false, missing = "auto", dialect = "auto", storage_options = None, fsync = true))]
 #[allow(clippy::too_many_arguments)]
 pub fn write<'py>(
     py: Python<'py>,
@@ -38,6 +38,7 @@ pub fn write<'py>(
     missing: &str,
     dialect: &str,
     storage_options: Option<Vec<(String, String)>>,
+    fsync: bool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let storage = StorageOptions(storage_options.unwrap_or_default());
     let layout: Layout = layout
@@ -69,7 +70,7 @@ pub fn write<'py>(
     match path {
         Some(path) => {
             let w = py
-                .detach(|| guarded(|| Ok(builder.build(create(&path, &storage)?, schema)?)))
+                .detach(|| guarded(|| Ok(builder.build(create(&path, &storage, fsync)?, schema)?)))
                 .map_err(err)?;
             let file = pump(py, &mut stream, w, Some(&path))?;
             // dropping an uncommitted AtomicFile (on any error above) deletes the temporary file
@@ -101,9 +102,10 @@ fn parse_missing(s: &str) -> PyResult<msgpack_arrow::Missing> {
 fn create(
     path: &std::path::Path,
     storage: &StorageOptions,
+    fsync: bool,
 ) -> msgpack_arrow::Result<CompressedWriter<Output>> {
     Ok(CompressedWriter::new(
-        Output::create(path, storage)?,
+        Output::create(path, storage)?.with_fsync(fsync),
         Codec::from_path(path),
     )?)
 }
@@ -226,7 +228,7 @@ const SLICE_BYTES: usize = 32 << 20;
 /// batches are encoded. An exception raised by the iterator (a query error, Ctrl-C) is re-raised
 /// as it was, after the partial output is discarded.
 #[pyfunction]
-#[pyo3(signature = (schema, batches, path = None, target = None, *, layout = "records", aligned = false, missing = "auto", dialect = "auto", storage_options = None))]
+#[pyo3(signature = (schema, batches, path = None, target = None, *, layout = "records", aligned = false, missing = "auto", dialect = "auto", storage_options = None, fsync = true))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_iter<'py>(
     py: Python<'py>,
@@ -239,6 +241,7 @@ pub fn write_iter<'py>(
     missing: &str,
     dialect: &str,
     storage_options: Option<Vec<(String, String)>>,
+    fsync: bool,
 ) -> PyResult<()> {
     let storage = StorageOptions(storage_options.unwrap_or_default());
     let layout: Layout = layout
@@ -263,7 +266,7 @@ pub fn write_iter<'py>(
     match (path, target) {
         (Some(path), None) => {
             let w = py
-                .detach(|| guarded(|| Ok(builder.build(create(&path, &storage)?, schema)?)))
+                .detach(|| guarded(|| Ok(builder.build(create(&path, &storage, fsync)?, schema)?)))
                 .map_err(err)?;
             let file = pump(py, &mut stream, w, Some(&path)).map_err(reraise)?;
             commit(py, file, &path)?;

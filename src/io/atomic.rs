@@ -19,10 +19,17 @@ use crate::io::compress::io_error;
 /// Writes go (buffered) to a temporary file in the target's directory, so the final rename stays
 /// on one file system. [`commit`](AtomicFile::commit) flushes, fsyncs and renames over the target;
 /// dropping an `AtomicFile` without committing deletes the temporary file.
+///
+/// Durability is a choice ([`AtomicFile::with_fsync`]); the default syncs. Without the fsync the
+/// file is still complete or absent for every other process, but a power loss soon after the
+/// rename may leave an empty or partial file on some file systems. What it costs: a 316 MB
+/// write took 1.09 s with the fsync and 0.37 s without it on this project's test machine (a
+/// virtual disk); the page cache makes the rest of the write a memory copy.
 #[derive(Debug)]
 pub struct AtomicFile {
     tmp: BufWriter<NamedTempFile>,
     target: PathBuf,
+    fsync: bool,
 }
 
 impl AtomicFile {
@@ -83,7 +90,14 @@ impl AtomicFile {
         Ok(AtomicFile {
             tmp: BufWriter::with_capacity(1 << 20, tmp),
             target,
+            fsync: true,
         })
+    }
+
+    /// Whether [`commit`](AtomicFile::commit) fsyncs the data and the directory (default true).
+    pub fn with_fsync(mut self, on: bool) -> Self {
+        self.fsync = on;
+        self
     }
 
     /// The path the file will have once committed.
@@ -100,6 +114,9 @@ impl AtomicFile {
     /// quick): callers that must stay responsive (Ctrl-C in Python) run this on another thread.
     pub fn sync(&mut self) -> Result<()> {
         self.tmp.flush().map_err(|e| io_error(&self.target, e))?;
+        if !self.fsync {
+            return Ok(());
+        }
         self.tmp
             .get_ref()
             .as_file()
@@ -114,9 +131,14 @@ impl AtomicFile {
             .tmp
             .into_inner()
             .map_err(|e| io_error(&target, e.into_error()))?;
-        tmp.as_file().sync_all().map_err(|e| io_error(&target, e))?;
+        if self.fsync {
+            tmp.as_file().sync_all().map_err(|e| io_error(&target, e))?;
+        }
         tmp.persist(&target)
             .map_err(|e| io_error(&target, e.error))?;
+        if !self.fsync {
+            return Ok(());
+        }
         // Make the rename itself durable. Best effort: not every file system lets a directory be
         // opened and synced, and the data is already safe.
         #[cfg(unix)]
@@ -236,6 +258,16 @@ impl Output {
             ))));
         }
         Ok(Output::File(AtomicFile::create(target)?))
+    }
+
+    /// Whether a local file is fsynced on commit ([`AtomicFile::with_fsync`]; a remote object is
+    /// durable once its upload completes).
+    pub fn with_fsync(self, on: bool) -> Self {
+        match self {
+            Output::File(f) => Output::File(f.with_fsync(on)),
+            #[cfg(feature = "cloud")]
+            other => other,
+        }
     }
 
     /// Make the output appear, whole.

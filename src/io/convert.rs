@@ -25,6 +25,9 @@ pub struct ConvertOptions {
     pub aligned: bool,
     /// msgpack outputs: the form of ndarrays (default `None`: the dialect the input was read in).
     pub output_dialect: Option<Dialect>,
+    /// Skip the fsync of a local output (default false: the output is durable once `convert`
+    /// returns; see [`crate::io::AtomicFile::with_fsync`] for what that costs).
+    pub no_fsync: bool,
 }
 
 /// What [`convert`] did.
@@ -191,7 +194,7 @@ pub fn convert(
         // the NPZ writer goes back to patch its entries: staged locally, then uploaded whole
         return convert_staged(inputs, output, read, opts, on_batch);
     }
-    let mut file = Output::create(output, &read.storage)?;
+    let mut file = Output::create(output, &read.storage)?.with_fsync(!opts.no_fsync);
     let mut sink =
         Sink::try_new(&mut file, schema.clone(), &sink_opts).map_err(|e| e.in_file(output))?;
     let mut rows = 0u64;

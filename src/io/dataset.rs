@@ -295,7 +295,7 @@ fn write_partitions(
                     .join(format!("{stem}.{ext}"));
                 let parent = target.parent().expect("a partition directory");
                 std::fs::create_dir_all(parent).map_err(|e| Error::from(e).in_file(parent))?;
-                let file = AtomicFile::create(&target)?;
+                let file = AtomicFile::create(&target)?.with_fsync(!convert_opts.no_fsync);
                 parts.insert(
                     safe.clone(),
                     Sink::try_new(file, schema.clone(), &sink_opts)?,
