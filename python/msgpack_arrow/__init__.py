@@ -720,10 +720,10 @@ def write_msgpack(
     if _is_path(target):
         _write(df, _path(target), fsync=fsync, **opts)
         return None
-    write = getattr(target, "write", None)
-    if not callable(write):
+    if not callable(getattr(target, "write", None)):
         raise TypeError(f"target must be a path or a binary file object, got {type(target).__name__}")
-    write(_write(df, None, **opts))
+    # written in chunks as encoded: the whole output is never held twice
+    _write(df, None, target=target, **opts)
     return None
 
 

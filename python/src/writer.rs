@@ -26,7 +26,7 @@ use crate::stream::{import_schema, import_stream};
 /// a failed write leaves any previous file untouched. Without `path`, the bytes are returned.
 /// The GIL is released while encoding; Ctrl-C is checked between batches.
 #[pyfunction]
-#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false, whole_table = false, missing = "auto", dialect = "auto", storage_options = None, fsync = true))]
+#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false, whole_table = false, missing = "auto", dialect = "auto", storage_options = None, fsync = true, target = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write<'py>(
     py: Python<'py>,
@@ -39,6 +39,7 @@ pub fn write<'py>(
     dialect: &str,
     storage_options: Option<Vec<(String, String)>>,
     fsync: bool,
+    target: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let storage = StorageOptions(storage_options.unwrap_or_default());
     let layout: Layout = layout
@@ -67,6 +68,15 @@ pub fn write<'py>(
         Box::new(stream)
     };
     let schema = stream.schema();
+    if let Some(target) = target {
+        // a file object: written in chunks as they are encoded, never the whole output at once
+        let w = builder
+            .build(py_file(target), schema)
+            .map_err(|e| err(e.into()))?;
+        let out = pump(py, &mut stream, w, None)?;
+        out.into_inner().map_err(|e| PyErr::from(e.into_error()))?;
+        return Ok(None);
+    }
     match path {
         Some(path) => {
             let w = py
@@ -167,6 +177,16 @@ fn encode_all<W: Write + Send>(
             }
         }
     }
+}
+
+/// A Python binary file object as a buffered sink (chunks of 1 MiB, each written with the GIL).
+fn py_file(target: Bound<'_, PyAny>) -> BufWriter<PyFileWriter> {
+    BufWriter::with_capacity(
+        1 << 20,
+        PyFileWriter {
+            file: target.unbind(),
+        },
+    )
 }
 
 /// Finish the output and make it appear. A local file's fsync (a second or more for a big file)
@@ -272,13 +292,9 @@ pub fn write_iter<'py>(
             commit(py, file, &path)?;
         }
         (None, Some(target)) => {
-            let out = BufWriter::with_capacity(
-                1 << 20,
-                PyFileWriter {
-                    file: target.unbind(),
-                },
-            );
-            let w = builder.build(out, schema).map_err(|e| err(e.into()))?;
+            let w = builder
+                .build(py_file(target), schema)
+                .map_err(|e| err(e.into()))?;
             let out = pump(py, &mut stream, w, None).map_err(reraise)?;
             out.into_inner().map_err(|e| PyErr::from(e.into_error()))?;
         }
