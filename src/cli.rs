@@ -149,6 +149,10 @@ struct ConvertArgs {
     /// Rows per batch
     #[arg(long, default_value_t = 65536, value_parser = clap::value_parser!(u64).range(1..))]
     batch_size: u64,
+    /// A batch also ends after the row that reaches this many input bytes (suffixes K, M, G), so
+    /// batches of wide rows stay small: memory is a few batches whatever the row width
+    #[arg(long, default_value = "64M", value_parser = parse_bytes)]
+    batch_bytes: u64,
     /// Layout of a msgpack output (default: --layout when no input is msgpack and it is not
     /// auto; else the layout recorded in the input's schema metadata; else records)
     #[arg(long, value_enum)]
@@ -194,6 +198,29 @@ fn parse_override(s: &str) -> std::result::Result<(String, arrow_schema::DataTyp
         .ok_or_else(|| format!("{s:?}: expected COLUMN=TYPE, e.g. label=str"))?;
     let t = crate::types::parse_type_name(ty).map_err(|e| e.to_string())?;
     Ok((name.to_string(), t))
+}
+
+fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let (num, mul) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((i, _)) => {
+            let m = match t[i..].to_ascii_uppercase().trim_end_matches("IB").trim_end_matches('B') {
+                "" => 1,
+                "K" => 1 << 10,
+                "M" => 1 << 20,
+                "G" => 1 << 30,
+                _ => return Err(format!("{s:?}: expected a byte count such as 65536, 64M or 1G")),
+            };
+            (&t[..i], m)
+        }
+        None => (t, 1),
+    };
+    match num.trim().parse::<u64>() {
+        Ok(n) if n > 0 => n
+            .checked_mul(mul)
+            .ok_or_else(|| format!("{s:?}: too large")),
+        _ => Err(format!("{s:?}: expected a byte count of at least 1, such as 65536, 64M or 1G")),
+    }
 }
 
 fn parse_compression(s: &str) -> std::result::Result<Compression, String> {
@@ -540,6 +567,9 @@ fn convert(args: ConvertArgs) -> CliResult<()> {
     let mut read = args
         .read
         .options(usize::try_from(args.batch_size).unwrap_or(usize::MAX));
+    read.reader = read
+        .reader
+        .with_batch_bytes(usize::try_from(args.batch_bytes).unwrap_or(usize::MAX));
     let inputs = crate::io::compress::expand_inputs_with(&args.inputs, &read.storage)
         .map_err(|e| e.to_string())?;
     if args.dataset {

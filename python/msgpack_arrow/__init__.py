@@ -240,6 +240,7 @@ def read_arrow(
     object_arrays: Literal["error", "raw"] = "error",
     dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
+    batch_bytes: int = 64 << 20,
     infer_rows: int | None = None,
     on_truncated: Literal["error", "keep"] = "error",
     conflicts: Literal["error", "binary"] = "error",
@@ -309,6 +310,7 @@ def read_msgpack(
     object_arrays: Literal["error", "raw"] = "error",
     dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
+    batch_bytes: int = 64 << 20,
     infer_rows: int | None = None,
     on_truncated: Literal["error", "keep"] = "error",
     conflicts: Literal["error", "binary"] = "error",
@@ -358,6 +360,10 @@ def read_msgpack(
         ``"openpi"``, or ``"js"`` (msgpack-numpy-js, whose ``<U8`` means uint8; never guessed).
     batch_size
         Rows per internal Arrow batch (the DataFrame has one chunk per batch).
+    batch_bytes
+        A batch also ends after the row that reaches this many bytes of input (default 64 MiB),
+        so wide rows (tensors) make smaller batches: a stream's or a scan's memory is a few
+        batches whatever the row width.
     infer_rows
         Infer the schema from this many rows (default: all; at least 1).
     conflicts
@@ -466,6 +472,7 @@ def scan_msgpack(
     object_arrays: Literal["error", "raw"] = "error",
     dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
+    batch_bytes: int = 64 << 20,
     infer_rows: int | None = None,
     on_truncated: Literal["error", "keep"] = "error",
     conflicts: Literal["error", "binary"] = "error",
@@ -571,6 +578,7 @@ def scan_msgpack(
                     for_polars=True,
                     n_rows=left,
                     batch_size=batch_size,
+                    batch_bytes=batch_bytes,
                     **opts,
                 )
             with _naming(src, len(sources) > 1):

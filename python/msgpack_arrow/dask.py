@@ -130,6 +130,7 @@ def read_msgpack(
     object_arrays: Literal["error", "raw"] = "error",
     dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
+    batch_bytes: int = 64 << 20,
     infer_rows: int | None = None,
     include_path_column: bool | str = False,
     storage_options: Mapping[str, Any] | None = None,
@@ -160,7 +161,7 @@ def read_msgpack(
     storage_options
         For URLs: object_store's configuration keys (as :func:`msgpack_arrow.read_msgpack`
         takes them), or fsspec's options for other filesystems.
-    layout, tensor, object_arrays, dialect, batch_size, infer_rows
+    layout, tensor, object_arrays, dialect, batch_size, batch_bytes, infer_rows
         As in :func:`msgpack_arrow.read_msgpack`.
 
     Returns
@@ -184,6 +185,7 @@ def read_msgpack(
         object_arrays=object_arrays,
         dialect=dialect,
         batch_size=batch_size,
+        batch_bytes=batch_bytes,
         infer_rows=infer_rows,
     )
     if isinstance(schema_overrides, Mapping) and any(isinstance(t, pa.DataType) for t in schema_overrides.values()):

@@ -125,7 +125,7 @@ pub(crate) fn plain_type(t: &DataType) -> DataType {
 /// Reads msgpack-numpy as Arrow record batches.
 ///
 /// `Reader(source, *, layout="auto", columns=None, schema=None, schema_overrides=None, tensor="array",
-/// object_arrays="error", dialect="auto", batch_size=65536, infer_rows=None, n_rows=None,
+/// object_arrays="error", dialect="auto", batch_size=65536, batch_bytes=67108864, infer_rows=None, n_rows=None,
 /// for_polars=False, strict_schema=False)`
 ///
 /// `source` is a path (`str`) or a bytes-like object (read-only buffers are decoded in place).
@@ -154,7 +154,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, infer_rows = None, n_rows = None, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", storage_options = None))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 67108864, infer_rows = None, n_rows = None, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", storage_options = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -167,6 +167,7 @@ impl PyReader {
         object_arrays: &str,
         dialect: &str,
         batch_size: usize,
+        batch_bytes: usize,
         infer_rows: Option<usize>,
         n_rows: Option<usize>,
         for_polars: bool,
@@ -179,6 +180,9 @@ impl PyReader {
         if batch_size == 0 {
             return Err(PyValueError::new_err("batch_size must be at least 1"));
         }
+        if batch_bytes == 0 {
+            return Err(PyValueError::new_err("batch_bytes must be at least 1"));
+        }
         let source = Source::from_py(source, StorageOptions(storage_options.unwrap_or_default()))?;
         let batch_size = match n_rows {
             Some(n) => batch_size.min(n.max(1)),
@@ -190,6 +194,7 @@ impl PyReader {
             .with_object_arrays(parse::<ObjectArrays>(object_arrays)?)
             .with_dialect(parse::<Dialect>(dialect)?)
             .with_batch_size(batch_size)
+            .with_batch_bytes(batch_bytes)
             .with_infer_rows(infer_rows)
             .with_n_rows(n_rows)
             .with_strict_schema(strict_schema)

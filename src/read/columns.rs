@@ -32,6 +32,7 @@ pub(crate) fn decode_columns(
     let out_at: HashMap<&str, usize> =
         out.fields().iter().enumerate().map(|(i, f)| (f.name().as_str(), i)).collect();
     while !c.is_empty() {
+        let chunk_at = c.pos();
         let mut cols: Vec<Option<ArrayRef>> = vec![None; out.fields().len()];
         let mut rows = None;
         if container == Container::NdArray {
@@ -90,9 +91,12 @@ pub(crate) fn decode_columns(
             }
         }
         let whole = batch(out, arrays, rows)?;
+        // slices (no copy) of at most batch_size rows and about batch_bytes bytes
+        let row_bytes = (c.pos() - chunk_at) / rows.max(1);
+        let per = b.batch_size.min((b.batch_bytes / row_bytes.max(1)).max(1));
         let mut off = 0;
         while off < rows {
-            let n = (rows - off).min(b.batch_size);
+            let n = (rows - off).min(per);
             batches.push(whole.slice(off, n));
             off += n;
         }

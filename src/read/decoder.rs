@@ -41,9 +41,13 @@ pub struct Decoder {
     dec: RowDecoder,
     schema: SchemaRef,
     batch_size: usize,
+    /// full also after the row that reaches this many input bytes
+    batch_bytes: usize,
     max_depth: usize,
     /// rows buffered since the last flush
     rows: usize,
+    /// their input bytes
+    bytes: usize,
     /// rows decoded before them
     row: u64,
     /// bytes consumed so far (positions in errors count from the first byte pushed)
@@ -97,8 +101,10 @@ impl ReaderBuilder {
             dec,
             schema,
             batch_size: self.batch_size.max(1),
+            batch_bytes: self.batch_bytes,
             max_depth: self.max_depth,
             rows: 0,
+            bytes: 0,
             row: 0,
             offset: 0,
         })
@@ -117,11 +123,18 @@ impl Decoder {
             dec,
             schema,
             batch_size: batch_size.max(1),
+            batch_bytes: super::DEFAULT_BATCH_BYTES,
             max_depth,
             rows: 0,
+            bytes: 0,
             row: 0,
             offset: 0,
         }
+    }
+
+    pub(crate) fn with_batch_bytes(mut self, n: usize) -> Self {
+        self.batch_bytes = n.max(1);
+        self
     }
 
     /// Rows flushed so far.
@@ -135,7 +148,7 @@ impl Decoder {
     /// [`Decoder::len`] equal to the batch size, [`Decoder::flush`] before pushing the rest.
     pub fn decode(&mut self, buf: &[u8]) -> Result<usize> {
         let mut pos = 0;
-        while self.rows < self.batch_size && pos < buf.len() {
+        while !self.is_full() && pos < buf.len() {
             // find the object's end first: decoders append as they go and cannot take back
             // half an object
             let mut c = Cursor::new(buf, self.offset);
@@ -153,6 +166,7 @@ impl Decoder {
                 .decode(&mut c)
                 .map_err(|e| e.at_offset(at).at_record(self.row + self.rows as u64))?;
             self.rows += 1;
+            self.bytes += end - pos;
             pos = end;
         }
         self.offset += pos as u64;
@@ -168,6 +182,7 @@ impl Decoder {
         let b = batch(&self.schema, cols, self.rows)?;
         self.row += self.rows as u64;
         self.rows = 0;
+        self.bytes = 0;
         Ok(Some(b))
     }
 
@@ -181,9 +196,10 @@ impl Decoder {
         self.rows == 0
     }
 
-    /// Whether as many rows as the batch size wait for a flush.
+    /// Whether as many rows as the batch size, or as many input bytes as the batch's byte bound
+    /// ([`ReaderBuilder::with_batch_bytes`]), wait for a flush.
     pub fn is_full(&self) -> bool {
-        self.rows >= self.batch_size
+        self.rows >= self.batch_size || self.bytes >= self.batch_bytes
     }
 
     /// The schema of the batches (projection applied).

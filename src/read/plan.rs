@@ -48,8 +48,11 @@ pub(crate) struct Plan {
     /// position of the first row and number of rows (records/values over a stream or array)
     pub first_row: usize,
     pub rows: Option<usize>,
-    /// position of every `batch_size`-th row: where each batch starts (records/values)
+    /// where each batch starts (records/values): a batch ends at `batch_size` rows or after the
+    /// row that reaches `batch_bytes` input bytes
     pub batch_starts: Vec<usize>,
+    /// the index of each batch's first row
+    pub batch_rows: Vec<usize>,
 }
 
 /// Layout decision from the first object alone. `None` for an empty input.
@@ -67,6 +70,7 @@ pub(crate) fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result
             first_row,
             rows: None,
             batch_starts: Vec::new(),
+            batch_rows: Vec::new(),
         })
     };
     let kind = c.peek_kind()?;
@@ -97,6 +101,7 @@ pub(crate) fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result
                 first_row: 0,
                 rows: Some(0),
                 batch_starts: Vec::new(),
+                batch_rows: Vec::new(),
             }));
         }
         let first_row = d.pos();
@@ -245,6 +250,7 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             first_row: 0,
             rows: Some(0),
             batch_starts: Vec::new(),
+            batch_rows: Vec::new(),
         });
     };
     if p.container == Container::Empty || p.rows == Some(0) {
@@ -306,8 +312,12 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
                 // a mapped file: this walk over every row would otherwise keep the whole file
                 // resident until decoding drops it again
                 released = release_behind(b.release_input, data, released, c.pos());
-                if rows % b.batch_size == 0 {
+                let (row0, pos0) = (p.batch_rows.last(), p.batch_starts.last());
+                if row0.is_none_or(|&r0| rows - r0 >= b.batch_size)
+                    || pos0.is_some_and(|&s0| c.pos() - s0 >= b.batch_bytes)
+                {
                     p.batch_starts.push(c.pos());
+                    p.batch_rows.push(rows);
                 }
                 // a record with fewer keys than the columns so far: keys are absent, not nil
                 let row_keys = (p.layout == Layout::Records && rows < limit)

@@ -23,6 +23,8 @@ pub(crate) struct RowsReader {
     pub(crate) left: usize,
     pub(crate) row: u64,
     pub(crate) batch_size: usize,
+    /// a batch also ends after the row that reaches this many input bytes
+    pub(crate) batch_bytes: usize,
     pub(crate) dec: RowDecoder,
     pub(crate) schema: SchemaRef,
     /// parallel decoding: where each batch starts, and what it takes to make more decoders
@@ -32,6 +34,8 @@ pub(crate) struct RowsReader {
 pub(crate) struct Parallel {
     pub(crate) threads: usize,
     pub(crate) starts: Vec<usize>,
+    /// the index of each batch's first row
+    pub(crate) rows: Vec<usize>,
     /// index of the next batch to decode
     pub(crate) next: usize,
     pub(crate) ready: std::collections::VecDeque<RecordBatch>,
@@ -115,7 +119,7 @@ impl RowsReader {
         if first >= last {
             return Ok(None);
         }
-        let (bs, data, release) = (self.batch_size, self.buf.as_slice(), self.release);
+        let (data, release) = (self.buf.as_slice(), self.release);
         let results: Vec<Result<RecordBatch>> = {
             let par = &*par;
             let schema = &self.schema;
@@ -129,8 +133,8 @@ impl RowsReader {
                         par.projection.as_deref(),
                         &par.ctx,
                     )?;
-                    let row0 = k * bs;
-                    let n = bs.min(total - row0);
+                    let row0 = par.rows[k];
+                    let n = par.rows.get(k + 1).copied().unwrap_or(total) - row0;
                     dec.reserve(n);
                     let mut c = Cursor::new(data, 0);
                     c.set_pos(par.starts[k]);
@@ -168,18 +172,20 @@ impl RowsReader {
         if self.left == 0 {
             return Ok(None);
         }
-        let n = self.left.min(self.batch_size);
-        self.dec.reserve(n);
+        let most = self.left.min(self.batch_size);
+        self.dec.reserve(most);
         let data = self.buf.as_slice();
         let mut c = Cursor::new(data, 0);
         c.set_pos(self.pos);
         let mut released = self.pos;
-        for _ in 0..n {
+        let mut n = 0;
+        while n < most && (n == 0 || c.pos() - self.pos < self.batch_bytes) {
             let at = c.offset();
             self.dec
                 .decode(&mut c)
                 .map_err(|e| e.at_offset(at).at_record(self.row))?;
             self.row += 1;
+            n += 1;
             released = release_behind(self.release, data, released, c.pos());
         }
         let start = self.pos;

@@ -1,0 +1,816 @@
+//! Unit tests of this module (kept apart: the module stays readable).
+
+use super::*;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, UInt8Type};
+use arrow_schema::Field;
+
+#[test]
+fn conflicting_columns_kept_as_raw_msgpack_and_written_back_as_they_were() {
+    // {"w": [1, 2] | [[3]] | nil, "x": 1 | "a" | 2, "ok": i}: lists of different depth, int and str
+    let mut data = Vec::new();
+    let mut raws = Vec::new();
+    for (i, (w, x)) in [
+        (vec![0x92, 0x01, 0x02], &b"\x01"[..]),
+        (vec![0x91, 0x91, 0x03], b"\xa1a"),
+        (vec![0xc0], b"\x02"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        data.extend_from_slice(b"\x83\xa1w");
+        data.extend_from_slice(&w);
+        data.extend_from_slice(b"\xa1x");
+        data.extend_from_slice(x);
+        data.extend_from_slice(b"\xa2ok");
+        rmp::encode::write_sint(&mut data, i as i64).unwrap();
+        raws.push((w, x.to_vec()));
+    }
+    let e = ReaderBuilder::new().build_from_slice(&data).unwrap_err();
+    assert!(e.to_string().contains("conflicts=\"binary\""), "{e}");
+    let r = ReaderBuilder::new()
+        .with_conflicts(Conflicts::Binary)
+        .build_from_slice(&data)
+        .unwrap();
+    let schema = r.schema();
+    let batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+    let b = &batches[0];
+    // w: [1, 2] and [[3]] are lists of different depth; x: int and str
+    for (col, pick) in [("w", 0usize), ("x", 1)] {
+        let f = schema.field_with_name(col).unwrap();
+        assert_eq!(f.data_type(), &arrow_schema::DataType::Binary, "{col}");
+        assert_eq!(
+            f.metadata().get(meta::KIND).map(String::as_str),
+            Some("msgpack")
+        );
+        let a = b.column_by_name(col).unwrap().as_binary::<i32>();
+        for (i, (w, x)) in raws.iter().enumerate() {
+            let want = if pick == 0 { w } else { x };
+            if want == &[0xc0] {
+                assert!(arrow_array::Array::is_null(a, i));
+            } else {
+                assert_eq!(a.value(i), &want[..], "{col} row {i}");
+            }
+        }
+    }
+    assert_eq!(
+        b.column_by_name("ok").unwrap().data_type(),
+        &arrow_schema::DataType::Int64
+    );
+    let mut w = crate::WriterBuilder::new()
+        .build(Vec::new(), schema)
+        .unwrap();
+    for b in &batches {
+        w.write(b).unwrap();
+    }
+    assert_eq!(w.finish().unwrap(), data, "written back byte for byte");
+}
+
+#[test]
+fn integer_keyed_maps_are_map_columns_written_back_as_they_were() {
+    // {"id": i, "counts": {1: 0.5, -3: 1.5}} and {"id": 2, "counts": {}}, then nil
+    let mut data = Vec::new();
+    for (i, entries) in [
+        (0i64, vec![(1i64, 0.5f64), (-3, 1.5)]),
+        (1, vec![(7, 2.0)]),
+        (2, vec![]),
+    ] {
+        data.extend_from_slice(b"\x82\xa2id");
+        rmp::encode::write_sint(&mut data, i).unwrap();
+        data.extend_from_slice(b"\xa6counts");
+        rmp::encode::write_map_len(&mut data, entries.len() as u32).unwrap();
+        for (k, v) in entries {
+            rmp::encode::write_sint(&mut data, k).unwrap();
+            rmp::encode::write_f64(&mut data, v).unwrap();
+        }
+    }
+    data.extend_from_slice(b"\x82\xa2id\x03\xa6counts\xc0");
+    let r = ReaderBuilder::new().build_from_slice(&data).unwrap();
+    let schema = r.schema();
+    let f = schema.field_with_name("counts").unwrap();
+    let arrow_schema::DataType::Map(entries, false) = f.data_type() else {
+        panic!("{:?}", f.data_type())
+    };
+    assert_eq!(
+        entries.data_type().to_string(),
+        "Struct(\"key\": non-null Int64, \"value\": Float64)"
+    );
+    let batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+    let m = batches[0].column_by_name("counts").unwrap().as_map();
+    assert_eq!(m.value_offsets(), &[0, 2, 3, 3, 3]);
+    assert!(arrow_array::Array::is_null(m, 3));
+    let keys = m.keys().as_primitive::<arrow_array::types::Int64Type>();
+    assert_eq!(keys.values(), &[1, -3, 7]);
+    let mut w = crate::WriterBuilder::new()
+        .build(Vec::new(), schema)
+        .unwrap();
+    for b in &batches {
+        w.write(b).unwrap();
+    }
+    assert_eq!(w.finish().unwrap(), data, "written back byte for byte");
+    // keys of mixed types in one map stay an error that says where
+    let bad = b"\x81\xa1m\x82\x01\x01\xa1k\x02";
+    let e = ReaderBuilder::new().build_from_slice(bad).unwrap_err();
+    assert!(e.to_string().contains("mixes integer keys"), "{e}");
+    assert_eq!(e.offset(), Some(6), "the str key");
+}
+
+#[test]
+fn ever_new_keys_stop_at_the_column_limit() {
+    // 300 records, each with a key no other has
+    let mut data = Vec::new();
+    for i in 0..300 {
+        data.push(0x81);
+        rmp::encode::write_str(&mut data, &format!("k{i}")).unwrap();
+        rmp::encode::write_sint(&mut data, i).unwrap();
+    }
+    let e = ReaderBuilder::new()
+        .with_max_columns(100)
+        .build_from_slice(&data)
+        .unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::TooManyColumns(100)), "{e}");
+    assert_eq!(e.record(), Some(100));
+    assert!(e.to_string().contains("max_columns"), "{e}");
+    // within the limit the table reads
+    let r = ReaderBuilder::new().build_from_slice(&data).unwrap();
+    assert_eq!(r.schema().fields().len(), 300);
+    let rows: usize = r.map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(rows, 300);
+}
+
+#[test]
+fn sparse_records_come_back_with_their_key_sets() {
+    // {"a": 1, "b": 2} {"a": 3} {"a": 4, "c": "x"}: keys absent, not nil
+    let data = b"\x82\xa1a\x01\xa1b\x02\x81\xa1a\x03\x82\xa1a\x04\xa1c\xa1x".to_vec();
+    let write = |m: crate::Missing| {
+        let r = ReaderBuilder::new().build_from_slice(&data).unwrap();
+        let schema = r.schema();
+        let mut w = crate::WriterBuilder::new()
+            .with_missing(m)
+            .build(Vec::new(), schema)
+            .unwrap();
+        for b in r {
+            w.write(&b.unwrap()).unwrap();
+        }
+        w.finish().unwrap()
+    };
+    let r = ReaderBuilder::new().build_from_slice(&data).unwrap();
+    assert_eq!(
+        r.schema().metadata().get(meta::MISSING).map(String::as_str),
+        Some("absent")
+    );
+    assert_eq!(write(crate::Missing::Auto), data, "key sets as they were");
+    let nils = write(crate::Missing::Nil);
+    assert_eq!(&nils[..11], b"\x83\xa1a\x01\xa1b\x02\xa1c\xc0\x83");
+    // records that all have every key say nothing
+    let full = b"\x81\xa1a\x01\x81\xa1a\x02";
+    let r = ReaderBuilder::new().build_from_slice(full).unwrap();
+    assert!(r.schema().metadata().get(meta::MISSING).is_none());
+}
+
+#[test]
+fn a_cut_anywhere_keeps_the_complete_records_before_it() {
+    // records {"id": i, "v": [i as f64; i % 3]} written by rmp, their ends noted as written
+    let mut data = Vec::new();
+    let mut ends = Vec::new();
+    for i in 0..12i64 {
+        rmp::encode::write_map_len(&mut data, 2).unwrap();
+        rmp::encode::write_str(&mut data, "id").unwrap();
+        rmp::encode::write_sint(&mut data, i * 1000).unwrap();
+        rmp::encode::write_str(&mut data, "v").unwrap();
+        rmp::encode::write_array_len(&mut data, (i % 3) as u32).unwrap();
+        for _ in 0..i % 3 {
+            rmp::encode::write_f64(&mut data, i as f64).unwrap();
+        }
+        ends.push(data.len());
+    }
+    let ids = |r: Reader| -> Vec<i64> {
+        r.flat_map(|b| {
+            let b = b.unwrap();
+            let c = b.column_by_name("id").unwrap().clone();
+            c.as_primitive::<arrow_array::types::Int64Type>()
+                .values()
+                .to_vec()
+        })
+        .collect()
+    };
+    for cut in 1..data.len() {
+        let kept = ends.iter().filter(|&&e| e <= cut).count();
+        let want: Vec<i64> = (0..kept as i64).map(|i| i * 1000).collect();
+        let at = if kept == 0 { 0 } else { ends[kept - 1] };
+        let b = || {
+            ReaderBuilder::new()
+                .with_on_truncated(OnTruncated::Keep)
+                .with_batch_size(5)
+        };
+        let r = b().build_from_slice(&data[..cut]).unwrap();
+        let t = r.truncation();
+        assert_eq!(
+            (t.is_some(), ids(r)),
+            (at != cut, want.clone()),
+            "cut {cut}"
+        );
+        if at != cut {
+            assert_eq!(
+                t,
+                Some(Truncation {
+                    offset: at as u64,
+                    objects: kept as u64
+                })
+            );
+        }
+        let mut r = b()
+            .build(std::io::Cursor::new(data[..cut].to_vec()))
+            .unwrap();
+        let got: Vec<i64> = r
+            .by_ref()
+            .flat_map(|b| {
+                let b = b.unwrap();
+                let c = b.column_by_name("id").unwrap().clone();
+                c.as_primitive::<arrow_array::types::Int64Type>()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        assert_eq!(got, want, "stream, cut {cut}");
+        assert_eq!(r.truncation().is_some(), at != cut, "stream, cut {cut}");
+        // the default is still a positioned error
+        if at != cut {
+            let e = ReaderBuilder::new()
+                .build_from_slice(&data[..cut])
+                .and_then(|r| r.collect::<Result<Vec<_>>>().map(|_| ()))
+                .unwrap_err();
+            assert!(e.to_string().starts_with("truncated input"), "{e}");
+        }
+    }
+}
+
+#[test]
+fn text_and_other_formats_are_refused_under_auto_and_read_with_an_explicit_layout() {
+    let cases: [(&[u8], &str); 4] = [
+        (
+            b"id,name\n1,alpha\n2,beta\n",
+            "input looks like text (CSV?), not MessagePack",
+        ),
+        (
+            b"{\"a\": [1, 2, 3], \"b\": \"text\"}\n",
+            "input looks like text (JSON?)",
+        ),
+        (
+            b"PAR1\x15\x04\x15\x10",
+            "input is a Parquet file, not MessagePack",
+        ),
+        (b"\x1f\x8b\x08\x00\x00\x00", "input is gzip-compressed data"),
+    ];
+    for (bytes, want) in cases {
+        let e = ReaderBuilder::new().build_from_slice(bytes).unwrap_err();
+        assert!(e.to_string().starts_with(want), "{e}");
+        assert!(matches!(e.kind(), ErrorKind::NotMsgpack(_)));
+        // the streaming entry point decides the same
+        let e = ReaderBuilder::new()
+            .build(std::io::Cursor::new(bytes.to_vec()))
+            .unwrap_err();
+        assert!(e.to_string().starts_with(want), "{e}");
+    }
+    // an explicit values layout reads text as the small integers it is
+    let r = ReaderBuilder::new()
+        .with_layout(Layout::Values)
+        .build_from_slice(b"id,name\n1,alpha\n")
+        .unwrap();
+    let rows: usize = r.map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(rows, 16);
+    // a stream of small ints without the shape of text still reads under auto
+    let ints: Vec<u8> = (1..=40).collect();
+    assert!(ReaderBuilder::new().build_from_slice(&ints).is_ok());
+}
+
+/// Overrides apply on every layout (a `columns` file is converted, not decoded into them),
+/// an override naming no column is an error, and the Polars types are the schema's and the
+/// batches' from the start.
+#[test]
+fn output_types_are_decided_when_the_reader_is_built() {
+    use arrow_array::Array;
+    // {"x": [1, 2, 3], "e": [ndarray f4 shape (0,)] * 3}: a columns map
+    let empty_nd = map(&[
+        ("nd", vec![0xc3]),
+        ("type", s("<f4")),
+        ("kind", bin(b"")),
+        ("shape", vec![0x91, 0x00]),
+        ("data", bin(b"")),
+    ]);
+    let mut cols = vec![0x82];
+    cols.extend(s("x"));
+    cols.extend([0x93, 1, 2, 3]);
+    cols.extend(s("e"));
+    cols.push(0x93);
+    (0..3).for_each(|_| cols.extend(&empty_nd));
+    let f64s = Arc::new(Schema::new(vec![arrow_schema::Field::new(
+        "x",
+        DataType::Float64,
+        true,
+    )]));
+    let r = ReaderBuilder::new()
+        .with_schema_overrides(Some(f64s.clone()))
+        .with_polars_types(true)
+        .build_from_slice(&cols)
+        .unwrap();
+    assert_eq!(r.layout(), Layout::Columns);
+    let schema = r.schema();
+    assert_eq!(schema.field(0).data_type(), &DataType::Float64);
+    assert!(matches!(schema.field(1).data_type(), DataType::List(_)));
+    assert!(matches!(
+        r.decoded_schema().field(1).data_type(),
+        DataType::FixedSizeList(_, 0)
+    ));
+    let b = r.collect_batches().unwrap().remove(0);
+    assert_eq!(b.schema(), schema);
+    let x = b
+        .column(0)
+        .as_any()
+        .downcast_ref::<arrow_array::Float64Array>()
+        .unwrap();
+    assert_eq!(x.values().to_vec(), vec![1.0, 2.0, 3.0]);
+    assert_eq!(b.column(1).len(), 3);
+    // without the option, the exact type
+    let r = ReaderBuilder::new().build_from_slice(&cols).unwrap();
+    assert!(matches!(
+        r.schema().field(1).data_type(),
+        DataType::FixedSizeList(_, 0)
+    ));
+    // an override of a column the input lacks
+    let other = Arc::new(Schema::new(vec![arrow_schema::Field::new(
+        "nope",
+        DataType::Float64,
+        true,
+    )]));
+    let e = ReaderBuilder::new()
+        .with_schema_overrides(Some(other))
+        .build_from_slice(&cols)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("\"nope\"") && e.contains("x, e"), "{e}");
+}
+
+/// `{key: value}` with bin keys, as Python writes `{b'key': ...}`.
+fn map(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    rmp::encode::write_map_len(&mut out, entries.len() as u32).unwrap();
+    for (k, v) in entries {
+        rmp::encode::write_bin(&mut out, k.as_bytes()).unwrap();
+        out.extend_from_slice(v);
+    }
+    out
+}
+fn s(v: &str) -> Vec<u8> {
+    let mut o = Vec::new();
+    rmp::encode::write_str(&mut o, v).unwrap();
+    o
+}
+fn bin(v: &[u8]) -> Vec<u8> {
+    let mut o = Vec::new();
+    rmp::encode::write_bin(&mut o, v).unwrap();
+    o
+}
+
+/// Inference with the per-row fast path gives exactly what full inference gives: the same
+/// schema (metadata included) or the same error.
+#[test]
+fn fast_inference_equals_full_inference() {
+    fn int(v: i64) -> Vec<u8> {
+        let mut o = Vec::new();
+        rmp::encode::write_sint(&mut o, v).unwrap();
+        o
+    }
+    fn uint(v: u64) -> Vec<u8> {
+        let mut o = Vec::new();
+        rmp::encode::write_uint(&mut o, v).unwrap();
+        o
+    }
+    fn f32v(v: f32) -> Vec<u8> {
+        let mut o = Vec::new();
+        rmp::encode::write_f32(&mut o, v).unwrap();
+        o
+    }
+    fn f64v(v: f64) -> Vec<u8> {
+        let mut o = Vec::new();
+        rmp::encode::write_f64(&mut o, v).unwrap();
+        o
+    }
+    fn list(items: &[Vec<u8>]) -> Vec<u8> {
+        let mut o = Vec::new();
+        rmp::encode::write_array_len(&mut o, items.len() as u32).unwrap();
+        items.iter().for_each(|i| o.extend(i));
+        o
+    }
+    // as msgpack_numpy.encode writes an ndarray (data last)
+    fn nd(ty: &str, shape: &[usize], kind: &[u8]) -> Vec<u8> {
+        let size: usize = ty[2..].parse().unwrap();
+        let n: usize = shape.iter().product();
+        let dims: Vec<Vec<u8>> = shape.iter().map(|&d| uint(d as u64)).collect();
+        map(&[
+            ("nd", vec![0xc3]),
+            ("type", s(ty)),
+            ("kind", bin(kind)),
+            ("shape", list(&dims)),
+            ("data", bin(&vec![7u8; n * size])),
+        ])
+    }
+    fn scalar(ty: &str) -> Vec<u8> {
+        let size: usize = ty[2..].parse().unwrap();
+        map(&[
+            ("nd", vec![0xc2]),
+            ("type", s(ty)),
+            ("kind", bin(b"")),
+            ("data", bin(&vec![1u8; size])),
+        ])
+    }
+    let rec = |entries: &[(&str, Vec<u8>)]| map(entries);
+    let a = |v: Vec<u8>| rec(&[("a", v)]);
+    let f4 = |shape: &[usize]| nd("<f4", shape, b"");
+    let mut truncated = rec(&[("e", f4(&[3]))]);
+    truncated.truncate(truncated.len() - 2);
+    let cases: Vec<(Layout, Vec<Vec<u8>>)> = vec![
+        (Layout::Records, vec![a(int(1)), a(int(2)), a(int(-1))]),
+        (Layout::Records, vec![a(int(1)), a(uint(u64::MAX))]),
+        (
+            Layout::Records,
+            vec![a(int(-1)), a(int(1)), a(uint(u64::MAX))],
+        ),
+        (Layout::Records, vec![a(int(1)), a(f64v(1.5)), a(int(3))]),
+        (Layout::Records, vec![a(f32v(1.5)), a(f32v(2.5)), a(int(1))]),
+        (Layout::Records, vec![a(f64v(1.5)), a(f32v(2.5))]),
+        (
+            Layout::Records,
+            vec![a(vec![0xc0]), a(int(1)), a(vec![0xc0])],
+        ),
+        (Layout::Records, vec![a(s("x")), a(bin(b"y"))]),
+        (
+            Layout::Records,
+            vec![a(vec![0xc3]), a(vec![0xc2]), a(int(0))],
+        ),
+        (
+            Layout::Records,
+            vec![
+                a(int(1)),
+                rec(&[("a", int(2)), ("b", s("x"))]),
+                rec(&[("b", s("y"))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("a", int(1)), ("b", int(2))]),
+                rec(&[("b", int(2)), ("a", int(1))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("a", int(1)), ("b", int(2))]),
+                rec(&[("a", int(1)), ("a", int(2))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", f4(&[3]))]),
+                rec(&[("e", f4(&[3]))]),
+                rec(&[("e", nd(">f4", &[3], b""))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", f4(&[3]))]),
+                rec(&[("e", f4(&[3]))]),
+                rec(&[("e", f4(&[4]))]),
+                rec(&[("e", f4(&[3]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", f4(&[2, 3]))]),
+                rec(&[("e", f4(&[2, 3]))]),
+                rec(&[("e", f4(&[0, 3]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", f4(&[2, 3]))]),
+                rec(&[("e", f4(&[1, 3]))]),
+                rec(&[("e", f4(&[0, 3]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![a(uint(u64::MAX)), a(int(1)), a(int(-1))],
+        ),
+        (Layout::Records, vec![a(f32v(1.0)), a(f64v(1.0))]),
+        (
+            Layout::Records,
+            vec![a(list(&[int(1)])), a(list(&[int(1), s("x")]))],
+        ),
+        (
+            Layout::Records,
+            vec![rec(&[("e", f4(&[3]))]), rec(&[("e", nd("<i4", &[3], b""))])],
+        ),
+        (
+            Layout::Records,
+            vec![rec(&[("e", f4(&[3]))]), rec(&[("e", f4(&[3, 1]))])],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", f4(&[3]))]),
+                rec(&[("e", rec(&[("x", int(1))]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![rec(&[("e", f4(&[3]))]), truncated.clone()],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", f4(&[3]))]),
+                rec(&[("e", nd("|O8", &[3], b"O"))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", scalar("<f8"))]),
+                rec(&[("e", scalar("<f8"))]),
+                rec(&[("e", f4(&[]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("m", rec(&[("x", int(1))]))]),
+                rec(&[("m", rec(&[("x", int(2)), ("y", s("s"))]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("m", rec(&[("x", int(1))]))]),
+                rec(&[("m", f4(&[3]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("m", rec(&[("x", int(1))]))]),
+                rec(&[("m", rec(&[("shape", int(1))]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                a(list(&[int(1), int(2)])),
+                a(list(&[])),
+                a(list(&[int(-3)])),
+                a(list(&[f64v(0.5)])),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                a(list(&[f4(&[2])])),
+                a(list(&[f4(&[2]), f4(&[2])])),
+                a(list(&[f4(&[5])])),
+            ],
+        ),
+        (Layout::Values, vec![f4(&[3]), f4(&[3]), f4(&[5])]),
+        (Layout::Values, vec![int(1), int(2), int(-3), f64v(1.0)]),
+        (
+            Layout::Values,
+            vec![rec(&[("x", int(1))]), rec(&[("x", int(2))]), f4(&[1])],
+        ),
+    ];
+    for (i, (layout, rows)) in cases.iter().enumerate() {
+        let data: Vec<u8> = rows.concat();
+        let run = |fast: bool| {
+            let mut b = ReaderBuilder::new().with_layout(*layout);
+            b.fast_infer = fast;
+            match b.build_from_slice(&data) {
+                Ok(r) => format!("{:?}", r.schema()),
+                Err(e) => format!("error: {e}"),
+            }
+        };
+        assert_eq!(run(true), run(false), "case {i}");
+    }
+}
+
+#[test]
+fn a_strict_given_schema_refuses_keys_it_lacks() {
+    // {"a": 1, "b": 2} as a record, then as a columns map {"a": [1], "b": [2]}
+    let rec = [vec![0x82], s("a"), vec![0x01], s("b"), vec![0x02]].concat();
+    let col = [
+        vec![0x82],
+        s("a"),
+        vec![0x91, 0x01],
+        s("b"),
+        vec![0x91, 0x02],
+    ]
+    .concat();
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "a",
+        arrow_schema::DataType::Int64,
+        true,
+    )]));
+    for (data, layout, at) in [(&rec, Layout::Records, 4), (&col, Layout::Columns, 5)] {
+        let read = |strict: bool| {
+            ReaderBuilder::new()
+                .with_layout(layout)
+                .with_schema(schema.clone())
+                .with_strict_schema(strict)
+                .build_from_slice(data)
+                .and_then(|r| r.collect_batches())
+        };
+        assert_eq!(read(false).unwrap()[0].num_columns(), 1);
+        let e = read(true).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("key \"b\" is not in the schema the reader was given"),
+            "{e}"
+        );
+        assert_eq!(e.offset(), Some(at), "{layout:?}: the offset of key b");
+    }
+}
+
+#[test]
+fn openpi_maps_are_ndarrays_under_auto() {
+    // openpi_client.msgpack_numpy: {__ndarray__: True, data, dtype, shape}
+    let data: Vec<u8> = [1.5f32, -2.0, 3.25]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let nd = map(&[
+        ("__ndarray__", vec![0xc3]),
+        ("data", bin(&data)),
+        ("dtype", s("<f4")),
+        ("shape", vec![0x91, 0x03]),
+    ]);
+    let mut rec = vec![0x81];
+    rec.extend(s("obs"));
+    rec.extend(nd);
+    for dialect in [Dialect::Auto, Dialect::Openpi] {
+        let r = ReaderBuilder::new()
+            .with_dialect(dialect)
+            .with_layout(Layout::Records)
+            .build_from_slice(&rec)
+            .unwrap();
+        let b = r.collect_batches().unwrap().remove(0);
+        let v = b
+            .column(0)
+            .as_fixed_size_list()
+            .values()
+            .as_primitive::<Float32Type>()
+            .values()
+            .to_vec();
+        assert_eq!(v, [1.5, -2.0, 3.25]);
+    }
+    // openpi's scalars hold obj.item(); nanosecond datetimes are ints
+    let rec = [
+        vec![0x81],
+        s("t"),
+        map(&[
+            ("__npgeneric__", vec![0xc3]),
+            ("data", vec![0xd3, 0, 0, 0, 0, 0, 0, 0x30, 0x39]),
+            ("dtype", s(">M8[ns]")),
+        ]),
+    ]
+    .concat();
+    let b = ReaderBuilder::new().build_from_slice(&rec).unwrap();
+    let b = b.collect_batches().unwrap().remove(0);
+    let t = b
+        .column(0)
+        .as_primitive::<arrow_array::types::TimestampNanosecondType>();
+    assert_eq!(t.value(0), 12345);
+    // a value the dtype cannot hold exactly is an error
+    for (data, dtype, want) in [
+        (
+            vec![0xcb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0],
+            "<i4",
+            "a non-integer does not fit",
+        ),
+        (vec![0xff], "|u1", "-1 does not fit"),
+        (vec![0x01], "<c8", "dtype <c8 is not supported"),
+        (s("abc"), "<U2", "\"abc\" does not fit"),
+    ] {
+        let nd = map(&[
+            ("__npgeneric__", vec![0xc3]),
+            ("data", data),
+            ("dtype", s(dtype)),
+        ]);
+        let mut rec = vec![0x81];
+        rec.extend(s("x"));
+        rec.extend(nd);
+        let e = ReaderBuilder::new()
+            .build_from_slice(&rec)
+            .and_then(|r| r.collect_batches())
+            .unwrap_err();
+        assert!(e.to_string().contains(want), "{dtype}: {e}");
+    }
+    // the msgpack-numpy dialect alone leaves it a user map
+    let r = ReaderBuilder::new()
+        .with_dialect(Dialect::MsgpackNumpy)
+        .with_layout(Layout::Records)
+        .build_from_slice(&rec)
+        .unwrap();
+    assert!(matches!(
+        r.schema().field(0).data_type(),
+        arrow_schema::DataType::Struct(_)
+    ));
+}
+
+#[test]
+fn js_dialect_reads_u8_as_bytes_only_when_asked() {
+    // msgpack-numpy-js writes Uint8Array as type "<U8"; numpy reads that as 8-char strings
+    let nd = map(&[
+        ("nd", vec![0xc3]),
+        ("type", s("<U8")),
+        ("shape", vec![0x91, 0x20]),
+        ("data", bin(&[7u8; 32])),
+    ]);
+    let r = ReaderBuilder::new()
+        .with_dialect(Dialect::Js)
+        .build_from_slice(&nd)
+        .unwrap();
+    let b = r.collect_batches().unwrap().remove(0);
+    assert_eq!(
+        b.column(0).as_primitive::<UInt8Type>().values().to_vec(),
+        vec![7u8; 32]
+    );
+    // to numpy, "<U8" is 8 characters of 4 bytes: 32 bytes cannot hold 32 of them
+    let e = ReaderBuilder::new().build_from_slice(&nd).err().unwrap();
+    assert!(
+        e.to_string().contains("shape [32] of <U8 needs 1024"),
+        "{e}"
+    );
+}
+
+#[test]
+fn batches_are_bounded_in_bytes_as_well_as_rows() {
+    // 200 records of about 1 KiB each; a batch ends after the row that reaches 10,000 bytes
+    let mut data = Vec::new();
+    let mut sizes = Vec::new();
+    for i in 0..200i64 {
+        let at = data.len();
+        rmp::encode::write_map_len(&mut data, 2).unwrap();
+        rmp::encode::write_str(&mut data, "id").unwrap();
+        rmp::encode::write_sint(&mut data, i).unwrap();
+        rmp::encode::write_str(&mut data, "v").unwrap();
+        rmp::encode::write_bin(&mut data, &vec![i as u8; 1000]).unwrap();
+        sizes.push(data.len() - at);
+    }
+    // the expected batch lengths, from the record sizes
+    let mut want = Vec::new();
+    let (mut rows, mut bytes) = (0, 0);
+    for s in &sizes {
+        rows += 1;
+        bytes += s;
+        if rows == 64 || bytes >= 10_000 {
+            want.push(rows);
+            (rows, bytes) = (0, 0);
+        }
+    }
+    if rows > 0 {
+        want.push(rows);
+    }
+    assert!(want.len() > 10 && want[0] < 64);
+    let b = || {
+        ReaderBuilder::new()
+            .with_batch_size(64)
+            .with_batch_bytes(10_000)
+    };
+    let check = |r: Reader, how: &str| {
+        let batches: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
+        let lens: Vec<usize> = batches.iter().map(|b| b.num_rows()).collect();
+        assert_eq!(lens, want, "{how}");
+        let ids: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| {
+                b.column_by_name("id")
+                    .unwrap()
+                    .as_primitive::<arrow_array::types::Int64Type>()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        assert_eq!(ids, (0..200).collect::<Vec<_>>(), "{how}");
+    };
+    check(b().with_threads(Some(1)).build_from_slice(&data).unwrap(), "one thread");
+    check(b().with_threads(Some(2)).build_from_slice(&data).unwrap(), "two threads");
+    check(b().build(std::io::Cursor::new(data.clone())).unwrap(), "a stream");
+    // a row wider than the bound is a batch of its own
+    let one = ReaderBuilder::new()
+        .with_batch_bytes(1)
+        .build_from_slice(&data)
+        .unwrap();
+    assert!(one.map(|b| b.unwrap().num_rows()).all(|n| n == 1));
+}
