@@ -151,7 +151,7 @@ struct ConvertArgs {
     batch_size: u64,
     /// A batch also ends after the row that reaches this many input bytes (suffixes K, M, G), so
     /// batches of wide rows stay small: memory is a few batches whatever the row width
-    #[arg(long, default_value = "64M", value_parser = parse_bytes)]
+    #[arg(long, default_value = "16M", value_parser = parse_bytes)]
     batch_bytes: u64,
     /// Layout of a msgpack output (default: --layout when no input is msgpack and it is not
     /// auto; else the layout recorded in the input's schema metadata; else records)

@@ -240,7 +240,7 @@ def read_arrow(
     object_arrays: Literal["error", "raw"] = "error",
     dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
-    batch_bytes: int = 64 << 20,
+    batch_bytes: int = 16 << 20,
     infer_rows: int | None = None,
     on_truncated: Literal["error", "keep"] = "error",
     conflicts: Literal["error", "binary"] = "error",
@@ -310,7 +310,7 @@ def read_msgpack(
     object_arrays: Literal["error", "raw"] = "error",
     dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
-    batch_bytes: int = 64 << 20,
+    batch_bytes: int = 16 << 20,
     infer_rows: int | None = None,
     on_truncated: Literal["error", "keep"] = "error",
     conflicts: Literal["error", "binary"] = "error",
@@ -361,7 +361,7 @@ def read_msgpack(
     batch_size
         Rows per internal Arrow batch (the DataFrame has one chunk per batch).
     batch_bytes
-        A batch also ends after the row that reaches this many bytes of input (default 64 MiB),
+        A batch also ends after the row that reaches this many bytes of input (default 16 MiB),
         so wide rows (tensors) make smaller batches: a stream's or a scan's memory is a few
         batches whatever the row width.
     infer_rows
@@ -472,7 +472,7 @@ def scan_msgpack(
     object_arrays: Literal["error", "raw"] = "error",
     dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
-    batch_bytes: int = 64 << 20,
+    batch_bytes: int = 16 << 20,
     infer_rows: int | None = None,
     on_truncated: Literal["error", "keep"] = "error",
     conflicts: Literal["error", "binary"] = "error",

@@ -36,7 +36,7 @@ class Reader:
         object_arrays: Literal["error", "raw"] = "error",
         dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
         batch_size: int = 65536,
-        batch_bytes: int = 67108864,
+        batch_bytes: int = 16777216,
         infer_rows: int | None = None,
         n_rows: int | None = None,
         for_polars: bool = False,

@@ -130,7 +130,7 @@ def read_msgpack(
     object_arrays: Literal["error", "raw"] = "error",
     dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
     batch_size: int = 65536,
-    batch_bytes: int = 64 << 20,
+    batch_bytes: int = 16 << 20,
     infer_rows: int | None = None,
     include_path_column: bool | str = False,
     storage_options: Mapping[str, Any] | None = None,

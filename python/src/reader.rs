@@ -125,7 +125,7 @@ pub(crate) fn plain_type(t: &DataType) -> DataType {
 /// Reads msgpack-numpy as Arrow record batches.
 ///
 /// `Reader(source, *, layout="auto", columns=None, schema=None, schema_overrides=None, tensor="array",
-/// object_arrays="error", dialect="auto", batch_size=65536, batch_bytes=67108864, infer_rows=None, n_rows=None,
+/// object_arrays="error", dialect="auto", batch_size=65536, batch_bytes=16777216, infer_rows=None, n_rows=None,
 /// for_polars=False, strict_schema=False)`
 ///
 /// `source` is a path (`str`) or a bytes-like object (read-only buffers are decoded in place).
@@ -154,7 +154,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 67108864, infer_rows = None, n_rows = None, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", storage_options = None))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", storage_options = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,

@@ -91,3 +91,32 @@ def test_cli_convert_no_fsync(table, tmp_path):
     np.testing.assert_array_equal(
         np.stack(t.column("emb").to_numpy(zero_copy_only=False)), table["emb"].to_numpy()
     )
+
+
+def test_batches_are_bounded_in_bytes(tmp_path):
+    rng = np.random.default_rng(3)
+    embs = rng.random((500, 1024), dtype=np.float32)
+    packed = [mn.packb({"id": i, "emb": e}) for i, e in enumerate(embs)]
+    p = tmp_path / "wide.msgpack"
+    p.write_bytes(b"".join(packed))
+    bound = 64 << 10
+    # the batch lengths msgpack_numpy's record sizes give: a batch ends at the row reaching the bound
+    want, n, size = [], 0, 0
+    for b in packed:
+        n, size = n + 1, size + len(b)
+        if size >= bound:
+            want.append(n)
+            n, size = 0, 0
+    want += [n] if n else []
+    import pyarrow as pa
+
+    t = pa.table(ma.read_arrow(p, batch_bytes=bound))
+    assert [b.num_rows for b in t.to_batches()] == want
+    np.testing.assert_array_equal(np.stack(t.column("emb").to_numpy(zero_copy_only=False)), embs)
+    df = ma.scan_msgpack(p, batch_bytes=bound).collect()
+    np.testing.assert_array_equal(df["emb"].to_numpy(), embs)
+    assert df["id"].to_list() == list(range(500))
+    # the default (16 MiB) puts this 2 MB file in one batch
+    assert [b.num_rows for b in pa.table(ma.read_arrow(p)).to_batches()] == [500]
+    with pytest.raises(ValueError, match="batch_bytes"):
+        ma.read_msgpack(p, batch_bytes=0)

@@ -48,7 +48,7 @@ use crate::wire::cursor::Cursor;
 pub const DEFAULT_BATCH_SIZE: usize = 65_536;
 /// Default bound of a batch in input bytes: a batch ends at the row that reaches it, so wide rows
 /// (tensors) make smaller batches and a stream's memory is a few batches whatever the row width.
-pub const DEFAULT_BATCH_BYTES: usize = 64 << 20;
+pub const DEFAULT_BATCH_BYTES: usize = 16 << 20;
 pub use crate::wire::cursor::DEFAULT_MAX_DEPTH;
 /// Values (rows × columns) one batch of a wide records table holds at most: its rows shrink as
 /// columns grow, so memory follows the batch, not rows × keys.
