@@ -74,7 +74,7 @@ impl SinkOptions {
 /// One output in any format this crate writes.
 pub enum Sink<W: Write + Seek + Send> {
     /// Apache Parquet.
-    Parquet(::parquet::arrow::ArrowWriter<W>),
+    Parquet(parquet::ParquetWriter<W>),
     /// Feather v2 / Arrow IPC file.
     Ipc(arrow_ipc::writer::FileWriter<W>),
     /// NumPy `.npz`.
@@ -88,7 +88,7 @@ impl<W: Write + Seek + Send> Sink<W> {
     pub fn try_new(w: W, schema: SchemaRef, opts: &SinkOptions) -> Result<Self> {
         opts.check()?;
         Ok(match opts.format {
-            Format::Parquet => Sink::Parquet(parquet::parquet_writer(
+            Format::Parquet => Sink::Parquet(parquet::ParquetWriter::try_new(
                 w,
                 schema,
                 opts.compression.unwrap_or_default(),
@@ -137,7 +137,7 @@ impl<W: Write + Seek + Send> Sink<W> {
     /// Write the footer / trailer; the inner writer back.
     pub fn finish(self) -> Result<W> {
         Ok(match self {
-            Sink::Parquet(w) => w.into_inner()?,
+            Sink::Parquet(w) => w.finish()?,
             Sink::Ipc(mut w) => {
                 w.finish()?;
                 w.into_inner()?

@@ -1,0 +1,186 @@
+//! Parquet output encoded in parallel: whole row groups are encoded on the thread pool (each
+//! group's columns in parallel too) while the caller decodes the next batches, and the encoded
+//! column chunks are appended to the file in order.
+//!
+//! Why not `ArrowWriter`: it encodes and compresses on the caller's thread, one column after the
+//! other, so a table whose bytes are one tensor column uses one core for the whole file. Row
+//! groups here are the same as its (at most 1,048,576 rows or [`MAX_ROW_GROUP_BYTES`] of Arrow
+//! data), and the file carries the same embedded `ARROW:schema`.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
+use parquet::arrow::ArrowWriter;
+use parquet::file::writer::SerializedFileWriter;
+use rayon::prelude::*;
+
+use super::{writer_properties_for, MAX_ROW_GROUP_BYTES};
+use crate::error::{Error, Result};
+use crate::io::Compression;
+
+/// Rows a row group holds at most (the parquet crate's default).
+pub const MAX_ROW_GROUP_ROWS: usize = 1024 * 1024;
+
+/// Arrow bytes of row groups being encoded at once, at most (whatever the core count).
+const MAX_IN_FLIGHT_BYTES: usize = 512 << 20;
+
+type Encoded = parquet::errors::Result<Vec<ArrowColumnChunk>>;
+
+/// A Parquet writer that encodes row groups in parallel. `write` batches, then `finish`.
+pub struct ParquetWriter<W: Write + Send> {
+    file: SerializedFileWriter<W>,
+    factory: Arc<ArrowRowGroupWriterFactory>,
+    schema: SchemaRef,
+    /// rows of the row group being gathered
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    pending_bytes: usize,
+    /// row groups being encoded, oldest first
+    in_flight: VecDeque<Receiver<Encoded>>,
+    max_in_flight: usize,
+    groups: usize,
+}
+
+impl<W: Write + Send> std::fmt::Debug for ParquetWriter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParquetWriter")
+            .field("row_groups", &self.groups)
+            .field("in_flight", &self.in_flight.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The Arrow bytes of `b`'s rows (a slice counts its rows only, not the buffer it views).
+fn batch_bytes(b: &RecordBatch) -> usize {
+    b.columns()
+        .iter()
+        .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
+        .sum()
+}
+
+impl<W: Write + Send> ParquetWriter<W> {
+    /// A writer of `schema` into `w`, compressed with `compression` (zstd level 3 by default).
+    pub fn try_new(w: W, schema: SchemaRef, compression: Compression) -> Result<Self> {
+        let props = writer_properties_for(&schema, compression)?;
+        let (file, factory) =
+            ArrowWriter::try_new(w, schema.clone(), Some(props))?.into_serialized_writer()?;
+        let threads = rayon::current_num_threads().max(1);
+        Ok(ParquetWriter {
+            file,
+            factory: Arc::new(factory),
+            schema,
+            pending: Vec::new(),
+            pending_rows: 0,
+            pending_bytes: 0,
+            in_flight: VecDeque::new(),
+            max_in_flight: (threads + 1).min(MAX_IN_FLIGHT_BYTES / MAX_ROW_GROUP_BYTES).max(1),
+            groups: 0,
+        })
+    }
+
+    /// Add the rows of `b`; full row groups go to be encoded.
+    pub fn write(&mut self, b: &RecordBatch) -> Result<()> {
+        let mut rest = b.clone();
+        while rest.num_rows() > 0 {
+            let rows = rest.num_rows();
+            let bytes = batch_bytes(&rest);
+            let per_row = (bytes / rows).max(1);
+            let room_rows = MAX_ROW_GROUP_ROWS - self.pending_rows;
+            let room_bytes = MAX_ROW_GROUP_BYTES.saturating_sub(self.pending_bytes) / per_row;
+            let take = rows.min(room_rows).min(room_bytes.max(1));
+            let part = rest.slice(0, take);
+            self.pending_bytes += batch_bytes(&part);
+            self.pending_rows += take;
+            self.pending.push(part);
+            rest = rest.slice(take, rows - take);
+            if self.pending_rows >= MAX_ROW_GROUP_ROWS || self.pending_bytes >= MAX_ROW_GROUP_BYTES
+                || rest.num_rows() > 0
+            {
+                self.dispatch()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Send the gathered rows to be encoded as the next row group.
+    fn dispatch(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        while self.in_flight.len() >= self.max_in_flight {
+            self.append_oldest()?;
+        }
+        let batches = std::mem::take(&mut self.pending);
+        self.pending_rows = 0;
+        self.pending_bytes = 0;
+        let (factory, schema, index) = (self.factory.clone(), self.schema.clone(), self.groups);
+        self.groups += 1;
+        let (tx, rx) = sync_channel(1);
+        rayon::spawn(move || {
+            let _ = tx.send(encode_group(&factory, &schema, index, &batches));
+        });
+        self.in_flight.push_back(rx);
+        Ok(())
+    }
+
+    /// Wait for the oldest row group in flight and append it to the file.
+    fn append_oldest(&mut self) -> Result<()> {
+        let Some(rx) = self.in_flight.pop_front() else {
+            return Ok(());
+        };
+        let chunks = rx
+            .recv()
+            .map_err(|_| Error::from(std::io::Error::other("a Parquet encoding thread ended")))??;
+        let mut group = self.file.next_row_group()?;
+        for c in chunks {
+            c.append_to_row_group(&mut group)?;
+        }
+        group.close()?;
+        Ok(())
+    }
+
+    /// Encode what is left, write the footer, and return the sink.
+    pub fn finish(mut self) -> Result<W> {
+        self.dispatch()?;
+        while !self.in_flight.is_empty() {
+            self.append_oldest()?;
+        }
+        Ok(self.file.into_inner()?)
+    }
+}
+
+/// Encode one row group: its leaf columns in parallel, each through all of the group's batches.
+fn encode_group(
+    factory: &ArrowRowGroupWriterFactory,
+    schema: &SchemaRef,
+    index: usize,
+    batches: &[RecordBatch],
+) -> Encoded {
+    let writers = factory.create_column_writers(index)?;
+    // the leaves of every batch, in the writers' order (a nested field has several)
+    let mut leaves: Vec<Vec<_>> = writers.iter().map(|_| Vec::new()).collect();
+    for b in batches {
+        let mut k = 0;
+        for (field, col) in schema.fields().iter().zip(b.columns()) {
+            for leaf in compute_leaves(field, col)? {
+                leaves[k].push(leaf);
+                k += 1;
+            }
+        }
+    }
+    writers
+        .into_par_iter()
+        .zip(leaves.into_par_iter())
+        .map(|(mut w, ls)| {
+            for l in &ls {
+                w.write(l)?;
+            }
+            w.close()
+        })
+        .collect()
+}
