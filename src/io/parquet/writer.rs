@@ -44,6 +44,7 @@ pub struct ParquetWriter<W: Write + Send> {
     in_flight: VecDeque<Receiver<Encoded>>,
     max_in_flight: usize,
     groups: usize,
+    group_bytes: usize,
 }
 
 impl<W: Write + Send> std::fmt::Debug for ParquetWriter<W> {
@@ -80,7 +81,15 @@ impl<W: Write + Send> ParquetWriter<W> {
             in_flight: VecDeque::new(),
             max_in_flight: (threads + 1).min(MAX_IN_FLIGHT_BYTES / MAX_ROW_GROUP_BYTES).max(1),
             groups: 0,
+            group_bytes: MAX_ROW_GROUP_BYTES,
         })
+    }
+
+    /// Row groups end once they hold this many bytes of Arrow data (default
+    /// [`MAX_ROW_GROUP_BYTES`]).
+    pub fn with_max_row_group_bytes(mut self, n: usize) -> Self {
+        self.group_bytes = n.max(1);
+        self
     }
 
     /// Add the rows of `b`; full row groups go to be encoded.
@@ -91,14 +100,15 @@ impl<W: Write + Send> ParquetWriter<W> {
             let bytes = batch_bytes(&rest);
             let per_row = (bytes / rows).max(1);
             let room_rows = MAX_ROW_GROUP_ROWS - self.pending_rows;
-            let room_bytes = MAX_ROW_GROUP_BYTES.saturating_sub(self.pending_bytes) / per_row;
+            let room_bytes = self.group_bytes.saturating_sub(self.pending_bytes) / per_row;
             let take = rows.min(room_rows).min(room_bytes.max(1));
             let part = rest.slice(0, take);
             self.pending_bytes += batch_bytes(&part);
             self.pending_rows += take;
             self.pending.push(part);
             rest = rest.slice(take, rows - take);
-            if self.pending_rows >= MAX_ROW_GROUP_ROWS || self.pending_bytes >= MAX_ROW_GROUP_BYTES
+            if self.pending_rows >= MAX_ROW_GROUP_ROWS
+                || self.pending_bytes >= self.group_bytes
                 || rest.num_rows() > 0
             {
                 self.dispatch()?;
@@ -183,4 +193,58 @@ fn encode_group(
             w.close()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, FixedSizeListArray, Float32Array, Int64Array, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+    #[test]
+    fn row_groups_encoded_in_parallel_come_back_in_order() {
+        let n = 3000usize;
+        let item = Arc::new(Field::new("item", DataType::Float32, true));
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("label", DataType::Utf8, true),
+            Field::new("emb", DataType::FixedSizeList(item.clone(), 16), true),
+        ]));
+        let values: Vec<f32> = (0..n * 16).map(|i| (i as f32).sin()).collect();
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(0..n as i64)),
+            Arc::new(StringArray::from_iter(
+                (0..n).map(|i| (i % 7 != 0).then(|| format!("row {i}"))),
+            )),
+            Arc::new(FixedSizeListArray::new(
+                item,
+                16,
+                Arc::new(Float32Array::from(values)),
+                None,
+            )),
+        ];
+        let table = RecordBatch::try_new(schema.clone(), cols).unwrap();
+        let mut w = ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default())
+            .unwrap()
+            .with_max_row_group_bytes(8 << 10);
+        // batches of uneven sizes, some crossing row group ends
+        let mut at = 0;
+        for step in [1, 700, 13, 1500, 786].iter().cycle() {
+            if at >= n {
+                break;
+            }
+            let k = (*step).min(n - at);
+            w.write(&table.slice(at, k)).unwrap();
+            at += k;
+        }
+        let bytes = w.finish().unwrap();
+        let r = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes)).unwrap();
+        let groups = r.metadata().num_row_groups();
+        assert!(groups > 10, "{groups} row groups");
+        assert_eq!(r.schema().fields(), schema.fields());
+        let back: Vec<RecordBatch> = r.build().unwrap().map(|b| b.unwrap()).collect();
+        let back = arrow_select::concat::concat_batches(&back[0].schema(), &back).unwrap();
+        assert_eq!(back.columns(), table.columns());
+    }
 }
