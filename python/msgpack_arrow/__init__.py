@@ -461,6 +461,45 @@ def _expand(source: Any, storage_options: dict[str, Any] | None = None) -> list[
     return [p]
 
 
+#: Schemas scan_msgpack inferred, by file identity and options (at most _SCHEMAS_KEPT).
+_schemas: dict[tuple, tuple[Any, list[str], pl.DataFrame]] = {}
+_SCHEMAS_KEPT = 64
+
+
+def _identity(source: Any) -> tuple | None:
+    """What identifies a local file's content without reading it (path, inode, size, times);
+    ``None`` for URLs and bytes, which are not remembered."""
+    if not isinstance(source, str) or _is_url(source):
+        return None
+    try:
+        st = os.stat(source)
+    except OSError:
+        return None
+    return (os.path.realpath(source), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any, opts: dict) -> tuple:
+    """The full schema the first file decodes to (every file is read with it), its column names,
+    and an empty DataFrame of the output types. The exact schema takes a walk over the whole file;
+    it is remembered for the file as it is (same inode, size and modification times) and the same
+    options, so a second scan of an unchanged file starts at once."""
+    ident = _identity(source)
+    key = None
+    if ident is not None:
+        key = (ident, repr(schema_overrides), tuple(sorted((k, repr(v)) for k, v in opts.items())))
+        hit = _schemas.get(key)
+        if hit is not None:
+            return hit
+    with _naming(source, many):
+        first = _reader(source, schema_overrides=overrides, batch_size=1, for_polars=True, **opts)
+    found = (first.decoded_schema(), first.columns, _to_polars(first.empty()))
+    if key is not None:
+        if len(_schemas) >= _SCHEMAS_KEPT:
+            _schemas.pop(next(iter(_schemas)))
+        _schemas[key] = found
+    return found
+
+
 def scan_msgpack(
     source: Source | Sequence[PathLike],
     *,
@@ -493,6 +532,10 @@ def scan_msgpack(
 
     Projection (only the columns the query needs are decoded), the predicate and ``head``/
     ``n_rows`` are applied by the source itself, batch by batch: Polars does not re-apply them.
+    The schema is exact (inferred from every row of the first file, as :func:`read_msgpack`
+    does): that walk is most of the time ``scan_msgpack(f).head(10)`` takes, so it is remembered
+    for an unchanged file (same inode, size and modification times) and the same options, and
+    a later scan of it starts at once.
     An error names the file it is in (message and ``e.path``). The file is read when the query
     runs: records appended to it after that are not seen (nor are files a glob matches later).
     The other arguments are those of :func:`read_msgpack`.
@@ -517,17 +560,12 @@ def scan_msgpack(
         storage_options=storage_options,
     )
     overrides = _overrides(schema_overrides)
-    with _naming(sources[0], len(sources) > 1):
-        first = _reader(sources[0], schema_overrides=overrides, batch_size=1, for_polars=True, **opts)
-    # the full (unprojected) schema the first file decodes to: every file is read with it
-    full_schema = first.decoded_schema()
-    all_columns = first.columns
+    full_schema, all_columns, empty = _first_schema(sources[0], len(sources) > 1, overrides, schema_overrides, opts)
     base = _columns(columns) if columns is not None else all_columns
     missing = [c for c in base if c not in all_columns]
     if missing:
         raise pl.exceptions.ColumnNotFoundError(f"columns {missing} not found; the columns are {all_columns}")
-    pl_schema = _to_polars(first.empty()).select(base).schema
-    del first
+    pl_schema = empty.select(base).schema
     limit = _n_rows(n_rows)
     virtual = [c for c in (row_index_name, include_file_paths) if c is not None]
     if include_file_paths is not None and not all(isinstance(s, str) for s in sources):

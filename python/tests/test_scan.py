@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import msgpack_numpy as mn
 import numpy as np
 import polars as pl
@@ -146,3 +147,25 @@ def test_a_key_only_a_later_file_has_is_an_error_not_a_lost_column(tmp_path, eng
     # a key of the first file that a later one lacks: nulls there
     got = ma.scan_msgpack([b, a]).collect(engine=engine)
     assert got["extra"].to_list() == ["x"] * 3 + [None] * 3
+
+
+def test_a_changed_file_is_scanned_with_its_new_schema(tmp_path):
+    # the exact schema of a file is remembered between scans; a change to the file must be seen
+    p = tmp_path / "d.msgpack"
+    p.write_bytes(b"".join(mn.packb({"id": i, "x": i}) for i in range(50)))
+    assert ma.scan_msgpack(p).collect_schema()["x"] == pl.Int64
+    assert ma.scan_msgpack(p).collect()["x"].to_list() == list(range(50))
+    # same size, other content: a float where the ints were
+    before = p.stat()
+    p.write_bytes(b"".join(mn.packb({"id": i, "x": i}) for i in range(49)) + mn.packb({"id": 49, "x": 0.5}))
+    os.utime(p, ns=(before.st_atime_ns, before.st_mtime_ns + 1000))
+    df = ma.scan_msgpack(p).collect()
+    assert df.schema["x"] == pl.Float64
+    assert df["x"].to_list() == [float(i) for i in range(49)] + [0.5]
+    # rows appended: seen too
+    with open(p, "ab") as f:
+        f.write(mn.packb({"id": 50, "x": "text", "y": 1}))
+    with pytest.raises(ma.DecodeError):
+        ma.scan_msgpack(p).collect()
+    # other options are another schema
+    assert ma.scan_msgpack(p, infer_rows=10).collect_schema()["x"] == pl.Int64
