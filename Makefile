@@ -91,6 +91,8 @@ test: test-rust test-polars test-python test-python-lowest
 # current numpy: unset for the benchmark commands only. `bench-quick`: everything tiny, once
 # (criterion's --test mode, compare.py --quick into a scratch directory): proves it all runs.
 # benches/remote.py: a URL read vs download + local read, on a local HTTP server.
+# benches/shapes.py: every other shape (first rows, warm reads, wide maps, small arrays, writes,
+# Parquet, glob memory, cores), fresh and warm, peers beside it: writes benches/SHAPES.md.
 # BENCH_ARGS: more compare.py options, e.g. BENCH_ARGS="--big" for the 1e8-element panels.
 BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 .PHONY: bench-quick python-package
@@ -102,11 +104,13 @@ bench: venv python-package $(CLI)
 	$(BENCH_ENV) cargo bench --bench peers --bench decode
 	$(BENCH_ENV) $(PY) benches/compare.py $(BENCH_ARGS)
 	$(BENCH_ENV) $(PY) benches/remote.py
+	$(BENCH_ENV) $(PY) benches/shapes.py --cli $(CLI)
 
 bench-quick: venv python-package $(CLI)
 	MSGPACK_ARROW_BENCH_ROWS=2000 cargo bench --bench peers --bench decode -- --test
 	$(PY) benches/compare.py --quick
 	$(PY) benches/remote.py --quick
+	$(PY) benches/shapes.py --quick --cli $(CLI)
 
 clean:
 	rm -rf $(VENV) $(OUT) $(GOLDEN)

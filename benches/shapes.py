@@ -1,0 +1,267 @@
+"""Every shape a user meets, each beside its peers in one run: time to the first rows, a read
+repeated in a warm process, wide column maps, small arrays, writes, Parquet export, memory of a
+streamed glob of wide tensor files, and one file decoded on 1 and 2 threads.
+
+Every measurement runs in its own Python process (``fresh``: min of the repeats, each a new
+process) and, where it makes sense, repeated inside one process (``warm``: min of the repeats
+after the first), because the allocator's state changes the answer. ``uptime`` is recorded.
+Writes ``SHAPES.md`` (default: beside this file).
+
+    .venv/bin/python benches/shapes.py            # full sizes (T: 100,000 × f32[768])
+    .venv/bin/python benches/shapes.py --quick    # tiny sizes, 1 repeat: proves the harness works
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+PRE = (
+    "import io, os, sys, time, numpy as np, polars as pl, pyarrow as pa, pyarrow.feather as feather, "
+    "msgpack, msgpack_numpy as mn, msgpack_arrow as ma\n"
+)
+
+
+def py(setup: str, stmt: str, repeats: int, env: dict | None = None) -> list[float]:
+    """Run `setup` then time `stmt` `repeats` times in one new process; the times in seconds."""
+    body = textwrap.indent(textwrap.dedent(stmt).strip(), "    ")
+    prog = PRE + textwrap.dedent(setup) + f"\ndef f():\n{body}\nts = []\n"
+    prog += f"for _ in range({repeats}):\n    t0_ = time.perf_counter(); f(); ts.append(time.perf_counter() - t0_)\n"
+    prog += "print(' '.join(map(repr, ts)))\n"
+    out = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env, timeout=3600)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return [float(x) for x in out.stdout.split()]
+
+
+def fresh(setup: str, stmt: str, repeats: int, env: dict | None = None) -> float:
+    return min(py(setup, stmt, 1, env)[0] for _ in range(repeats))
+
+
+def warm(setup: str, stmt: str, repeats: int) -> float:
+    ts = py(setup, stmt, repeats + 1)
+    return min(ts[1:]) if len(ts) > 1 else ts[0]
+
+
+def cmd(argv: list[str], repeats: int, env: dict | None = None) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True, env=env, timeout=3600)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def ms(s: float | None) -> str:
+    if s is None:
+        return "–"
+    v = s * 1000
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def make_data(d: Path, n: int, wide: tuple[int, int], small: int, glob: tuple[int, int, int]) -> None:
+    import msgpack
+    import msgpack_numpy as mn
+    import numpy as np
+    import polars as pl
+    import pyarrow.feather as feather
+
+    import msgpack_arrow as ma
+
+    rng = np.random.default_rng(0)
+    t = d / "T.msgpack"
+    if not t.exists():
+        with open(t, "wb") as f:
+            for i in range(n):
+                emb = rng.random(768, dtype=np.float32)
+                f.write(mn.packb({"id": i, "label": f"item-{i}", "score": float(i) / 7, "emb": emb}))
+        feather.write_feather(ma.read_msgpack(t).to_arrow(), str(d / "T.feather"), compression="uncompressed")
+    for rows, cols in (wide, (wide[0], wide[1] // 10)):
+        p = d / f"wide_{rows}x{cols}.msgpack"
+        if not p.exists():
+            p.write_bytes(msgpack.packb({f"c{i}": rng.random(rows) for i in range(cols)}, default=mn.encode))
+            pl.DataFrame(msgpack.unpackb(p.read_bytes(), object_hook=mn.decode)).write_ipc(p.with_suffix(".feather"))
+    p = d / "small.msgpack"
+    if not p.exists():
+        with open(p, "wb") as f:
+            for a in rng.random((small, 100), dtype=np.float32):
+                f.write(mn.packb(a))
+    files, rows, dim = glob
+    g = d / "glob"
+    if not g.exists():
+        g.mkdir()
+        for k in range(files):
+            with open(g / f"part{k}.msgpack", "wb") as f:
+                for i in range(rows):
+                    f.write(mn.packb({"id": k * rows + i, "emb": rng.random(dim, dtype=np.float32)}))
+
+
+class Report:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def table(self, title: str, note: str, rows: list[tuple[str, float | None, float | None]], ours: str) -> None:
+        base = dict((n, (f, w)) for n, f, w in rows)[ours]
+        self.lines += [f"## {title}", "", note, "", "| system | fresh ms | ×ours | warm ms | ×ours |", "|---|---:|---:|---:|---:|"]
+        for name, f, w in rows:
+            rf = f"{f / base[0]:.2f}×" if f and base[0] else "–"
+            rw = f"{w / base[1]:.2f}×" if w and base[1] else "–"
+            label = f"**{name}**" if name == ours else name
+            self.lines.append(f"| {label} | {ms(f)} | {rf} | {ms(w)} | {rw} |")
+        self.lines.append("")
+        print(f"{title}:", "; ".join(f"{n} {ms(f)}/{ms(w)}" for n, f, w in rows), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--work", default=None, help="data directory (kept between runs)")
+    ap.add_argument("--out", default=None, help="default: benches/SHAPES.md (--quick: the work directory)")
+    ap.add_argument("--cli", default=None, help="the msgpack-arrow binary (default: the console script beside python)")
+    a = ap.parse_args()
+    quick = a.quick
+    R = 1 if quick else a.repeats
+    n = 2000 if quick else 100_000
+    wide = (10, 1000) if quick else (100, 10_000)
+    small = 2000 if quick else 100_000
+    glob = (2, 20, 8192) if quick else (6, 3000, 8192)
+    work = Path(a.work or os.path.join(tempfile.gettempdir(), f"msgpack-arrow-shapes-{'quick' if quick else 'full'}"))
+    work.mkdir(parents=True, exist_ok=True)
+    make_data(work, n, wide, small, glob)
+    cli = [a.cli or str(Path(sys.executable).with_name("msgpack-arrow"))]
+    a.out = a.out or str(work / "SHAPES.md" if quick else Path(__file__).with_name("SHAPES.md"))
+    T, F = str(work / "T.msgpack"), str(work / "T.feather")
+    up0 = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    rep = Report()
+
+    # 1. first rows
+    s = f"T = {T!r}"
+    full = fresh(s, "ma.read_msgpack(T)", R)
+    rows = [
+        ("msgpack-arrow read_msgpack(T) (full read)", full, warm(s, "ma.read_msgpack(T)", R)),
+        ("msgpack-arrow scan_msgpack(T).head(10) (first scan: exact schema walk)", fresh(s, "ma.scan_msgpack(T).head(10).collect()", R),
+         warm(s, "ma.scan_msgpack(T).head(10).collect()", R)),
+        ("msgpack-arrow read_msgpack(T, n_rows=10)", fresh(s, "ma.read_msgpack(T, n_rows=10)", R), warm(s, "ma.read_msgpack(T, n_rows=10)", R)),
+        ("msgpack-arrow CLI head -n 10 (whole process)", cmd(cli + ["head", T, "-n", "10"], R), None),
+    ]
+    rep.table("First rows of T", f"T: {n:,} records {{id, label, score, emb f32[768]}}. ×ours: relative to the full read; "
+              "warm scans reuse the schema remembered for the unchanged file.", rows, rows[0][0])
+
+    # 2. the same read, again and again
+    read_rows = [
+        ("msgpack-arrow read_msgpack(T)", rows[0][1], rows[0][2]),
+        ("pyarrow Feather read (no mmap) → polars", fresh(f"F = {F!r}", "pl.from_arrow(feather.read_table(F, memory_map=False))", R),
+         warm(f"F = {F!r}", "pl.from_arrow(feather.read_table(F, memory_map=False))", R)),
+        ("floor: mmap + one copy of the file", fresh(s, "np.array(np.memmap(T, mode='r'))", R), warm(s, "np.array(np.memmap(T, mode='r'))", R)),
+    ]
+    read_rows.append(("Python msgpack_numpy + numpy + polars", fresh(s, """
+            rows = list(mn.Unpacker(open(T, 'rb'), raw=False))
+            pl.DataFrame({'id': [r['id'] for r in rows], 'label': [r['label'] for r in rows],
+                          'score': [r['score'] for r in rows], 'emb': np.stack([r['emb'] for r in rows])})
+        """, max(1, R // 2)), None))
+    rep.table("Read T into a DataFrame", "", read_rows, read_rows[0][0])
+
+    # 3. wide maps: per-column cost should not grow with the column count
+    for rr, cc in (wide, (wide[0], wide[1] // 10)):
+        p = str(work / f"wide_{rr}x{cc}.msgpack")
+        sw = f"b = open({p!r}, 'rb').read(); fb = open({str(Path(p).with_suffix('.feather'))!r}, 'rb').read()"
+        w_rows = [
+            ("msgpack-arrow", fresh(sw, "ma.read_msgpack(b)", R), warm(sw, "ma.read_msgpack(b)", R)),
+            ("msgpack_numpy + polars", fresh(sw, "pl.DataFrame(msgpack.unpackb(b, object_hook=mn.decode))", R),
+             warm(sw, "pl.DataFrame(msgpack.unpackb(b, object_hook=mn.decode))", R)),
+            ("Feather (bytes in memory) → polars", fresh(sw, "pl.from_arrow(feather.read_table(pa.BufferReader(fb)))", R),
+             warm(sw, "pl.from_arrow(feather.read_table(pa.BufferReader(fb)))", R)),
+        ]
+        rep.table(f"A columns map of {rr} rows × {cc:,} float64 columns", "", w_rows, "msgpack-arrow")
+
+    # 4. small arrays
+    p = str(work / "small.msgpack")
+    ss = f"P = {p!r}; b = open(P, 'rb').read()"
+    sm_rows = [
+        ("msgpack-arrow read_msgpack(path)", fresh(ss, "ma.read_msgpack(P)", R), warm(ss, "ma.read_msgpack(P)", R)),
+        ("msgpack-arrow read_msgpack(bytes)", fresh(ss, "ma.read_msgpack(b)", R), warm(ss, "ma.read_msgpack(b)", R)),
+        ("floor: mmap + one copy of the file", fresh(ss, "np.array(np.memmap(P, mode='r'))", R), warm(ss, "np.array(np.memmap(P, mode='r'))", R)),
+        ("msgpack_numpy + np.stack", fresh(ss, "np.stack(list(mn.Unpacker(io.BytesIO(b))))", R), warm(ss, "np.stack(list(mn.Unpacker(io.BytesIO(b))))", R)),
+    ]
+    rep.table(f"{small:,} float32 arrays of 100 (a bare ndarray stream)", "", sm_rows, sm_rows[0][0])
+
+    # 5. writes
+    sws = s + "\ndf = ma.read_msgpack(T); t = df.to_arrow()\n" + textwrap.dedent("""
+        ids, labels, scores, embs = df['id'].to_list(), df['label'].to_list(), df['score'].to_list(), df['emb'].to_numpy()
+        out = os.path.join(os.path.dirname(T), 'w.tmp')
+    """)
+    wr_rows = [
+        ("msgpack-arrow write_msgpack(df, BytesIO)", fresh(sws, "ma.write_msgpack(df, io.BytesIO())", R), warm(sws, "ma.write_msgpack(df, io.BytesIO())", R)),
+        ("msgpack-arrow write_msgpack(df) → bytes", fresh(sws, "ma.write_msgpack(df, None)", R), warm(sws, "ma.write_msgpack(df, None)", R)),
+        ("msgpack_numpy Packer loop → BytesIO", fresh(sws, """
+            buf = io.BytesIO(); p = msgpack.Packer(default=mn.encode)
+            for i in range(len(ids)):
+                buf.write(p.pack({'id': ids[i], 'label': labels[i], 'score': scores[i], 'emb': embs[i]}))
+            """, max(1, R // 2)), None),
+        ("Feather → BytesIO (pyarrow)", fresh(sws, "feather.write_feather(t, io.BytesIO(), compression='uncompressed')", R),
+         warm(sws, "feather.write_feather(t, io.BytesIO(), compression='uncompressed')", R)),
+        ("msgpack-arrow to a path, fsync (default)", fresh(sws, "ma.write_msgpack(df, out)", R), None),
+        ("msgpack-arrow to a path, fsync=False", fresh(sws, "ma.write_msgpack(df, out, fsync=False)", R), None),
+        ("Feather to a path (pyarrow, no fsync)", fresh(sws, "feather.write_feather(t, out, compression='uncompressed')", R), None),
+    ]
+    rep.table("Write T", "", wr_rows, wr_rows[0][0])
+
+    # 6. Parquet
+    pq = str(work / "T.parquet")
+    pl_pq = str(work / "T.polars.parquet")
+    conv = cmd(cli + ["convert", T, "-o", pq, "-q", "--no-fsync"], R)
+    pol = fresh(s + f"\ndf = ma.read_msgpack(T); P = {pl_pq!r}", "df.write_parquet(P)", R)
+    rep.table("msgpack → Parquet (zstd)", f"Sizes: msgpack-arrow {os.path.getsize(pq) / 1e6:.1f} MB, polars {os.path.getsize(pl_pq) / 1e6:.1f} MB. "
+              "Ours is the whole CLI process (decode included); polars writes a table already in memory.",
+              [("msgpack-arrow CLI convert (decode + encode)", conv, None), ("polars write_parquet (from memory)", pol, None)],
+              "msgpack-arrow CLI convert (decode + encode)")
+
+    # 7. memory of a streamed glob of wide tensor files
+    g = str(work / "glob" / "*.msgpack")
+    mem = textwrap.dedent(f"""
+        import threading
+        def anon():
+            return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('RssAnon')) / 1024
+        a0 = anon(); peak = [a0]; stop = []
+        def sample():
+            while not stop:
+                peak[0] = max(peak[0], anon()); time.sleep(0.002)
+        th = threading.Thread(target=sample); th.start()
+        ma.scan_msgpack({g!r}, batch_bytes=int(sys.argv[1])).select(pl.col('emb').arr.first().sum()).collect(engine='streaming')
+        stop.append(1); th.join(); print(peak[0] - a0)
+    """)
+    peaks = {}
+    for bb in (16 << 20, 1 << 40):
+        out = subprocess.run([sys.executable, "-c", PRE + mem, str(bb)], capture_output=True, text=True, check=True)
+        peaks[bb] = float(out.stdout.split()[-1])
+    rep.lines += ["## Streaming a glob of wide tensor files", "",
+                  f"{glob[0]} files × {glob[1]:,} rows × f32[{glob[2]}] through `scan_msgpack(...).collect(engine='streaming')`: "
+                  f"anonymous memory at peak **+{peaks[16 << 20]:.0f} MiB** with the default 16 MiB batches "
+                  f"(+{peaks[1 << 40]:.0f} MiB with batches bounded by rows only).", ""]
+
+    # 8. one file on 1 and 2 threads
+    env1 = dict(os.environ, RAYON_NUM_THREADS="1")
+    t1 = fresh(s, "ma.read_msgpack(T)", R, env1)
+    t2 = rows[0][1]
+    rep.lines += ["## Cores", "", f"`read_msgpack(T)` in a fresh process: 1 thread {ms(t1)} ms, {os.cpu_count()} threads {ms(t2)} ms: "
+                  f"**{t1 / t2:.2f}×**.", ""]
+
+    up1 = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    head = ["# Shapes: msgpack-arrow beside its peers", "",
+            "Written by `benches/shapes.py` (`make bench`). Each time is the minimum of the repeats; `fresh`: every "
+            "repeat in a new process, `warm`: repeats after the first inside one process.", "",
+            f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; repeats {R}{' (--quick: tiny sizes)' if quick else ''}",
+            f"- uptime before: `{up0}`", f"- uptime after: `{up1}`", ""]
+    Path(a.out).write_text("\n".join(head + rep.lines))
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
