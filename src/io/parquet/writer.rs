@@ -131,9 +131,16 @@ impl<W: Write + Send> ParquetWriter<W> {
         let (factory, schema, index) = (self.factory.clone(), self.schema.clone(), self.groups);
         self.groups += 1;
         let (tx, rx) = sync_channel(1);
-        rayon::spawn(move || {
+        if rayon::current_thread_index().is_some() {
+            // Already on the pool (files converted in parallel, one per worker): waiting there for
+            // a job queued behind every busy worker would deadlock. Encode here; the group's
+            // columns still go to the pool, which lends waiting workers other work.
             let _ = tx.send(encode_group(&factory, &schema, index, &batches));
-        });
+        } else {
+            rayon::spawn(move || {
+                let _ = tx.send(encode_group(&factory, &schema, index, &batches));
+            });
+        }
         self.in_flight.push_back(rx);
         Ok(())
     }
@@ -201,6 +208,38 @@ mod tests {
     use arrow_array::{ArrayRef, FixedSizeListArray, Float32Array, Int64Array, StringArray};
     use arrow_schema::{DataType, Field, Schema};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+    #[test]
+    fn writers_on_the_thread_pool_do_not_wait_on_it() {
+        // files converted in parallel each write Parquet from a pool worker: a writer that queued
+        // its row groups behind the busy workers and waited for them would never finish
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false)]));
+            let b = RecordBatch::try_new(
+                schema.clone(),
+                vec![Arc::new(Int64Array::from_iter_values(0..20_000)) as ArrayRef],
+            )
+            .unwrap();
+            let sizes: Vec<usize> = (0..8)
+                .into_par_iter()
+                .map(|_| {
+                    let mut w = ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default())
+                        .unwrap()
+                        .with_max_row_group_bytes(16 << 10);
+                    for k in 0..10 {
+                        w.write(&b.slice(k * 2000, 2000)).unwrap();
+                    }
+                    w.finish().unwrap().len()
+                })
+                .collect();
+            let _ = tx.send(sizes);
+        });
+        let sizes = rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("writers on the pool finished");
+        assert!(sizes.iter().all(|&n| n > 0 && n == sizes[0]));
+    }
 
     #[test]
     fn row_groups_encoded_in_parallel_come_back_in_order() {
