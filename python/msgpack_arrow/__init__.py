@@ -492,7 +492,10 @@ def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any
             return hit
     with _naming(source, many):
         first = _reader(source, schema_overrides=overrides, batch_size=1, for_polars=True, **opts)
-    found = (first.decoded_schema(), first.columns, _to_polars(first.empty()))
+    # take what is needed and drop the reader at once: a URL's transfer goes on until it is dropped
+    decoded, names, empty = first.decoded_schema(), first.columns, first.empty()
+    del first
+    found = (decoded, names, _to_polars(empty))
     if key is not None:
         if len(_schemas) >= _SCHEMAS_KEPT:
             _schemas.pop(next(iter(_schemas)))
