@@ -204,12 +204,20 @@ fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
     let t = s.trim();
     let (num, mul) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
         Some((i, _)) => {
-            let m = match t[i..].to_ascii_uppercase().trim_end_matches("IB").trim_end_matches('B') {
+            let m = match t[i..]
+                .to_ascii_uppercase()
+                .trim_end_matches("IB")
+                .trim_end_matches('B')
+            {
                 "" => 1,
                 "K" => 1 << 10,
                 "M" => 1 << 20,
                 "G" => 1 << 30,
-                _ => return Err(format!("{s:?}: expected a byte count such as 65536, 64M or 1G")),
+                _ => {
+                    return Err(format!(
+                        "{s:?}: expected a byte count such as 65536, 64M or 1G"
+                    ))
+                }
             };
             (&t[..i], m)
         }
@@ -219,7 +227,9 @@ fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
         Ok(n) if n > 0 => n
             .checked_mul(mul)
             .ok_or_else(|| format!("{s:?}: too large")),
-        _ => Err(format!("{s:?}: expected a byte count of at least 1, such as 65536, 64M or 1G")),
+        _ => Err(format!(
+            "{s:?}: expected a byte count of at least 1, such as 65536, 64M or 1G"
+        )),
     }
 }
 

@@ -27,10 +27,18 @@ pub(crate) fn decode_columns(
     let mut chunk_rows = Vec::new();
     let mut chunk = 0u64;
     // Name lookups by hash: a linear `field_with_name` per key made wide maps quadratic.
-    let full_at: HashMap<&str, usize> =
-        full.fields().iter().enumerate().map(|(i, f)| (f.name().as_str(), i)).collect();
-    let out_at: HashMap<&str, usize> =
-        out.fields().iter().enumerate().map(|(i, f)| (f.name().as_str(), i)).collect();
+    let full_at: HashMap<&str, usize> = full
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.name().as_str(), i))
+        .collect();
+    let out_at: HashMap<&str, usize> = out
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.name().as_str(), i))
+        .collect();
     while !c.is_empty() {
         let chunk_at = c.pos();
         let mut cols: Vec<Option<ArrayRef>> = vec![None; out.fields().len()];

@@ -804,9 +804,18 @@ fn batches_are_bounded_in_bytes_as_well_as_rows() {
             .collect();
         assert_eq!(ids, (0..200).collect::<Vec<_>>(), "{how}");
     };
-    check(b().with_threads(Some(1)).build_from_slice(&data).unwrap(), "one thread");
-    check(b().with_threads(Some(2)).build_from_slice(&data).unwrap(), "two threads");
-    check(b().build(std::io::Cursor::new(data.clone())).unwrap(), "a stream");
+    check(
+        b().with_threads(Some(1)).build_from_slice(&data).unwrap(),
+        "one thread",
+    );
+    check(
+        b().with_threads(Some(2)).build_from_slice(&data).unwrap(),
+        "two threads",
+    );
+    check(
+        b().build(std::io::Cursor::new(data.clone())).unwrap(),
+        "a stream",
+    );
     // a row wider than the bound is a batch of its own
     let one = ReaderBuilder::new()
         .with_batch_bytes(1)

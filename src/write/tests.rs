@@ -291,7 +291,10 @@ fn scalars_and_complex() {
     // packb({'c': np.complex128(1+2j)})
     let c = fsl(Arc::new(Float64Array::from(vec![1., 2.])), 2);
     let b = batch(vec![col_md("c", c, "scalar", "<c16")]);
-    assert_eq!(records(&b), "81a16383c4026e64c2c40474797065a43c633136c40464617461c410000000000000f03f0000000000000040");
+    assert_eq!(
+        records(&b),
+        "81a16383c4026e64c2c40474797065a43c633136c40464617461c410000000000000f03f0000000000000040"
+    );
     // packb({'c': np.bool_(True)})
     let b = batch(vec![col_md(
         "c",
@@ -506,8 +509,8 @@ fn maps_and_lists() {
     let dec = Decimal128Array::from(vec![1])
         .with_precision_and_scale(10, 2)
         .unwrap();
-    let e = write_batches(&[batch(vec![col("money", Arc::new(dec))])], Layout::Records)
-        .unwrap_err();
+    let e =
+        write_batches(&[batch(vec![col("money", Arc::new(dec))])], Layout::Records).unwrap_err();
     assert_eq!(e.path(), Some("money"));
     assert!(matches!(e.kind(), ErrorKind::Unsupported(_)), "{e}");
 }

@@ -10,10 +10,10 @@ use std::path::Path;
 
 use arrow_schema::{Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::{ArrowWriter, ProjectionMask};
-use parquet::basic::{Compression as PqCompression, ZstdLevel};
 use parquet::arrow::ArrowSchemaConverter;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::Type as PhysicalType;
+use parquet::basic::{Compression as PqCompression, ZstdLevel};
 use parquet::file::properties::{WriterProperties, WriterPropertiesBuilder};
 
 use crate::error::Result;
@@ -35,11 +35,17 @@ pub fn writer_properties(compression: Compression) -> Result<WriterProperties> {
 /// [`writer_properties`] for a table of `schema`: floating-point columns are written without a
 /// dictionary. Their values rarely repeat, so the dictionary is built for a page, found too big
 /// and dropped, in every column chunk: wasted time, and bigger files (as Polars also decides).
-pub fn writer_properties_for(schema: &Schema, compression: Compression) -> Result<WriterProperties> {
+pub fn writer_properties_for(
+    schema: &Schema,
+    compression: Compression,
+) -> Result<WriterProperties> {
     let mut b = properties_builder(compression)?;
     let descr = ArrowSchemaConverter::new().convert(schema)?;
     for col in descr.columns() {
-        if matches!(col.physical_type(), PhysicalType::FLOAT | PhysicalType::DOUBLE) {
+        if matches!(
+            col.physical_type(),
+            PhysicalType::FLOAT | PhysicalType::DOUBLE
+        ) {
             b = b.set_column_dictionary_enabled(col.path().clone(), false);
         }
     }

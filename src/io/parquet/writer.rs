@@ -79,7 +79,9 @@ impl<W: Write + Send> ParquetWriter<W> {
             pending_rows: 0,
             pending_bytes: 0,
             in_flight: VecDeque::new(),
-            max_in_flight: (threads + 1).min(MAX_IN_FLIGHT_BYTES / MAX_ROW_GROUP_BYTES).max(1),
+            max_in_flight: (threads + 1)
+                .min(MAX_IN_FLIGHT_BYTES / MAX_ROW_GROUP_BYTES)
+                .max(1),
             groups: 0,
             group_bytes: MAX_ROW_GROUP_BYTES,
         })
@@ -224,9 +226,10 @@ mod tests {
             let sizes: Vec<usize> = (0..8)
                 .into_par_iter()
                 .map(|_| {
-                    let mut w = ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default())
-                        .unwrap()
-                        .with_max_row_group_bytes(16 << 10);
+                    let mut w =
+                        ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default())
+                            .unwrap()
+                            .with_max_row_group_bytes(16 << 10);
                     for k in 0..10 {
                         w.write(&b.slice(k * 2000, 2000)).unwrap();
                     }
