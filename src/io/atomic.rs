@@ -125,24 +125,19 @@ impl AtomicFile {
     }
 
     /// Flush, fsync and rename over the target. Any write error still pending is returned here.
-    pub fn commit(self) -> Result<()> {
-        let target = self.target;
+    pub fn commit(mut self) -> Result<()> {
+        self.sync()?;
+        let (target, fsync) = (self.target, self.fsync);
         let tmp = self
             .tmp
             .into_inner()
             .map_err(|e| io_error(&target, e.into_error()))?;
-        if self.fsync {
-            tmp.as_file().sync_all().map_err(|e| io_error(&target, e))?;
-        }
         tmp.persist(&target)
             .map_err(|e| io_error(&target, e.error))?;
-        if !self.fsync {
-            return Ok(());
-        }
         // Make the rename itself durable. Best effort: not every file system lets a directory be
         // opened and synced, and the data is already safe.
         #[cfg(unix)]
-        if let Some(dir) = target.parent() {
+        if let Some(dir) = target.parent().filter(|_| fsync) {
             let dir = if dir.as_os_str().is_empty() {
                 Path::new(".")
             } else {
@@ -152,6 +147,8 @@ impl AtomicFile {
                 let _ = d.sync_all();
             }
         }
+        #[cfg(not(unix))]
+        let _ = fsync;
         Ok(())
     }
 }
