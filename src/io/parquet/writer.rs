@@ -42,7 +42,7 @@ pub struct ParquetWriter<W: Write + Send> {
     pending_bytes: usize,
     /// row groups being encoded, oldest first
     in_flight: VecDeque<Receiver<Encoded>>,
-    max_in_flight: usize,
+    threads: usize,
     groups: usize,
     group_bytes: usize,
 }
@@ -70,7 +70,6 @@ impl<W: Write + Send> ParquetWriter<W> {
         let props = writer_properties_for(&schema, compression)?;
         let (file, factory) =
             ArrowWriter::try_new(w, schema.clone(), Some(props))?.into_serialized_writer()?;
-        let threads = rayon::current_num_threads().max(1);
         Ok(ParquetWriter {
             file,
             factory: Arc::new(factory),
@@ -79,9 +78,7 @@ impl<W: Write + Send> ParquetWriter<W> {
             pending_rows: 0,
             pending_bytes: 0,
             in_flight: VecDeque::new(),
-            max_in_flight: (threads + 1)
-                .min(MAX_IN_FLIGHT_BYTES / MAX_ROW_GROUP_BYTES)
-                .max(1),
+            threads: rayon::current_num_threads().max(1),
             groups: 0,
             group_bytes: MAX_ROW_GROUP_BYTES,
         })
@@ -94,18 +91,29 @@ impl<W: Write + Send> ParquetWriter<W> {
         self
     }
 
+    /// Row groups encoded at once: one per thread and one more, so the caller decodes meanwhile,
+    /// within [`MAX_IN_FLIGHT_BYTES`].
+    fn max_in_flight(&self) -> usize {
+        (self.threads + 1)
+            .min(MAX_IN_FLIGHT_BYTES / self.group_bytes)
+            .max(1)
+    }
+
     /// Add the rows of `b`; full row groups go to be encoded.
     pub fn write(&mut self, b: &RecordBatch) -> Result<()> {
+        if b.num_rows() == 0 {
+            return Ok(());
+        }
+        // the batch's bytes, measured once, shared evenly among its rows
+        let per_row = (batch_bytes(b) / b.num_rows()).max(1);
         let mut rest = b.clone();
         while rest.num_rows() > 0 {
             let rows = rest.num_rows();
-            let bytes = batch_bytes(&rest);
-            let per_row = (bytes / rows).max(1);
             let room_rows = MAX_ROW_GROUP_ROWS - self.pending_rows;
             let room_bytes = self.group_bytes.saturating_sub(self.pending_bytes) / per_row;
             let take = rows.min(room_rows).min(room_bytes.max(1));
             let part = rest.slice(0, take);
-            self.pending_bytes += batch_bytes(&part);
+            self.pending_bytes += take * per_row;
             self.pending_rows += take;
             self.pending.push(part);
             rest = rest.slice(take, rows - take);
@@ -124,7 +132,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        while self.in_flight.len() >= self.max_in_flight {
+        while self.in_flight.len() >= self.max_in_flight() {
             self.append_oldest()?;
         }
         let batches = std::mem::take(&mut self.pending);
