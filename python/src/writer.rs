@@ -70,11 +70,7 @@ pub fn write<'py>(
     let schema = stream.schema();
     if let Some(target) = target {
         // a file object: written in chunks as they are encoded, never the whole output at once
-        let w = builder
-            .build(py_file(target), schema)
-            .map_err(|e| err(e.into()))?;
-        let out = pump(py, &mut stream, w, None)?;
-        out.into_inner().map_err(|e| PyErr::from(e.into_error()))?;
+        write_file_object(py, builder, &mut stream, schema, target)?;
         return Ok(None);
     }
     match path {
@@ -179,14 +175,24 @@ fn encode_all<W: Write + Send>(
     }
 }
 
-/// A Python binary file object as a buffered sink (chunks of 1 MiB, each written with the GIL).
-fn py_file(target: Bound<'_, PyAny>) -> BufWriter<PyFileWriter> {
-    BufWriter::with_capacity(
-        1 << 20,
-        PyFileWriter {
-            file: target.unbind(),
-        },
-    )
+/// Encode `stream` into a Python binary file object, in chunks of 1 MiB (each written with the
+/// GIL) as they are encoded.
+fn write_file_object(
+    py: Python<'_>,
+    builder: WriterBuilder,
+    stream: &mut (impl RecordBatchReader + Send),
+    schema: SchemaRef,
+    target: Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let file = PyFileWriter {
+        file: target.unbind(),
+    };
+    let w = builder
+        .build(BufWriter::with_capacity(1 << 20, file), schema)
+        .map_err(|e| to_pyerr(py, Op::Encode, e.into()))?;
+    let out = pump(py, stream, w, None)?;
+    out.into_inner().map_err(|e| PyErr::from(e.into_error()))?;
+    Ok(())
 }
 
 /// Finish the output and make it appear. A local file's fsync (a second or more for a big file)
@@ -292,11 +298,7 @@ pub fn write_iter<'py>(
             commit(py, file, &path)?;
         }
         (None, Some(target)) => {
-            let w = builder
-                .build(py_file(target), schema)
-                .map_err(|e| err(e.into()))?;
-            let out = pump(py, &mut stream, w, None).map_err(reraise)?;
-            out.into_inner().map_err(|e| PyErr::from(e.into_error()))?;
+            write_file_object(py, builder, &mut stream, schema, target).map_err(reraise)?;
         }
         _ => {
             return Err(PyValueError::new_err(
