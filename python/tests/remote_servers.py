@@ -64,6 +64,7 @@ class _Object:
     fail_first: int = 0
     cut_after: int | None = None
     replace_after_first_get: bytes | None = None
+    ranges: bool = True  # False: Range is ignored (a 200 with the whole body), as some servers do
     gets: int = 0  # GETs answered 2xx so far
 
 
@@ -279,7 +280,9 @@ class _Handler(BaseHTTPRequestHandler):
             "ETag": etag,
             "Last-Modified": email.utils.formatdate(mtime, usegmt=True),
         }
-        rng = self.headers.get("Range") if is_get else None
+        if not obj.ranges:
+            del headers["Accept-Ranges"]
+        rng = self.headers.get("Range") if is_get and obj.ranges else None
         if rng is not None:
             span = _parse_range(rng, size)
             if span is None:
@@ -445,13 +448,20 @@ class ObjectServer:
         fail_first: int = 0,
         cut_after: int | None = None,
         replace_after_first_get: bytes | None = None,
+        ranges: bool = True,
     ) -> str:
         """Add or replace an object (a new ETag); returns its URL. Faults as :meth:`set_fault`."""
         if not path.startswith("/"):
             path = "/" + path
         with self._state.lock:
             self._state.objects[path] = _new_object(self._state, data)
-        self.set_fault(path, fail_first=fail_first, cut_after=cut_after, replace_after_first_get=replace_after_first_get)
+        self.set_fault(
+            path,
+            fail_first=fail_first,
+            cut_after=cut_after,
+            replace_after_first_get=replace_after_first_get,
+            ranges=ranges,
+        )
         return self.url(path)
 
     def set_fault(
@@ -461,12 +471,14 @@ class ObjectServer:
         fail_first: int = 0,
         cut_after: int | None = None,
         replace_after_first_get: bytes | None = None,
+        ranges: bool = True,
     ) -> None:
         """Faults of one object: the next ``fail_first`` GETs are answered 503; the object's first
         GET answered 2xx has its body cut after ``cut_after`` bytes (its headers announce the whole
         length; then the socket is closed); as that first GET is answered the object becomes
         ``replace_after_first_get`` (a new ETag; that answer still sends the old bytes, so the
-        client sees the change on its next request)."""
+        client sees the change on its next request); with ``ranges=False`` a Range header is
+        ignored (a 200 with the whole body, no ``Accept-Ranges``)."""
         if not path.startswith("/"):
             path = "/" + path
         with self._state.lock:
@@ -474,6 +486,7 @@ class ObjectServer:
             obj.fail_first = fail_first
             obj.cut_after = cut_after
             obj.replace_after_first_get = None if replace_after_first_get is None else bytes(replace_after_first_get)
+            obj.ranges = ranges
 
     def delete(self, path: str) -> None:
         with self._state.lock:

@@ -129,6 +129,42 @@ def test_http_scan_head_reads_only_the_start(http_server, big):
     assert_frame_equal(got, ma.read_msgpack(path).head(10))
 
 
+def test_http_read_comes_in_windows_and_the_rest(http_server, big):
+    # 2 MiB, 4 MiB, then the rest in one GET: a full read makes three requests, not one per window
+    data, path = big
+    url = http_server.put("/big.msgpack", data)
+    assert_frame_equal(ma.read_msgpack(url), ma.read_msgpack(path))
+    gets = http_server.requests_for("/big.msgpack", "GET")
+    assert [r.status for r in gets] == [206, 206, 206], http_server.summary()
+    assert sum(r.body_bytes for r in gets) == len(data), http_server.summary()
+    # the later ranges are guarded by the first answer's ETag
+    assert gets[0].if_match is None and all(r.if_match == http_server.etag("/big.msgpack") for r in gets[1:])
+
+
+def test_http_server_without_ranges_is_read_in_one_get(http_server, tmp_path):
+    data = records(3000, dim=512)  # 6 MiB: more than the first window
+    url = http_server.put("/x.msgpack", data, ranges=False)
+    assert_frame_equal(ma.read_msgpack(url), local_read(tmp_path, data))
+    assert [r.status for r in http_server.requests_for("/x.msgpack", "GET")] == [200, 200], http_server.summary()
+
+
+def test_http_empty_object_reads_as_an_empty_file(http_server, tmp_path):
+    url = http_server.put("/empty.msgpack", b"")
+    assert_frame_equal(ma.read_msgpack(url), local_read(tmp_path, b""))
+
+
+def test_http_object_replaced_between_windows_is_an_error(http_server):
+    # the first window arrives whole from the old object; the next one can only come from the new
+    n = 3000
+    data, new = records(n, dim=512), records(n, dim=512, bump=0.5)
+    url = http_server.put("/x.msgpack", data, replace_after_first_get=new)
+    with pytest.raises(OSError, match="changed") as ei:
+        got = ma.read_msgpack(url)
+        print(f"returned {got.height} rows\n{http_server.summary()}")
+    assert "truncat" not in str(ei.value).lower()
+    assert any(r.status == 412 for r in http_server.requests_for("/x.msgpack", "GET")), http_server.summary()
+
+
 def test_http_scan_projection(http_server, tmp_path):
     data = records(500, dim=32)
     url = http_server.put("/x.msgpack", data)

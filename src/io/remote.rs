@@ -1,19 +1,24 @@
 //! Objects in S3, GCS, Azure and HTTP(S) stores, read as streams and written as multipart
 //! uploads, through the `object_store` crate (feature `cloud`).
 //!
-//! A read is one streaming GET: the body flows into the decoder as it arrives (a bounded queue of
-//! large chunks in between), so rows come before the transfer ends, and dropping the reader (e.g.
-//! after `head`) ends the transfer. object_store retries 5xx, timeouts and resets with backoff and
-//! resumes a body cut short with a ranged GET guarded by the object's ETag, so an object replaced
-//! mid-read is an error, never a mixed table. The I/O runs on a small runtime of its own; decoding
-//! stays on the caller's threads (CPU work on the I/O threads is what stalls bodies).
+//! A read is three ranged GETs (2 MiB, 4 MiB, the rest): each body flows into the decoder as it
+//! arrives (a bounded queue of large chunks in between), so rows come before the transfer ends;
+//! the next GET is made only once the reader is well into the current one, so a `head` moves a
+//! few MiB, not what a network's buffers hold of a whole-object GET; dropping the reader ends the
+//! transfer. object_store retries 5xx, timeouts and resets with backoff and resumes a body cut
+//! short with a ranged GET guarded by the object's ETag; the later GETs carry the same guard, so
+//! an object replaced mid-read is an error, never a mixed table. The I/O runs on a small runtime
+//! of its own; decoding stays on the caller's threads (CPU work on the I/O threads is what stalls
+//! bodies).
 
 use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::future::Either;
 use futures::StreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, ObjectStore, ObjectStoreExt, WriteMultipart};
@@ -226,51 +231,149 @@ pub fn store(url: &str, opts: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, 
     Ok((store, path))
 }
 
-/// A remote object as a `Read`: one streaming GET, filled by the I/O runtime into a bounded
-/// queue. Dropping it ends the transfer.
+/// A remote object as a `Read`: ranged GETs in growing windows, filled by the I/O runtime into a
+/// bounded queue. Dropping it ends the transfer.
 pub struct RemoteReader {
     rx: Receiver<std::result::Result<Bytes, Error>>,
     cur: Bytes,
+    progress: Arc<Progress>,
     /// the object's size, from the response
     pub size: u64,
 }
 
+/// How far the reader has got, so the next window is asked for only when it is about to be
+/// needed: a `head` moves the first window or two, not what the network buffers of a whole-object
+/// GET hold (several MiB per connection, whatever the reader takes).
+struct Progress {
+    /// bytes handed to the reader's caller
+    taken: AtomicU64,
+    gone: AtomicBool,
+    wake: tokio::sync::Notify,
+}
+
+impl Progress {
+    /// Wait until the reader has taken `upto` bytes; `false` if it is gone.
+    async fn reached(&self, upto: u64) -> bool {
+        loop {
+            let woken = self.wake.notified();
+            if self.gone.load(Ordering::Acquire) {
+                return false;
+            }
+            if self.taken.load(Ordering::Acquire) >= upto {
+                return true;
+            }
+            woken.await;
+        }
+    }
+}
+
+/// The first window asked for; the next is twice as long, and the one after it the rest.
+const FIRST_WINDOW: u64 = 2 << 20;
+/// What a `head` or the schema inference of a stream reads at most (4 MiB and a record,
+/// `read::DEFAULT_STREAM_INFER_BYTES`), give or take.
+const HEAD_BYTES: u64 = 5 << 20;
+
 /// Open an object for reading as it arrives.
+///
+/// The object comes in ranged GETs of 2 MiB, 4 MiB and the rest, the later ones guarded by the
+/// first one's ETag (an object replaced between them is an error, never a mixed table); each is
+/// made while the one before still flows, once the reader is halfway into it and past what a
+/// `head` reads. A server that does not answer ranges (or an empty object) is read in one plain
+/// GET.
 pub fn open(url: &str, opts: &StorageOptions) -> Result<RemoteReader> {
     let (store, path) = store(url, opts)?;
     let (tx, rx) = sync_channel::<std::result::Result<Bytes, Error>>(AHEAD);
     let (meta_tx, meta_rx) = sync_channel::<Result<u64>>(1);
+    let progress = Arc::new(Progress {
+        taken: AtomicU64::new(0),
+        gone: AtomicBool::new(false),
+        wake: tokio::sync::Notify::new(),
+    });
     let url_owned = url.to_string();
+    let prog = progress.clone();
     runtime().spawn(async move {
         let url = url_owned;
-        let got = match store.get_opts(&path, GetOptions::default()).await {
+        let first = GetOptions {
+            range: Some((0..FIRST_WINDOW).into()),
+            ..GetOptions::default()
+        };
+        let got = match store.get_opts(&path, first).await {
+            Ok(g) => Ok(g),
+            Err(
+                e @ (object_store::Error::NotFound { .. }
+                | object_store::Error::PermissionDenied { .. }
+                | object_store::Error::Unauthenticated { .. }),
+            ) => Err(e),
+            // no ranges (a 200 for the whole object) or nothing to range over (a 416 for an
+            // empty one): one plain GET
+            Err(_) => store.get_opts(&path, GetOptions::default()).await,
+        };
+        let got = match got {
             Ok(g) => g,
             Err(e) => {
                 let _ = meta_tx.send(Err(store_error(&url, "read", e)));
                 return;
             }
         };
-        let _ = meta_tx.send(Ok(got.meta.size));
+        let size = got.meta.size;
+        let _ = meta_tx.send(Ok(size));
         let etag = got.meta.e_tag.clone();
-        if let Err(e) = pump(got.into_stream(), &tx).await {
-            // a body that failed after resuming: say so plainly when the object was replaced
-            let changed = match (&etag, store.head(&path).await) {
-                (Some(a), Ok(m)) => m.e_tag.as_ref() != Some(a),
-                _ => false,
-            };
-            let e = if changed {
-                store_error(
-                    &url,
-                    "read",
-                    object_store::Error::Precondition {
-                        path: path.to_string(),
-                        source: "ETag changed".into(),
+        // without an ETag, the modification time guards the later windows
+        let guard = GetOptions {
+            if_match: etag.clone(),
+            if_unmodified_since: etag.is_none().then_some(got.meta.last_modified),
+            ..GetOptions::default()
+        };
+        let mut window = got.range.clone();
+        let mut body = got.into_stream();
+        loop {
+            // 2 MiB, then 4 MiB, then the rest in one stream
+            let next = (window.end < size).then(|| match window.end < HEAD_BYTES {
+                true => window.end..(window.end + 2 * (window.end - window.start)).min(size),
+                false => window.end..size,
+            });
+            // the next window is asked for while this one still flows, once the reader is halfway
+            // into it (no stall between windows), but not before the reader is past what a
+            // `head` or a stream's schema inference takes: those pull the first windows only
+            let upto =
+                (window.start + (window.end - window.start) / 2).max(window.end.min(HEAD_BYTES));
+            let (pumped, asked) = {
+                let ask = async {
+                    match &next {
+                        Some(w) if prog.reached(upto).await => {
+                            Some(get_window(&*store, &path, &url, w, &guard, size).await)
+                        }
+                        _ => None,
+                    }
+                };
+                futures::pin_mut!(ask);
+                let pumped = pump(body, &tx);
+                futures::pin_mut!(pumped);
+                match futures::future::select(pumped, ask).await {
+                    Either::Left((p, ask)) => match p {
+                        Ok(true) => (p, ask.await),
+                        _ => (p, None),
                     },
-                )
-            } else {
-                store_error(&url, "read", e)
+                    Either::Right((a, pumped)) => (pumped.await, a),
+                }
             };
-            let _ = send(&tx, Err(e)).await;
+            match pumped {
+                Ok(true) => {}
+                Ok(false) => return, // the reader is gone
+                Err(e) => {
+                    let _ = send(&tx, Err(body_error(&*store, &path, &url, &etag, e).await)).await;
+                    return;
+                }
+            }
+            match asked {
+                None => return, // the end, or the reader is gone
+                Some(Ok(b)) => body = b,
+                Some(Err(e)) => {
+                    let _ = send(&tx, Err(e)).await;
+                    return;
+                }
+            }
+            window = next.expect("asked for");
         }
     });
     let size = meta_rx
@@ -279,38 +382,86 @@ pub fn open(url: &str, opts: &StorageOptions) -> Result<RemoteReader> {
     Ok(RemoteReader {
         rx,
         cur: Bytes::new(),
+        progress,
         size,
     })
 }
 
-/// Move the body into the queue in chunks of about [`CHUNK`] bytes; stop when the reader is gone.
-/// The body's error, if it fails (after object_store's own retries and resumes).
+/// One later window's body, under `guard` (the first answer's ETag or modification time), of an
+/// object of the same size.
+async fn get_window(
+    store: &dyn ObjectStore,
+    path: &ObjectPath,
+    url: &str,
+    window: &std::ops::Range<u64>,
+    guard: &GetOptions,
+    size: u64,
+) -> Result<futures::stream::BoxStream<'static, object_store::Result<Bytes>>> {
+    let opts = GetOptions {
+        range: Some(window.clone().into()),
+        ..guard.clone()
+    };
+    match store.get_opts(path, opts).await {
+        Ok(g) if g.meta.size != size => {
+            let e = object_store::Error::Precondition {
+                path: path.to_string(),
+                source: "the size changed".into(),
+            };
+            Err(store_error(url, "read", e))
+        }
+        Ok(g) => Ok(g.into_stream()),
+        Err(e) => Err(store_error(url, "read", e)),
+    }
+}
+
+/// A body that failed after object_store's own retries and resumes, said plainly when the object
+/// was replaced meanwhile.
+async fn body_error(
+    store: &dyn ObjectStore,
+    path: &ObjectPath,
+    url: &str,
+    etag: &Option<String>,
+    e: object_store::Error,
+) -> Error {
+    let changed = match (etag, store.head(path).await) {
+        (Some(a), Ok(m)) => m.e_tag.as_ref() != Some(a),
+        _ => false,
+    };
+    if changed {
+        let e = object_store::Error::Precondition {
+            path: path.to_string(),
+            source: "ETag changed".into(),
+        };
+        return store_error(url, "read", e);
+    }
+    store_error(url, "read", e)
+}
+
+/// Move a body into the queue in chunks of about [`CHUNK`] bytes. `Ok(false)` once the reader is
+/// gone; the body's error if it fails (after object_store's own retries and resumes).
 async fn pump(
     mut body: futures::stream::BoxStream<'static, object_store::Result<Bytes>>,
     tx: &SyncSender<std::result::Result<Bytes, Error>>,
-) -> std::result::Result<(), object_store::Error> {
+) -> std::result::Result<bool, object_store::Error> {
     let mut buf: Vec<u8> = Vec::new();
     loop {
         match body.next().await {
             Some(Ok(b)) => {
                 if buf.is_empty() && b.len() >= CHUNK {
                     if !send(tx, Ok(b)).await {
-                        return Ok(());
+                        return Ok(false);
                     }
                     continue;
                 }
                 buf.extend_from_slice(&b);
                 if buf.len() >= CHUNK && !send(tx, Ok(Bytes::from(std::mem::take(&mut buf)))).await
                 {
-                    return Ok(());
+                    return Ok(false);
                 }
             }
             Some(Err(e)) => return Err(e),
             None => {
-                if !buf.is_empty() {
-                    let _ = send(tx, Ok(Bytes::from(buf))).await;
-                }
-                return Ok(());
+                return Ok(buf.is_empty() || send(tx, Ok(Bytes::from(buf))).await);
             }
         }
     }
@@ -339,7 +490,16 @@ impl Read for RemoteReader {
         let n = out.len().min(self.cur.len());
         out[..n].copy_from_slice(&self.cur[..n]);
         self.cur = self.cur.slice(n..);
+        self.progress.taken.fetch_add(n as u64, Ordering::AcqRel);
+        self.progress.wake.notify_one();
         Ok(n)
+    }
+}
+
+impl Drop for RemoteReader {
+    fn drop(&mut self) {
+        self.progress.gone.store(true, Ordering::Release);
+        self.progress.wake.notify_one();
     }
 }
 

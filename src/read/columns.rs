@@ -59,7 +59,7 @@ pub(crate) fn decode_columns(
                 let wanted = out_at.get(key).copied();
                 let Some(f) = full_at.get(key).map(|&i| full.field(i)) else {
                     if ctx.strict_keys {
-                        return Err(c.error_at(kp, unknown_key(&key, ctx)).at_record(chunk));
+                        return Err(c.error_at(kp, unknown_key(key, ctx)).at_record(chunk));
                     }
                     c.skip(b.max_depth)?;
                     continue;
