@@ -57,6 +57,16 @@ enum Cmd {
         #[command(flatten)]
         read: ReadArgs,
     },
+    /// Write INPUT.offsets, a record index of INPUT (a plain msgpack file): the byte offset of
+    /// each record as big-endian uint64s, as datadings writes them. Reads starting further in
+    /// (--skip) then go straight to their first row.
+    #[command(after_help = "Examples:
+  msgpack-arrow index dump.msgpack
+  msgpack-arrow head dump.msgpack --skip 1000000 -n 5")]
+    Index {
+        /// Input file
+        input: String,
+    },
     /// Print the layout and the first rows of INPUT as a table.
     #[command(after_help = "Examples:
   msgpack-arrow head dump.msgpack
@@ -123,6 +133,10 @@ struct ReadArgs {
     /// Read at most this many rows
     #[arg(long)]
     n_rows: Option<usize>,
+    /// Start at this row: the rows before it are stepped over (a file with a record index,
+    /// FILE.offsets, is not even walked to it)
+    #[arg(long, default_value_t = 0)]
+    skip: usize,
     /// For URL inputs and outputs (s3://, gs://, az://, http(s)://): a store setting, e.g.
     /// `--storage-option endpoint_url=http://127.0.0.1:9000`; repeatable. The environment
     /// (AWS_*, GOOGLE_*, AZURE_*) gives the rest.
@@ -168,6 +182,11 @@ struct ConvertArgs {
     /// of 1.09 s here), but a power loss soon after may leave it empty or partial
     #[arg(long)]
     no_fsync: bool,
+    /// msgpack output: also write OUTPUT.offsets, the byte offset of each record (big-endian
+    /// uint64s, as datadings writes them), so that reads starting further in (--skip) go
+    /// straight there
+    #[arg(long)]
+    index: bool,
     /// No progress bar
     #[arg(short, long)]
     quiet: bool,
@@ -267,6 +286,7 @@ impl ReadArgs {
                         .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
                 )
                 .with_n_rows(self.n_rows)
+                .with_skip_rows(self.skip)
                 .with_conflicts(self.conflicts)
                 .with_lists(self.lists)
                 .with_schema_overrides(overrides),
@@ -278,6 +298,14 @@ fn run(cli: Cli) -> CliResult<()> {
     match cli.cmd {
         Cmd::Convert(args) => convert(args),
         Cmd::Schema { input, read } => out(&schema_text(&input, &read)?),
+        Cmd::Index { input } => {
+            let path = Path::new(&input);
+            let n = crate::io::index::write_index(path, true).map_err(at(path))?;
+            out(&format!(
+                "{}: {n} records\n",
+                crate::io::index::sidecar(path).display()
+            ))
+        }
         Cmd::Head {
             input,
             n,
@@ -569,6 +597,7 @@ impl ConvertArgs {
             aligned: self.aligned,
             output_dialect: self.output_dialect,
             no_fsync: self.no_fsync,
+            index: self.index,
         }
     }
 }

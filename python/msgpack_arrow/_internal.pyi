@@ -39,10 +39,13 @@ class Reader:
         batch_bytes: int = 16777216,
         infer_rows: int | None = None,
         n_rows: int | None = None,
+        skip_rows: int = 0,
         for_polars: bool = False,
         strict_schema: bool = False,
         on_truncated: Literal["error", "keep"] = "error",
         conflicts: Literal["error", "binary"] = "error",
+        lists: Literal["list", "array"] = "list",
+        storage_options: list[tuple[str, str]] | None = None,
     ) -> None: ...
     @property
     def layout(self) -> str: ...
@@ -68,6 +71,11 @@ def write(
     aligned: bool = False,
     whole_table: bool = False,
     missing: Literal["auto", "nil", "omit"] = "auto",
+    dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
+    storage_options: list[tuple[str, str]] | None = None,
+    fsync: bool = True,
+    target: Any | None = None,
+    index: bool = False,
 ) -> bytes | None: ...
 def write_iter(
     schema: Any,
@@ -78,6 +86,10 @@ def write_iter(
     layout: Literal["auto", "records", "columns", "values"] = "records",
     aligned: bool = False,
     missing: Literal["auto", "nil", "omit"] = "auto",
+    dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
+    storage_options: list[tuple[str, str]] | None = None,
+    fsync: bool = True,
+    index: bool = False,
 ) -> None: ...
 
 # the `msgpack` namespace (msgpack_arrow/expressions.py; python/src/series.rs)

@@ -126,7 +126,7 @@ pub(crate) fn plain_type(t: &DataType) -> DataType {
 ///
 /// `Reader(source, *, layout="auto", columns=None, schema=None, schema_overrides=None, tensor="array",
 /// object_arrays="error", dialect="auto", batch_size=65536, batch_bytes=16777216, infer_rows=None, n_rows=None,
-/// for_polars=False, strict_schema=False)`
+/// skip_rows=0, for_polars=False, strict_schema=False)`
 ///
 /// `source` is a path (`str`) or a bytes-like object (read-only buffers are decoded in place).
 /// `schema` (an object with `__arrow_c_schema__` or `__arrow_c_stream__`) is used instead of
@@ -134,7 +134,8 @@ pub(crate) fn plain_type(t: &DataType) -> DataType {
 /// of the columns it names: they are decoded as inferred and cast (arrow-cast, values that do not
 /// fit are errors) batch by batch. `for_polars` maps the types Polars cannot import (`Array`
 /// of width 0 → `List`; seconds → milliseconds). `strict_schema`: with `schema`, a key it does
-/// not have is a `DecodeError` (default: skipped). Iterating yields one `ArrowStream`
+/// not have is a `DecodeError` (default: skipped). `skip_rows`: start at that row (a file with a
+/// record index, `FILE.offsets`, is not walked to it). Iterating yields one `ArrowStream`
 /// per batch; `read_all()` gives them all as one.
 #[pyclass(module = "msgpack_arrow._internal", name = "Reader")]
 pub struct PyReader {
@@ -154,7 +155,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", storage_options = None))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, skip_rows = 0, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", storage_options = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -170,6 +171,7 @@ impl PyReader {
         batch_bytes: usize,
         infer_rows: Option<usize>,
         n_rows: Option<usize>,
+        skip_rows: usize,
         for_polars: bool,
         strict_schema: bool,
         on_truncated: &str,
@@ -197,6 +199,7 @@ impl PyReader {
             .with_batch_bytes(batch_bytes)
             .with_infer_rows(infer_rows)
             .with_n_rows(n_rows)
+            .with_skip_rows(skip_rows)
             .with_strict_schema(strict_schema)
             .with_on_truncated(parse::<OnTruncated>(on_truncated)?)
             .with_conflicts(parse::<msgpack_arrow::Conflicts>(conflicts)?)

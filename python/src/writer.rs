@@ -26,7 +26,7 @@ use crate::stream::{import_schema, import_stream};
 /// a failed write leaves any previous file untouched. Without `path`, the bytes are returned.
 /// The GIL is released while encoding; Ctrl-C is checked between batches.
 #[pyfunction]
-#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false, whole_table = false, missing = "auto", dialect = "auto", storage_options = None, fsync = true, target = None))]
+#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false, whole_table = false, missing = "auto", dialect = "auto", storage_options = None, fsync = true, target = None, index = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn write<'py>(
     py: Python<'py>,
@@ -40,8 +40,10 @@ pub fn write<'py>(
     storage_options: Option<Vec<(String, String)>>,
     fsync: bool,
     target: Option<Bound<'py, PyAny>>,
+    index: bool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let storage = StorageOptions(storage_options.unwrap_or_default());
+    check_index(index, path.as_deref())?;
     let layout: Layout = layout
         .parse()
         .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))?;
@@ -80,7 +82,7 @@ pub fn write<'py>(
                 .map_err(err)?;
             let file = pump(py, &mut stream, w, Some(&path))?;
             // dropping an uncommitted AtomicFile (on any error above) deletes the temporary file
-            commit(py, file, &path)?;
+            commit(py, file, &path, index, fsync)?;
             Ok(None)
         }
         None => {
@@ -198,7 +200,14 @@ fn write_file_object(
 /// Finish the output and make it appear. A local file's fsync (a second or more for a big file)
 /// runs on another thread while this one answers Ctrl-C: interrupted, the temporary file is
 /// removed at once (the previous file stays as it was) and the fsync ends in the background.
-fn commit(py: Python<'_>, file: CompressedWriter<Output>, path: &std::path::Path) -> PyResult<()> {
+/// Then write its record index, when asked or when it had one (`msgpack_arrow::io::index`).
+fn commit(
+    py: Python<'_>,
+    file: CompressedWriter<Output>,
+    path: &std::path::Path,
+    index: bool,
+    fsync: bool,
+) -> PyResult<()> {
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
     let mut out = py
         .detach(|| {
@@ -241,7 +250,34 @@ fn commit(py: Python<'_>, file: CompressedWriter<Output>, path: &std::path::Path
             }
         };
     }
-    py.detach(|| guarded(|| Ok(out.commit()?))).map_err(err)
+    py.detach(|| {
+        guarded(|| {
+            out.commit()?;
+            if Codec::from_path(path).is_none() {
+                msgpack_arrow::io::index::refresh(path, index, fsync)?;
+            }
+            Ok(())
+        })
+    })
+    .map_err(err)
+}
+
+/// `index=True` is for a local, uncompressed msgpack file: said before anything is written.
+fn check_index(index: bool, path: Option<&std::path::Path>) -> PyResult<()> {
+    if !index {
+        return Ok(());
+    }
+    let Some(path) = path else {
+        return Err(PyValueError::new_err(
+            "index=True needs a path to write the index beside",
+        ));
+    };
+    msgpack_arrow::io::index::check_indexable(
+        path,
+        msgpack_arrow::io::Format::Msgpack,
+        Codec::from_path(path).is_some(),
+    )
+    .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// Bytes of Arrow data encoded between two Ctrl-C checks.
@@ -254,7 +290,7 @@ const SLICE_BYTES: usize = 32 << 20;
 /// batches are encoded. An exception raised by the iterator (a query error, Ctrl-C) is re-raised
 /// as it was, after the partial output is discarded.
 #[pyfunction]
-#[pyo3(signature = (schema, batches, path = None, target = None, *, layout = "records", aligned = false, missing = "auto", dialect = "auto", storage_options = None, fsync = true))]
+#[pyo3(signature = (schema, batches, path = None, target = None, *, layout = "records", aligned = false, missing = "auto", dialect = "auto", storage_options = None, fsync = true, index = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_iter<'py>(
     py: Python<'py>,
@@ -268,8 +304,10 @@ pub fn write_iter<'py>(
     dialect: &str,
     storage_options: Option<Vec<(String, String)>>,
     fsync: bool,
+    index: bool,
 ) -> PyResult<()> {
     let storage = StorageOptions(storage_options.unwrap_or_default());
+    check_index(index, path.as_deref())?;
     let layout: Layout = layout
         .parse()
         .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))?;
@@ -295,7 +333,7 @@ pub fn write_iter<'py>(
                 .detach(|| guarded(|| Ok(builder.build(create(&path, &storage, fsync)?, schema)?)))
                 .map_err(err)?;
             let file = pump(py, &mut stream, w, Some(&path)).map_err(reraise)?;
-            commit(py, file, &path)?;
+            commit(py, file, &path, index, fsync)?;
         }
         (None, Some(target)) => {
             write_file_object(py, builder, &mut stream, schema, target).map_err(reraise)?;

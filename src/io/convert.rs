@@ -28,6 +28,9 @@ pub struct ConvertOptions {
     /// Skip the fsync of a local output (default false: the output is durable once `convert`
     /// returns; see [`crate::io::AtomicFile::with_fsync`] for what that costs).
     pub no_fsync: bool,
+    /// msgpack outputs: write a record index beside the output ([`super::index`]; default
+    /// false). An output that had one gets a new one either way.
+    pub index: bool,
 }
 
 /// What [`convert`] did.
@@ -168,6 +171,9 @@ pub fn convert(
     on_batch: &mut dyn FnMut(&Path) -> Result<()>,
 ) -> Result<Converted> {
     let (format, codec) = output_format(output, opts)?;
+    if opts.index {
+        super::index::check_indexable(output, format, codec.is_some())?;
+    }
     let Some(first_path) = inputs.first() else {
         return Err(usage("no input given".into()));
     };
@@ -256,6 +262,9 @@ pub fn convert(
     }
     sink.finish().map_err(|e| e.in_file(output))?;
     file.commit()?;
+    if format == Format::Msgpack && codec.is_none() {
+        super::index::refresh(output, opts.index, !opts.no_fsync)?;
+    }
     Ok(Converted {
         rows,
         inputs: inputs.len(),

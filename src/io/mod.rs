@@ -6,6 +6,7 @@ pub mod atomic;
 pub mod compress;
 pub mod convert;
 pub mod dataset;
+pub mod index;
 pub mod ipc;
 pub mod npz;
 pub mod parquet;
@@ -40,7 +41,24 @@ impl crate::ReaderBuilder {
     pub fn build_from_path(self, path: impl AsRef<Path>) -> Result<crate::Reader> {
         let path = path.as_ref();
         // the caller knows the path: errors name it only where opening it failed
-        self.build_from_input(open_input(path)?)
+        self.build_from_input_of(open_input(path)?, path)
+    }
+
+    /// [`ReaderBuilder::build_from_input`] for an input opened from `path`: a read that starts
+    /// further in ([`ReaderBuilder::with_skip_rows`]) of a plain file with a record index
+    /// ([`index`]) goes straight to its first row.
+    pub fn build_from_input_of(self, input: Input, path: &Path) -> Result<crate::Reader> {
+        if let (Input::Mmap(m), true) = (&input, self.skip_rows() > 0) {
+            if let Some(offsets) = index::load(path, m.len() as u64)? {
+                if let Some(layout) = index::indexed_layout(&self, m, &offsets) {
+                    let Input::Mmap(m) = input else {
+                        unreachable!("matched above")
+                    };
+                    return self.build_indexed(m, &offsets, &index::sidecar(path), layout);
+                }
+            }
+        }
+        self.build_from_input(input)
     }
 
     /// Read an opened [`Input`].
@@ -324,40 +342,54 @@ impl fmt::Debug for Table {
 /// standard input), Parquet, Feather/Arrow IPC (file or stream format), or NPZ.
 pub fn open_table(path: &Path, opts: &ReadOptions) -> Result<Table> {
     let mut t = open_table_all(path, opts)?;
-    if let Some(n) = opts.reader.n_rows() {
-        t.batches = Box::new(FirstRows {
+    // msgpack readers start at `skip_rows` themselves; the other formats' rows are dropped here
+    let skip = match t.format {
+        Format::Msgpack => 0,
+        _ => opts.reader.skip_rows(),
+    };
+    if skip > 0 || opts.reader.n_rows().is_some() {
+        t.batches = Box::new(RowRange {
             inner: t.batches,
-            left: n,
+            skip,
+            left: opts.reader.n_rows().unwrap_or(usize::MAX),
         });
-        // fewer rows than asked for: that is all there is; as many: the rest was not counted
-        t.num_rows = t.num_rows.filter(|&r| r < n);
+        t.num_rows = t.num_rows.map(|r| r.saturating_sub(skip));
+        if let Some(n) = opts.reader.n_rows() {
+            // fewer rows than asked for: that is all there is; as many: the rest was not counted
+            t.num_rows = t.num_rows.filter(|&r| r < n);
+        }
     }
     Ok(t)
 }
 
-/// At most `left` rows of a batch stream; the input is not read past them.
-struct FirstRows {
+/// The rows of a batch stream after the first `skip`, at most `left` of them; the input is not
+/// read past them.
+struct RowRange {
     inner: BatchIter,
+    skip: usize,
     left: usize,
 }
 
-impl Iterator for FirstRows {
+impl Iterator for RowRange {
     type Item = Result<RecordBatch>;
     fn next(&mut self) -> Option<Self::Item> {
-        if self.left == 0 {
-            return None;
-        }
-        match self.inner.next()? {
-            Ok(b) => {
-                let b = if b.num_rows() > self.left {
-                    b.slice(0, self.left)
-                } else {
-                    b
-                };
-                self.left -= b.num_rows();
-                Some(Ok(b))
+        loop {
+            if self.left == 0 {
+                return None;
             }
-            Err(e) => Some(Err(e)),
+            match self.inner.next()? {
+                Ok(b) => {
+                    let from = self.skip.min(b.num_rows());
+                    self.skip -= from;
+                    let n = (b.num_rows() - from).min(self.left);
+                    if n == 0 {
+                        continue;
+                    }
+                    self.left -= n;
+                    return Some(Ok(b.slice(from, n)));
+                }
+                Err(e) => return Some(Err(e)),
+            }
         }
     }
 }
@@ -437,7 +469,7 @@ fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Ta
     let builder = opts.reader.clone();
     let input = compress::open_input_with(path, opts.progress.clone(), &opts.storage)?;
     let streamed = !matches!(input, Input::Mmap(_));
-    let reader: Reader = builder.build_from_input(input)?;
+    let reader: Reader = builder.build_from_input_of(input, path)?;
     let schema = reader.schema();
     let layout = Some(reader.layout());
     let layout_reason = Some(reader.layout_reason().to_string());

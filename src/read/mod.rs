@@ -17,9 +17,9 @@ mod blobs;
 mod columns;
 mod decoder;
 pub(crate) mod infer;
-mod plan;
+pub(crate) mod plan;
 mod rows;
-mod source;
+pub(crate) mod source;
 mod stream;
 
 use self::columns::decode_columns;
@@ -108,6 +108,7 @@ pub struct ReaderBuilder {
     strict_schema: bool,
     on_truncated: OnTruncated,
     n_rows: Option<usize>,
+    skip_rows: usize,
     conflicts: Conflicts,
     lists: Lists,
     max_columns: usize,
@@ -142,6 +143,7 @@ impl ReaderBuilder {
             strict_schema: false,
             on_truncated: OnTruncated::Error,
             n_rows: None,
+            skip_rows: 0,
             conflicts: Conflicts::Error,
             lists: Lists::List,
             max_columns: DEFAULT_MAX_COLUMNS,
@@ -184,6 +186,14 @@ impl ReaderBuilder {
     /// returned are all it has to describe).
     pub fn with_n_rows(mut self, n: Option<usize>) -> Self {
         self.n_rows = n;
+        self
+    }
+    /// Start at this row (default 0): the rows before it are stepped over without being decoded
+    /// where the input allows (a file or buffer of records or values; with a record index, see
+    /// [`crate::io::index`], not even walked), else decoded and dropped. `n_rows` counts from
+    /// here, and an inferred schema comes from the rows read.
+    pub fn with_skip_rows(mut self, n: usize) -> Self {
+        self.skip_rows = n;
         self
     }
     /// The rows to read, the batch size and the rows to infer from, bounded by `n_rows`.
@@ -292,6 +302,18 @@ impl ReaderBuilder {
     pub fn n_rows(&self) -> Option<usize> {
         self.n_rows
     }
+    pub(crate) fn max_depth(&self) -> usize {
+        self.max_depth
+    }
+    /// The input is a file mapping: pages already decoded may be dropped from memory.
+    pub(crate) fn releasing_input(mut self) -> Self {
+        self.release_input = true;
+        self
+    }
+    /// Rows skipped before the first one read ([`ReaderBuilder::with_skip_rows`]).
+    pub fn skip_rows(&self) -> usize {
+        self.skip_rows
+    }
     /// The columns to keep, in order (`None`: all).
     pub fn projection(&self) -> Option<&[String]> {
         self.projection.as_deref()
@@ -337,8 +359,11 @@ impl ReaderBuilder {
         let this = self.bounded();
         let (left, polars) = (this.n_rows, this.polars_types);
         let (overrides, strict) = (this.overrides.clone(), this.projection.is_none());
+        let skip = this.skip_rows;
         let mut r = read(this)?;
         r.left = left;
+        // what the plan stepped over is not dropped again
+        r.skip = skip.saturating_sub(r.skip);
         r.output_types(overrides.as_deref(), strict, polars)
     }
 
@@ -353,8 +378,10 @@ impl ReaderBuilder {
             None => buf,
         };
         let plan = plan(&self, buf.as_slice())?;
+        let skipped = plan.skipped;
         let mut r = Reader::from_plan(self, buf, plan)?;
         r.truncation = cut;
+        r.skip = skipped; // rows stepped over; `build_with` turns it into the rows left to drop
         Ok(r)
     }
 
@@ -422,6 +449,8 @@ impl ReaderBuilder {
                     }
                 }
                 me.infer_rows = Some(n.max(1));
+                // a stream's skipped rows are decoded and dropped (`Reader::skip`)
+                me.skip_rows = 0;
                 let plan = plan(&me, &s.buf[..end])?;
                 Reader::from_stream(me, s, plan)
             }
@@ -444,6 +473,9 @@ pub struct Reader {
     truncation: Option<Truncation>,
     /// rows still to hand out ([`ReaderBuilder::with_n_rows`])
     left: Option<usize>,
+    /// rows still to drop before the first one handed out ([`ReaderBuilder::with_skip_rows`]),
+    /// where the plan could not step over them undecoded
+    skip: usize,
     /// per column, the type its decoded array is converted to
     /// ([`ReaderBuilder::with_polars_types`]); empty: none is
     convert: Vec<Option<DataType>>,
@@ -649,6 +681,7 @@ impl Reader {
                 reason: p.reason,
                 inner: Inner::Empty,
                 truncation: None,
+                skip: 0,
                 left: None,
                 convert: Vec::new(),
                 decoded: Arc::new(Schema::empty()),
@@ -706,6 +739,7 @@ impl Reader {
                         },
                     })),
                     truncation: None,
+                    skip: 0,
                     left: None,
                     convert: Vec::new(),
                     decoded: Arc::new(Schema::empty()),
@@ -736,6 +770,7 @@ impl Reader {
                     reason: p.reason,
                     inner: Inner::Batches(batches.into_iter()),
                     truncation: None,
+                    skip: 0,
                     left: None,
                     convert: Vec::new(),
                     decoded: Arc::new(Schema::empty()),
@@ -747,6 +782,7 @@ impl Reader {
                 reason: p.reason,
                 inner: Inner::Empty,
                 truncation: None,
+                skip: 0,
                 left: None,
                 convert: Vec::new(),
                 decoded: Arc::new(Schema::empty()),
@@ -782,6 +818,7 @@ impl Reader {
                 truncation: None,
             })),
             truncation: None,
+            skip: 0,
             left: None,
             convert: Vec::new(),
             decoded: Arc::new(Schema::empty()),
@@ -820,7 +857,13 @@ impl Reader {
         match &self.inner {
             Inner::Empty => Some(0),
             Inner::Rows(r) => Some(r.row as usize + r.left),
-            Inner::Batches(b) => Some(b.as_slice().iter().map(|b| b.num_rows()).sum()),
+            Inner::Batches(b) => Some(
+                b.as_slice()
+                    .iter()
+                    .map(|b| b.num_rows())
+                    .sum::<usize>()
+                    .saturating_sub(self.skip),
+            ),
             Inner::Stream(_) => None,
         }
     }
@@ -843,6 +886,18 @@ impl Iterator for Reader {
             Inner::Stream(s) => s.next_batch(),
         };
         let r = r.and_then(|b| b.map(|b| self.converted(b)).transpose());
+        let r = match r {
+            // rows to drop first (`with_skip_rows` where the plan could not step over them)
+            Ok(Some(b)) if self.skip > 0 => {
+                let n = self.skip.min(b.num_rows());
+                self.skip -= n;
+                if n == b.num_rows() {
+                    return self.next();
+                }
+                Ok(Some(b.slice(n, b.num_rows() - n)))
+            }
+            r => r,
+        };
         match r {
             Ok(Some(b)) => match &mut self.left {
                 Some(left) => {

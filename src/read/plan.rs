@@ -53,6 +53,8 @@ pub(crate) struct Plan {
     pub batch_starts: Vec<usize>,
     /// the index of each batch's first row
     pub batch_rows: Vec<usize>,
+    /// rows stepped over before `first_row` ([`ReaderBuilder::with_skip_rows`])
+    pub skipped: usize,
 }
 
 /// Layout decision from the first object alone. `None` for an empty input.
@@ -71,6 +73,7 @@ pub(crate) fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result
             rows: None,
             batch_starts: Vec::new(),
             batch_rows: Vec::new(),
+            skipped: 0,
         })
     };
     let kind = c.peek_kind()?;
@@ -102,6 +105,7 @@ pub(crate) fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result
                 rows: Some(0),
                 batch_starts: Vec::new(),
                 batch_rows: Vec::new(),
+                skipped: 0,
             }));
         }
         let first_row = d.pos();
@@ -251,6 +255,7 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             rows: Some(0),
             batch_starts: Vec::new(),
             batch_rows: Vec::new(),
+            skipped: 0,
         });
     };
     if p.container == Container::Empty || p.rows == Some(0) {
@@ -299,6 +304,15 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             } else {
                 (usize::MAX, false)
             };
+            // rows before `skip_rows` are stepped over, not decoded
+            while p.skipped < b.skip_rows && left > 0 && !c.is_empty() {
+                c.skip(b.max_depth)
+                    .map_err(|e| e.at_record(p.skipped as u64))?;
+                p.skipped += 1;
+                if array {
+                    left -= 1;
+                }
+            }
             p.first_row = c.pos();
             let mut rows = 0usize;
             let mut empties: HashMap<String, serde_json::Map<String, serde_json::Value>> =
