@@ -133,6 +133,9 @@ struct ReadArgs {
     /// Read at most this many rows
     #[arg(long)]
     n_rows: Option<usize>,
+    /// Ext values of this type code (-128..127) hold `np.save` bytes: read them as ndarrays
+    #[arg(long, allow_hyphen_values = true)]
+    npy_ext: Option<i8>,
     /// Start at this row: the rows before it are stepped over (a file with a record index,
     /// FILE.offsets, is not even walked to it)
     #[arg(long, default_value_t = 0)]
@@ -287,6 +290,7 @@ impl ReadArgs {
                 )
                 .with_n_rows(self.n_rows)
                 .with_skip_rows(self.skip)
+                .with_npy_ext(self.npy_ext)
                 .with_conflicts(self.conflicts)
                 .with_lists(self.lists)
                 .with_schema_overrides(overrides),

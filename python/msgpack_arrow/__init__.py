@@ -246,6 +246,7 @@ def read_arrow(
     on_truncated: Literal["error", "keep"] = "error",
     conflicts: Literal["error", "binary"] = "error",
     lists: Literal["list", "array"] = "list",
+    npy_ext: int | None = None,
 ) -> ArrowStream:
     """Read msgpack-numpy into Arrow record batches.
 
@@ -336,6 +337,7 @@ def read_msgpack(
     on_truncated: Literal["error", "keep"] = "error",
     conflicts: Literal["error", "binary"] = "error",
     lists: Literal["list", "array"] = "list",
+    npy_ext: int | None = None,
     row_index_name: str | None = None,
     row_index_offset: int = 0,
     include_file_paths: str | None = None,
@@ -405,6 +407,11 @@ def read_msgpack(
         and ``.tolist()`` write; other columns stay lists. Element types unify as for any
         value (ints and floats: Float64). Written back through :func:`read_arrow`, they are
         lists again (field metadata ``msgpack_numpy.kind = list``).
+    npy_ext
+        An ext type code (-128..127) whose values hold ``np.save`` bytes (the ``.npy`` format:
+        ``msgpack.ExtType(code, buf.getvalue())``, as msgpack and msgspec users write ndarrays):
+        they are read as ndarrays, tensors like msgpack-numpy's (plain dtypes; Fortran order is
+        put in C order). Default ``None``: an ext value other than a timestamp is an error.
     on_truncated
         An input cut short (a writer that crashed, a file still being written): ``"error"``
         (default, a :class:`DecodeError` saying where), or ``"keep"``: every complete record
@@ -547,6 +554,7 @@ def scan_msgpack(
     on_truncated: Literal["error", "keep"] = "error",
     conflicts: Literal["error", "binary"] = "error",
     lists: Literal["list", "array"] = "list",
+    npy_ext: int | None = None,
     row_index_name: str | None = None,
     row_index_offset: int = 0,
     include_file_paths: str | None = None,
@@ -588,6 +596,7 @@ def scan_msgpack(
         on_truncated=on_truncated,
         conflicts=conflicts,
         lists=lists,
+        npy_ext=npy_ext,
         storage_options=storage_options,
     )
     overrides = _overrides(schema_overrides)

@@ -45,6 +45,7 @@ class Reader:
         on_truncated: Literal["error", "keep"] = "error",
         conflicts: Literal["error", "binary"] = "error",
         lists: Literal["list", "array"] = "list",
+        npy_ext: int | None = None,
         storage_options: list[tuple[str, str]] | None = None,
     ) -> None: ...
     @property

@@ -155,7 +155,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, skip_rows = 0, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", storage_options = None))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, skip_rows = 0, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", npy_ext = None, storage_options = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -177,6 +177,7 @@ impl PyReader {
         on_truncated: &str,
         conflicts: &str,
         lists: &str,
+        npy_ext: Option<i8>,
         storage_options: Option<Vec<(String, String)>>,
     ) -> PyResult<Self> {
         if batch_size == 0 {
@@ -203,7 +204,8 @@ impl PyReader {
             .with_strict_schema(strict_schema)
             .with_on_truncated(parse::<OnTruncated>(on_truncated)?)
             .with_conflicts(parse::<msgpack_arrow::Conflicts>(conflicts)?)
-            .with_lists(parse::<msgpack_arrow::Lists>(lists)?);
+            .with_lists(parse::<msgpack_arrow::Lists>(lists)?)
+            .with_npy_ext(npy_ext);
         let builder = match schema {
             Some(s) => builder.with_schema(import_schema(s)?),
             None => builder,

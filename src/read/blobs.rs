@@ -56,6 +56,7 @@ impl ReaderBuilder {
     fn blob_ctx(&self) -> Ctx {
         Ctx {
             dialect: self.dialect,
+            npy_ext: self.npy_ext,
             max_depth: self.max_depth,
             strict_keys: false,
             given_schema: true,

@@ -136,7 +136,7 @@ pub(crate) fn decode_column_value(
         }
         return Ok((n, d.finish()?));
     }
-    let Some(Special::Array(nd)) = probe(c, ctx.dialect, ctx.max_depth)? else {
+    let Some(Special::Array(nd)) = probe(c, ctx.dialect, ctx.npy_ext, ctx.max_depth)? else {
         return Err(c.error_at(
             at,
             ErrorKind::Layout(

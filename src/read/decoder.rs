@@ -88,6 +88,7 @@ impl ReaderBuilder {
         };
         let ctx = Ctx {
             dialect: self.dialect,
+            npy_ext: self.npy_ext,
             max_depth: self.max_depth,
             strict_keys: self.strict_schema,
             given_schema: true,

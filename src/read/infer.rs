@@ -393,6 +393,7 @@ pub(crate) fn tensor_type(
 #[derive(Debug, Clone)]
 pub(crate) struct InferOptions {
     pub dialect: Dialect,
+    pub npy_ext: Option<i8>,
     pub tensor: TensorMode,
     pub object_arrays: ObjectArrays,
     pub max_depth: usize,
@@ -499,7 +500,7 @@ impl Inferrer {
                 c.read_str_or_bin()?;
                 Ty::Bin
             }
-            Kind::Ext => {
+            Kind::Ext if !crate::wire::npy::is_npy_ext(c, self.opts.npy_ext) => {
                 let p = c.pos();
                 let (t, data) = c.read_ext()?;
                 if t != -1 || !matches!(data.len(), 4 | 8 | 12) {
@@ -526,9 +527,14 @@ impl Inferrer {
                 }
                 Ty::List(Box::new(t), Some(n))
             }
-            Kind::Map => {
+            Kind::Map | Kind::Ext => {
                 let start = c.pos();
-                match probe(c, self.opts.dialect, self.opts.max_depth - depth)? {
+                match probe(
+                    c,
+                    self.opts.dialect,
+                    self.opts.npy_ext,
+                    self.opts.max_depth - depth,
+                )? {
                     Some(Special::Complex(..)) => Ty::Complex,
                     Some(Special::Array(nd)) => {
                         self.openpi_seen |= nd.openpi;
@@ -586,9 +592,15 @@ impl Inferrer {
     /// A value of a given column, skipped: [`Ty::Given`], noting whether it is an ndarray.
     pub(crate) fn given_value(&mut self, c: &mut Cursor<'_>) -> Result<Ty> {
         let mut d = c.clone();
-        let nd = d.peek_kind()? == Kind::Map
+        let nd = (d.peek_kind()? == Kind::Map
+            || crate::wire::npy::is_npy_ext(&d, self.opts.npy_ext))
             && matches!(
-                probe(&mut d, self.opts.dialect, self.opts.max_depth),
+                probe(
+                    &mut d,
+                    self.opts.dialect,
+                    self.opts.npy_ext,
+                    self.opts.max_depth
+                ),
                 Ok(Some(Special::Array(_)))
             );
         c.skip(self.opts.max_depth)?;
@@ -839,12 +851,16 @@ impl Inferrer {
     fn learn_header(&mut self, c: &Cursor<'_>, depth: usize) -> Option<usize> {
         let mut d = c.clone();
         let start = d.pos();
-        let Ok(Some(Special::Array(nd))) =
-            probe(&mut d, self.opts.dialect, self.opts.max_depth - depth)
-        else {
+        let Ok(Some(Special::Array(nd))) = probe(
+            &mut d,
+            self.opts.dialect,
+            self.opts.npy_ext,
+            self.opts.max_depth - depth,
+        ) else {
             return None;
         };
-        if !nd.in_place() || nd.data_pos + nd.data.len() != d.pos() {
+        // the fast path knows msgpack-numpy's map headers only
+        if nd.npy || !nd.in_place() || nd.data_pos + nd.data.len() != d.pos() {
             return None;
         }
         let dt = self.dtype(nd.type_raw, &nd, c.offset_of(0)).ok()?;

@@ -96,6 +96,7 @@ pub struct ReaderBuilder {
     tensor: TensorMode,
     object_arrays: ObjectArrays,
     dialect: Dialect,
+    npy_ext: Option<i8>,
     max_depth: usize,
     max_decoded_bytes: Option<u64>,
     threads: Option<usize>,
@@ -135,6 +136,7 @@ impl ReaderBuilder {
             tensor: TensorMode::Array,
             object_arrays: ObjectArrays::Error,
             dialect: Dialect::Auto,
+            npy_ext: None,
             max_depth: DEFAULT_MAX_DEPTH,
             max_decoded_bytes: None,
             threads: None,
@@ -277,6 +279,13 @@ impl ReaderBuilder {
         self.dialect = d;
         self
     }
+    /// Ext values of this type code hold `np.save` bytes (the `.npy` format, as msgpack and
+    /// msgspec users write ndarrays with `ExtType(code, ...)`): read them as ndarrays, tensors
+    /// like msgpack-numpy's. Default `None`: an ext value other than a timestamp is an error.
+    pub fn with_npy_ext(mut self, code: Option<i8>) -> Self {
+        self.npy_ext = code;
+        self
+    }
     /// Maximum nesting depth of msgpack containers (default 128).
     pub fn with_max_depth(mut self, d: usize) -> Self {
         self.max_depth = d.max(2);
@@ -334,6 +343,7 @@ impl ReaderBuilder {
     fn infer_options(&self) -> InferOptions {
         InferOptions {
             dialect: self.dialect,
+            npy_ext: self.npy_ext,
             tensor: self.tensor,
             object_arrays: self.object_arrays,
             max_depth: self.max_depth,
@@ -666,6 +676,7 @@ impl Reader {
     fn from_plan(b: ReaderBuilder, buf: Buffer, p: Plan) -> Result<Reader> {
         let ctx = Ctx {
             dialect: b.dialect,
+            npy_ext: b.npy_ext,
             max_depth: b.max_depth,
             strict_keys: b.schema.is_none() || b.strict_schema,
             given_schema: b.schema.is_some(),
@@ -793,6 +804,7 @@ impl Reader {
     fn from_stream(b: ReaderBuilder, s: StreamReader, p: Plan) -> Result<Reader> {
         let ctx = Ctx {
             dialect: b.dialect,
+            npy_ext: b.npy_ext,
             max_depth: b.max_depth,
             strict_keys: b.schema.is_none() || b.strict_schema,
             given_schema: b.schema.is_some(),

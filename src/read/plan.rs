@@ -77,9 +77,9 @@ pub(crate) fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result
         })
     };
     let kind = c.peek_kind()?;
-    let special = if kind == Kind::Map {
+    let special = if kind == Kind::Map || (kind == Kind::Ext && b.npy_ext.is_some()) {
         let mut d = c.clone();
-        match probe(&mut d, b.dialect, b.max_depth)? {
+        match probe(&mut d, b.dialect, b.npy_ext, b.max_depth)? {
             Some(Special::Array(nd)) => Some(nd.shape.len()),
             Some(Special::Complex(..)) => Some(0),
             None => None,
@@ -109,8 +109,8 @@ pub(crate) fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result
             }));
         }
         let first_row = d.pos();
-        let is_map =
-            d.peek_kind()? == Kind::Map && probe(&mut d.clone(), b.dialect, b.max_depth)?.is_none();
+        let is_map = d.peek_kind()? == Kind::Map
+            && probe(&mut d.clone(), b.dialect, b.npy_ext, b.max_depth)?.is_none();
         Some((is_map, first_row))
     } else {
         None
@@ -141,7 +141,7 @@ pub(crate) fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result
                 "auto: one top-level array of non-map values",
                 p,
             ),
-            (Kind::Map, Some(ndim), _) if single && ndim >= 1 => mk(
+            (Kind::Map | Kind::Ext, Some(ndim), _) if single && ndim >= 1 => mk(
                 Layout::Values,
                 Container::NdArray,
                 "auto: one bare ndarray; its axis 0 are the rows",
@@ -212,7 +212,7 @@ pub(crate) fn is_columns_map(c: &mut Cursor<'_>, b: &ReaderBuilder) -> Result<bo
                 c.skip(b.max_depth)?;
                 ValueForm::List(l)
             }
-            Kind::Map => match probe(c, b.dialect, b.max_depth)? {
+            Kind::Map | Kind::Ext => match probe(c, b.dialect, b.npy_ext, b.max_depth)? {
                 Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => {
                     ValueForm::Ndarray(nd.shape[0])
                 }
@@ -632,7 +632,7 @@ pub(crate) fn infer_columns_value(
             }
             Ok((n, t))
         }
-        Kind::Map => match probe(c, b.dialect, b.max_depth)? {
+        Kind::Map | Kind::Ext => match probe(c, b.dialect, b.npy_ext, b.max_depth)? {
             Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => {
                 let dt = inf.dtype(nd.type_raw, &nd, c.offset_of(0))?;
                 if matches!(dt, NumpyDtype::Object) {

@@ -8,6 +8,7 @@
 pub mod cursor;
 pub mod dtype;
 pub(crate) mod ndarray;
+pub(crate) mod npy;
 pub(crate) mod pad;
 pub(crate) mod pyrepr;
 pub mod sniff;

@@ -48,6 +48,8 @@ pub(crate) struct NdArray<'a> {
     pub js: bool,
     /// an openpi map (`__ndarray__` / `__npgeneric__`)
     pub openpi: bool,
+    /// `np.save` bytes in an ext value (`wire::npy`): `type_raw` is the dtype's text itself
+    pub npy: bool,
 }
 
 pub(crate) fn key_id(k: &[u8], dialect: Dialect) -> u8 {
@@ -65,14 +67,34 @@ pub(crate) fn key_id(k: &[u8], dialect: Dialect) -> u8 {
     }
 }
 
-/// If the map at the cursor is a msgpack-numpy special map, consume it and return what it holds;
-/// otherwise leave the cursor where it was and return `None`.
+/// If the map at the cursor is a msgpack-numpy special map (or, with `npy_ext`, the value is an
+/// ext of that code: `np.save` bytes), consume it and return what it holds; otherwise leave the
+/// cursor where it was and return `None`.
 pub(crate) fn probe<'a>(
     c: &mut Cursor<'a>,
     dialect: Dialect,
+    npy_ext: Option<i8>,
     depth: usize,
 ) -> Result<Option<Special<'a>>> {
     let start = c.pos();
+    if let Some(code) = npy_ext {
+        if c.peek_kind()? == Kind::Ext {
+            let (t, payload) = c.read_ext()?;
+            if t != code {
+                c.set_pos(start);
+                return Ok(None);
+            }
+            let pos = c.pos() - payload.len();
+            return Ok(Some(Special::Array(crate::wire::npy::parse(
+                payload,
+                pos,
+                c.offset_of(0),
+            )?)));
+        }
+    }
+    if c.peek_kind()? != Kind::Map {
+        return Ok(None);
+    }
     let n = c.read_map_len()?;
     if n == 0 || n > MAX_SPECIAL_KEYS {
         c.set_pos(start);
@@ -254,6 +276,7 @@ fn ndarray<'a>(
         data_pos,
         js: dialect == Dialect::Js,
         openpi: at[7] != usize::MAX,
+        npy: false,
     }))
 }
 
@@ -381,6 +404,7 @@ fn npgeneric<'a>(c: &mut Cursor<'a>, at: &[usize; 10]) -> Result<Special<'a>> {
         data_pos,
         js: false,
         openpi: true,
+        npy: false,
     }))
 }
 
@@ -392,6 +416,13 @@ impl<'a> NdArray<'a> {
 
     /// Parse the dtype (callers cache it by `type_raw`).
     pub fn parse_dtype(&self, base: u64) -> Result<NumpyDtype> {
+        if self.npy {
+            let s = std::str::from_utf8(self.type_raw).unwrap_or("");
+            if s.contains('O') {
+                return Ok(NumpyDtype::Object);
+            }
+            return NumpyDtype::parse(s).map_err(|e| e.at_offset(base + self.type_pos as u64));
+        }
         let mut c = Cursor::new(self.type_raw, base);
         let structured = self.kind == Some(b"V") || c.peek_kind()? == Kind::Array;
         if self.kind == Some(b"O") {

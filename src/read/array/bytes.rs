@@ -59,7 +59,8 @@ impl ArrayDecoder for BytesDecoder {
             Kind::Map => {
                 // a 0-d U/S array
                 let start = c.pos();
-                let Some(Special::Array(nd)) = probe(c, self.ctx.dialect, self.ctx.max_depth)?
+                let Some(Special::Array(nd)) =
+                    probe(c, self.ctx.dialect, self.ctx.npy_ext, self.ctx.max_depth)?
                 else {
                     c.set_pos(start);
                     return Err(found(c, if self.utf8 { "str" } else { "bin" }));

@@ -41,6 +41,8 @@ pub(crate) fn unknown_key(name: &str, ctx: &Ctx) -> ErrorKind {
 #[derive(Debug, Clone)]
 pub(crate) struct Ctx {
     pub dialect: Dialect,
+    /// ext values of this code hold `np.save` bytes ([`crate::ReaderBuilder::with_npy_ext`])
+    pub npy_ext: Option<i8>,
     pub max_depth: usize,
     /// Keys not in the schema are errors (the schema was inferred from a sample, or given with
     /// `with_strict_schema`) rather than skipped.

@@ -22,7 +22,7 @@ impl ArrayDecoder for ObjectDecoder {
             return Ok(());
         }
         let start = c.pos();
-        match probe(c, self.ctx.dialect, self.ctx.max_depth)? {
+        match probe(c, self.ctx.dialect, self.ctx.npy_ext, self.ctx.max_depth)? {
             Some(Special::Array(nd)) if nd.kind == Some(b"O") => {
                 self.b.append_value(nd.data);
                 Ok(())

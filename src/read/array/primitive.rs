@@ -91,7 +91,7 @@ impl Num {
 /// Read a numpy scalar or 0-d array of a numeric/bool dtype at the cursor.
 pub(crate) fn numpy_scalar(c: &mut Cursor<'_>, ctx: &Ctx, want: &str) -> Result<Num> {
     let start = c.pos();
-    let nd = match probe(c, ctx.dialect, ctx.max_depth)? {
+    let nd = match probe(c, ctx.dialect, ctx.npy_ext, ctx.max_depth)? {
         Some(Special::Array(nd)) if nd.len == 1 => nd,
         _ => {
             c.set_pos(start);

@@ -275,11 +275,11 @@ impl ArrayDecoder for TensorDecoder {
                 self.append_null();
                 return Ok(());
             }
-            Kind::Map => {}
+            Kind::Map | Kind::Ext => {}
             _ => return Err(found(c, &format!("ndarray of {}", self.dt.to_dtype_str()))),
         }
         let start = c.pos();
-        match probe(c, self.ctx.dialect, self.ctx.max_depth)? {
+        match probe(c, self.ctx.dialect, self.ctx.npy_ext, self.ctx.max_depth)? {
             Some(Special::Array(nd)) => {
                 let row_dt = self.row_dtype(&nd, c)?;
                 nd.check_len(&row_dt, c.offset_of(0))?;
