@@ -112,5 +112,22 @@ bench-quick: venv python-package $(CLI)
 	$(PY) benches/remote.py --quick
 	$(PY) benches/shapes.py --quick --cli $(CLI)
 
+# Fuzzing (fuzz/README.md): every target in turn for FUZZ_SECONDS each, in a throughput build
+# (no sanitizer; FUZZ_SANITIZER=address for ASan), seeded with the golden files; a crash stops
+# it with the input saved under fuzz/artifacts/. FUZZ_ARGS: more libFuzzer flags (-fork=2). cargo-fuzz needs nightly flags: RUSTC_BOOTSTRAP.
+FUZZ_TARGETS ?= decode roundtrip
+FUZZ_SECONDS ?= 900
+FUZZ_SANITIZER ?= none
+FUZZ_ARGS ?=
+.PHONY: fuzz
+fuzz: golden
+	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	fuzz/seed.sh $(GOLDEN)
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+	  RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$(HOME)/.cache/msgpack-arrow/fuzz-target \
+	    cargo fuzz run -s $(FUZZ_SANITIZER) -O $$t -- -max_len=16384 -timeout=10 \
+	    -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(FUZZ_ARGS) || exit 1; \
+	done
+
 clean:
 	rm -rf $(VENV) $(OUT) $(GOLDEN)

@@ -39,6 +39,8 @@ fn builder(layout: Layout, v: usize, dialects: &[Dialect]) -> ReaderBuilder {
             TensorMode::Array
         })
         .with_dialect(dialects[v / 5 % dialects.len()])
+        // ext values of code 42 as np.save bytes (`wire::npy`) on one length in three
+        .with_npy_ext((v % 3 == 1).then_some(42))
 }
 
 /// A `Read` that hands out at most 7 bytes per call, so the streaming reader refills at every
@@ -116,7 +118,20 @@ pub fn decode(data: &[u8]) {
     for layout in LAYOUTS {
         let b = builder(layout, v, &dialects);
         let from_slice = drain(b.clone().build_from_slice(data));
-        let from_read = drain(b.build(Trickle::new(data)));
+        let from_read = drain(b.clone().build(Trickle::new(data)));
+        // a read that starts at row k gives the rows of the whole read from k on (where both
+        // infer the same schema: fewer rows may infer narrower types)
+        let k = v % 5;
+        if let (Some((s1, _, b1)), true) = (&from_slice, k > 0) {
+            if let Some((s3, _, b3)) = drain(b.with_skip_rows(k).build_from_slice(data)) {
+                let rows: usize = b1.iter().map(|b| b.num_rows()).sum();
+                if s3 == *s1 && k < rows {
+                    let all = arrow_select::concat::concat_batches(s1, b1).expect("concatenate");
+                    let want = [all.slice(k, rows - k)];
+                    assert_tables_equal(s1, &want, &s3, &b3, "skip_rows vs the whole read");
+                }
+            }
+        }
         if let (Some((s1, l1, b1)), Some((s2, l2, b2))) = (&from_slice, &from_read) {
             let rows: usize = b1.iter().map(|b| b.num_rows()).sum();
             if rows <= msgpack_arrow::read::DEFAULT_STREAM_INFER_ROWS {
