@@ -147,8 +147,6 @@ pub struct PyReader {
     schema: SchemaRef,
     layout: Layout,
     reason: String,
-    /// rows still to give when `n_rows` was set
-    left: Option<usize>,
     done: bool,
 }
 
@@ -187,10 +185,6 @@ impl PyReader {
             return Err(PyValueError::new_err("batch_bytes must be at least 1"));
         }
         let source = Source::from_py(source, StorageOptions(storage_options.unwrap_or_default()))?;
-        let batch_size = match n_rows {
-            Some(n) => batch_size.min(n.max(1)),
-            None => batch_size,
-        };
         let builder = ReaderBuilder::new()
             .with_layout(parse::<Layout>(layout)?)
             .with_tensor(parse::<TensorMode>(tensor)?)
@@ -239,7 +233,6 @@ impl PyReader {
             layout: reader.layout(),
             reason: reader.layout_reason().to_string(),
             inner: Mutex::new(Some(reader)),
-            left: n_rows,
             done: false,
         })
     }
@@ -315,9 +308,9 @@ impl PyReader {
 }
 
 impl PyReader {
-    /// Decode the next batch with the GIL released, sliced to what `n_rows` leaves.
+    /// Decode the next batch with the GIL released (the core slices it to what `n_rows` leaves).
     fn next_batch(&mut self, py: Python<'_>) -> PyResult<Option<RecordBatch>> {
-        if self.done || self.left == Some(0) {
+        if self.done {
             return Ok(None);
         }
         // Take the reader out of the lock before releasing the GIL: a second thread calling in
@@ -342,15 +335,7 @@ impl PyReader {
                 self.done = true;
                 Ok(None)
             }
-            Ok(Some(mut b)) => {
-                if let Some(left) = &mut self.left {
-                    if b.num_rows() > *left {
-                        b = b.slice(0, *left);
-                    }
-                    *left -= b.num_rows();
-                }
-                Ok(Some(b))
-            }
+            Ok(Some(b)) => Ok(Some(b)),
         }
     }
 }

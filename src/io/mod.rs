@@ -29,6 +29,7 @@ use arrow_schema::SchemaRef;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::Layout;
+use crate::read::RowWindow;
 use crate::types::meta;
 use crate::ReaderBuilder;
 
@@ -350,8 +351,10 @@ pub fn open_table(path: &Path, opts: &ReadOptions) -> Result<Table> {
     if skip > 0 || opts.reader.n_rows().is_some() {
         t.batches = Box::new(RowRange {
             inner: t.batches,
-            skip,
-            left: opts.reader.n_rows().unwrap_or(usize::MAX),
+            window: RowWindow {
+                skip,
+                left: opts.reader.n_rows(),
+            },
         });
         t.num_rows = t.num_rows.map(|r| r.saturating_sub(skip));
         if let Some(n) = opts.reader.n_rows() {
@@ -362,35 +365,26 @@ pub fn open_table(path: &Path, opts: &ReadOptions) -> Result<Table> {
     Ok(t)
 }
 
-/// The rows of a batch stream after the first `skip`, at most `left` of them; the input is not
-/// read past them.
+/// The rows of a batch stream in a [`RowWindow`]; the input is not read past them.
 struct RowRange {
     inner: BatchIter,
-    skip: usize,
-    left: usize,
+    window: RowWindow,
 }
 
 impl Iterator for RowRange {
     type Item = Result<RecordBatch>;
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if self.left == 0 {
-                return None;
-            }
+        while !self.window.done() {
             match self.inner.next()? {
                 Ok(b) => {
-                    let from = self.skip.min(b.num_rows());
-                    self.skip -= from;
-                    let n = (b.num_rows() - from).min(self.left);
-                    if n == 0 {
-                        continue;
+                    if let Some(b) = self.window.cut(b) {
+                        return Some(Ok(b));
                     }
-                    self.left -= n;
-                    return Some(Ok(b.slice(from, n)));
                 }
                 Err(e) => return Some(Err(e)),
             }
         }
+        None
     }
 }
 

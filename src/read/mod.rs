@@ -369,11 +369,8 @@ impl ReaderBuilder {
         let this = self.bounded();
         let (left, polars) = (this.n_rows, this.polars_types);
         let (overrides, strict) = (this.overrides.clone(), this.projection.is_none());
-        let skip = this.skip_rows;
         let mut r = read(this)?;
-        r.left = left;
-        // what the plan stepped over is not dropped again
-        r.skip = skip.saturating_sub(r.skip);
+        r.window.left = left;
         r.output_types(overrides.as_deref(), strict, polars)
     }
 
@@ -388,10 +385,11 @@ impl ReaderBuilder {
             None => buf,
         };
         let plan = plan(&self, buf.as_slice())?;
-        let skipped = plan.skipped;
+        // what the plan stepped over is not dropped again
+        let skip = self.skip_rows - plan.skipped;
         let mut r = Reader::from_plan(self, buf, plan)?;
         r.truncation = cut;
-        r.skip = skipped; // rows stepped over; `build_with` turns it into the rows left to drop
+        r.window.skip = skip;
         Ok(r)
     }
 
@@ -459,10 +457,12 @@ impl ReaderBuilder {
                     }
                 }
                 me.infer_rows = Some(n.max(1));
-                // a stream's skipped rows are decoded and dropped (`Reader::skip`)
-                me.skip_rows = 0;
+                // a stream's skipped rows are decoded, then dropped
+                let skip = std::mem::take(&mut me.skip_rows);
                 let plan = plan(&me, &s.buf[..end])?;
-                Reader::from_stream(me, s, plan)
+                let mut r = Reader::from_stream(me, s, plan)?;
+                r.window.skip = skip;
+                Ok(r)
             }
             _ => {
                 let mut all = std::mem::take(&mut s.buf);
@@ -481,11 +481,9 @@ pub struct Reader {
     inner: Inner,
     /// where the input was cut, when [`OnTruncated::Keep`] kept the complete prefix
     truncation: Option<Truncation>,
-    /// rows still to hand out ([`ReaderBuilder::with_n_rows`])
-    left: Option<usize>,
-    /// rows still to drop before the first one handed out ([`ReaderBuilder::with_skip_rows`]),
-    /// where the plan could not step over them undecoded
-    skip: usize,
+    /// the rows handed out: `skip` dropped first where the plan could not step over them
+    /// undecoded ([`ReaderBuilder::with_skip_rows`]), then at most `n_rows`
+    window: RowWindow,
     /// per column, the type its decoded array is converted to
     /// ([`ReaderBuilder::with_polars_types`]); empty: none is
     convert: Vec<Option<DataType>>,
@@ -692,8 +690,7 @@ impl Reader {
                 reason: p.reason,
                 inner: Inner::Empty,
                 truncation: None,
-                skip: 0,
-                left: None,
+                window: RowWindow::ALL,
                 convert: Vec::new(),
                 decoded: Arc::new(Schema::empty()),
             });
@@ -750,8 +747,7 @@ impl Reader {
                         },
                     })),
                     truncation: None,
-                    skip: 0,
-                    left: None,
+                    window: RowWindow::ALL,
                     convert: Vec::new(),
                     decoded: Arc::new(Schema::empty()),
                 })
@@ -781,8 +777,7 @@ impl Reader {
                     reason: p.reason,
                     inner: Inner::Batches(batches.into_iter()),
                     truncation: None,
-                    skip: 0,
-                    left: None,
+                    window: RowWindow::ALL,
                     convert: Vec::new(),
                     decoded: Arc::new(Schema::empty()),
                 })
@@ -793,8 +788,7 @@ impl Reader {
                 reason: p.reason,
                 inner: Inner::Empty,
                 truncation: None,
-                skip: 0,
-                left: None,
+                window: RowWindow::ALL,
                 convert: Vec::new(),
                 decoded: Arc::new(Schema::empty()),
             }),
@@ -830,8 +824,7 @@ impl Reader {
                 truncation: None,
             })),
             truncation: None,
-            skip: 0,
-            left: None,
+            window: RowWindow::ALL,
             convert: Vec::new(),
             decoded: Arc::new(Schema::empty()),
         })
@@ -874,7 +867,7 @@ impl Reader {
                     .iter()
                     .map(|b| b.num_rows())
                     .sum::<usize>()
-                    .saturating_sub(self.skip),
+                    .saturating_sub(self.window.skip),
             ),
             Inner::Stream(_) => None,
         }
@@ -888,47 +881,64 @@ impl Reader {
 impl Iterator for Reader {
     type Item = Result<RecordBatch>;
     fn next(&mut self) -> Option<Self::Item> {
-        if self.left == Some(0) {
-            return None;
+        while !self.window.done() {
+            let r = match &mut self.inner {
+                Inner::Empty => return None,
+                Inner::Rows(r) => r.next_batch(),
+                Inner::Batches(b) => Ok(b.next()),
+                Inner::Stream(s) => s.next_batch(),
+            };
+            match r.and_then(|b| b.map(|b| self.converted(b)).transpose()) {
+                Ok(Some(b)) => {
+                    if let Some(b) = self.window.cut(b) {
+                        return Some(Ok(b));
+                    }
+                }
+                Ok(None) => return None,
+                Err(e) => {
+                    // an error ends the stream
+                    self.inner = Inner::Empty;
+                    return Some(Err(e));
+                }
+            }
         }
-        let r = match &mut self.inner {
-            Inner::Empty => return None,
-            Inner::Rows(r) => r.next_batch(),
-            Inner::Batches(b) => Ok(b.next()),
-            Inner::Stream(s) => s.next_batch(),
-        };
-        let r = r.and_then(|b| b.map(|b| self.converted(b)).transpose());
-        let r = match r {
-            // rows to drop first (`with_skip_rows` where the plan could not step over them)
-            Ok(Some(b)) if self.skip > 0 => {
-                let n = self.skip.min(b.num_rows());
-                self.skip -= n;
-                if n == b.num_rows() {
-                    return self.next();
-                }
-                Ok(Some(b.slice(n, b.num_rows() - n)))
-            }
-            r => r,
-        };
-        match r {
-            Ok(Some(b)) => match &mut self.left {
-                Some(left) => {
-                    let b = if b.num_rows() > *left {
-                        b.slice(0, *left)
-                    } else {
-                        b
-                    };
-                    *left -= b.num_rows();
-                    Some(Ok(b))
-                }
-                None => Some(Ok(b)),
-            },
-            Ok(None) => None,
-            Err(e) => {
-                // an error ends the stream
-                self.inner = Inner::Empty;
-                Some(Err(e))
-            }
+        None
+    }
+}
+
+/// Which rows of a stream of batches are handed out: the first `skip` are dropped, then at most
+/// `left` (`None`: all) are given.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowWindow {
+    pub skip: usize,
+    pub left: Option<usize>,
+}
+
+impl RowWindow {
+    /// Every row.
+    pub(crate) const ALL: RowWindow = RowWindow {
+        skip: 0,
+        left: None,
+    };
+
+    /// No row is left to give.
+    pub(crate) fn done(&self) -> bool {
+        self.left == Some(0)
+    }
+
+    /// The part of `b` handed out; `None` when all of its rows were dropped.
+    pub(crate) fn cut(&mut self, b: RecordBatch) -> Option<RecordBatch> {
+        let from = self.skip.min(b.num_rows());
+        self.skip -= from;
+        let mut n = b.num_rows() - from;
+        if let Some(left) = &mut self.left {
+            n = n.min(*left);
+            *left -= n;
+        }
+        match (from, n) {
+            (0, n) if n == b.num_rows() => Some(b),
+            (_, 0) if from > 0 => None,
+            _ => Some(b.slice(from, n)),
         }
     }
 }
