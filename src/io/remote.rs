@@ -231,8 +231,8 @@ pub fn store(url: &str, opts: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, 
     Ok((store, path))
 }
 
-/// A remote object as a `Read`: ranged GETs in growing windows, filled by the I/O runtime into a
-/// bounded queue. Dropping it ends the transfer.
+/// A remote object as a `Read`: ranged GETs ([`open`]), filled by the I/O runtime into a bounded
+/// queue. Dropping it ends the transfer.
 pub struct RemoteReader {
     rx: Receiver<std::result::Result<Bytes, Error>>,
     cur: Bytes,
@@ -269,9 +269,9 @@ impl Progress {
 
 /// The first window asked for; the next is twice as long, and the one after it the rest.
 const FIRST_WINDOW: u64 = 2 << 20;
-/// What a `head` or the schema inference of a stream reads at most (4 MiB and a record,
-/// `read::DEFAULT_STREAM_INFER_BYTES`), give or take.
-const HEAD_BYTES: u64 = 5 << 20;
+/// What a `head` or the schema inference of a stream reads at most, give or take: the inference
+/// bytes and a record.
+const HEAD_BYTES: u64 = crate::read::DEFAULT_STREAM_INFER_BYTES as u64 + (1 << 20);
 
 /// Open an object for reading as it arrives.
 ///
@@ -402,13 +402,7 @@ async fn get_window(
         ..guard.clone()
     };
     match store.get_opts(path, opts).await {
-        Ok(g) if g.meta.size != size => {
-            let e = object_store::Error::Precondition {
-                path: path.to_string(),
-                source: "the size changed".into(),
-            };
-            Err(store_error(url, "read", e))
-        }
+        Ok(g) if g.meta.size != size => Err(changed(url, path, "the size changed")),
         Ok(g) => Ok(g.into_stream()),
         Err(e) => Err(store_error(url, "read", e)),
     }
@@ -428,12 +422,17 @@ async fn body_error(
         _ => false,
     };
     if changed {
-        let e = object_store::Error::Precondition {
-            path: path.to_string(),
-            source: "ETag changed".into(),
-        };
-        return store_error(url, "read", e);
+        return self::changed(url, path, "ETag changed");
     }
+    store_error(url, "read", e)
+}
+
+/// The object at `path` was replaced while it was read.
+fn changed(url: &str, path: &ObjectPath, why: &'static str) -> Error {
+    let e = object_store::Error::Precondition {
+        path: path.to_string(),
+        source: why.into(),
+    };
     store_error(url, "read", e)
 }
 

@@ -93,17 +93,17 @@ pub(crate) fn parse<'a>(payload: &'a [u8], pos: usize, base: u64) -> Result<NdAr
     let raw = &payload[hend..];
     // Fortran order (2 or more axes): the rows are not contiguous, so the data is put in C
     // order (a copy); data of the wrong length is left for `NdArray::check_len` to report
-    let itemsize = crate::wire::dtype::NumpyDtype::parse(descr)
-        .map(|d| d.itemsize())
-        .unwrap_or(0);
-    let data: Cow<'a, [u8]> = if fortran
-        && shape.len() > 1
-        && itemsize > 0
-        && len.checked_mul(itemsize) == Some(raw.len())
-    {
-        Cow::Owned(to_c_order(raw, &shape, itemsize))
-    } else {
-        Cow::Borrowed(raw)
+    // (the dtype is parsed here for Fortran data only; the decoders parse and cache it)
+    let itemsize = || {
+        crate::wire::dtype::NumpyDtype::parse(descr)
+            .map(|d| d.itemsize())
+            .unwrap_or(0)
+    };
+    let data: Cow<'a, [u8]> = match (fortran && shape.len() > 1).then(itemsize) {
+        Some(size) if size > 0 && len.checked_mul(size) == Some(raw.len()) => {
+            Cow::Owned(to_c_order(raw, &shape, size))
+        }
+        _ => Cow::Borrowed(raw),
     };
     // the type's text, borrowed from the payload: also the key the decoders cache dtypes by
     let d0 = descr.as_ptr() as usize - payload.as_ptr() as usize;
