@@ -804,15 +804,14 @@ def write_msgpack(
     if whole:
         _check_writable(df)
         df = _without_null_dtype(df)
-    opts = dict(layout=layout, aligned=aligned, whole_table=whole, missing=missing, dialect=dialect)
+    # index=True without a path target: a ValueError from the writer, before anything is written
+    opts = dict(layout=layout, aligned=aligned, whole_table=whole, missing=missing, dialect=dialect, index=index)
     if storage_options is not None:
         opts["storage_options"] = _storage(storage_options)
-    if index and not _is_path(target):
-        raise ValueError("index=True needs a path target to write the index beside")
     if target is None:
         return _write(df, None, **opts)
     if _is_path(target):
-        _write(df, _path(target), fsync=fsync, index=index, **opts)
+        _write(df, _path(target), fsync=fsync, **opts)
         return None
     if not callable(getattr(target, "write", None)):
         raise TypeError(f"target must be a path or a binary file object, got {type(target).__name__}")
@@ -872,13 +871,11 @@ def sink_msgpack(
     empty = _without_null_dtype(pl.DataFrame(schema=schema))
     _check_writable(empty)
     batches = (_without_null_dtype(b) for b in lf.collect_batches(chunk_size=chunk_size))
-    opts = dict(layout=layout, aligned=aligned, missing=missing, dialect=dialect)
+    opts = dict(layout=layout, aligned=aligned, missing=missing, dialect=dialect, index=index)
     if storage_options is not None:
         opts["storage_options"] = _storage(storage_options)
-    if index and not _is_path(target):
-        raise ValueError("index=True needs a path target to write the index beside")
     if _is_path(target):
-        _write_iter(empty, batches, _path(target), fsync=fsync, index=index, **opts)
+        _write_iter(empty, batches, _path(target), fsync=fsync, **opts)
         return
     if not callable(getattr(target, "write", None)):
         raise TypeError(f"target must be a path or a binary file object, got {type(target).__name__}")

@@ -10,7 +10,7 @@ use arrow_array::ffi_stream::RecordBatchStreamReader;
 use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use msgpack_arrow::io::compress::{Codec, CompressedWriter};
-use msgpack_arrow::io::{Output, StorageOptions};
+use msgpack_arrow::io::{Format, Output, StorageOptions};
 use msgpack_arrow::{mark_ragged_ndarrays, Layout, Writer, WriterBuilder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -253,9 +253,8 @@ fn commit(
     py.detach(|| {
         guarded(|| {
             out.commit()?;
-            if Codec::from_path(path).is_none() {
-                msgpack_arrow::io::index::refresh(path, index, fsync)?;
-            }
+            let compressed = Codec::from_path(path).is_some();
+            msgpack_arrow::io::index::refresh(path, Format::Msgpack, compressed, index, fsync)?;
             Ok(())
         })
     })
@@ -274,7 +273,7 @@ fn check_index(index: bool, path: Option<&std::path::Path>) -> PyResult<()> {
     };
     msgpack_arrow::io::index::check_indexable(
         path,
-        msgpack_arrow::io::Format::Msgpack,
+        Format::Msgpack,
         Codec::from_path(path).is_some(),
     )
     .map_err(|e| PyValueError::new_err(e.to_string()))

@@ -262,9 +262,7 @@ pub fn convert(
     }
     sink.finish().map_err(|e| e.in_file(output))?;
     file.commit()?;
-    if format == Format::Msgpack && codec.is_none() {
-        super::index::refresh(output, opts.index, !opts.no_fsync)?;
-    }
+    super::index::refresh(output, format, codec.is_some(), opts.index, !opts.no_fsync)?;
     Ok(Converted {
         rows,
         inputs: inputs.len(),

@@ -175,21 +175,32 @@ impl ReaderBuilder {
     }
 }
 
-/// After `path` was written: write its index when asked (`requested`), or when it had one (an
-/// index left describing the file it replaced would be wrong). Only a plain local msgpack file
-/// has one; asking for it elsewhere is an error the caller reports before writing
+/// Whether an output at `path` in `format` can have an index: a local file of uncompressed
+/// msgpack.
+fn indexable(path: &Path, format: super::Format, compressed: bool) -> bool {
+    format == super::Format::Msgpack && !compressed && !super::is_url(path)
+}
+
+/// After an output was written at `path`: write its index when asked (`requested`), or when it
+/// had one (an index left describing the file it replaced would be wrong). Only a plain local
+/// msgpack file has one; asking for it elsewhere is an error the caller reports before writing
 /// ([`check_indexable`]).
-pub fn refresh(path: &Path, requested: bool, fsync: bool) -> Result<()> {
-    if requested || (!super::is_url(path) && sidecar(path).exists()) {
+pub fn refresh(
+    path: &Path,
+    format: super::Format,
+    compressed: bool,
+    requested: bool,
+    fsync: bool,
+) -> Result<()> {
+    if indexable(path, format, compressed) && (requested || sidecar(path).exists()) {
         write_index(path, fsync)?;
     }
     Ok(())
 }
 
-/// Whether an index can be written for an output at `path` in `format`: a local file of
-/// uncompressed msgpack.
+/// An index can be written for an output at `path` in `format`, or a usage error saying why not.
 pub fn check_indexable(path: &Path, format: super::Format, compressed: bool) -> Result<()> {
-    if format != super::Format::Msgpack || compressed || super::is_url(path) {
+    if !indexable(path, format, compressed) {
         return Err(Error::new(ErrorKind::Usage(format!(
             "{}: a record index is written for local, uncompressed msgpack outputs only",
             path.display()
