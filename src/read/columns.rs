@@ -12,6 +12,16 @@ use arrow_schema::{Field, Schema, SchemaRef};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// Each column's position by name.
+fn positions(schema: &Schema) -> HashMap<&str, usize> {
+    schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.name().as_str(), i))
+        .collect()
+}
+
 /// Decode `columns` maps (or one bare ndarray) into whole columns, then slice them into batches.
 pub(crate) fn decode_columns(
     b: &ReaderBuilder,
@@ -27,18 +37,7 @@ pub(crate) fn decode_columns(
     let mut chunk_rows = Vec::new();
     let mut chunk = 0u64;
     // Name lookups by hash: a linear `field_with_name` per key made wide maps quadratic.
-    let full_at: HashMap<&str, usize> = full
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.name().as_str(), i))
-        .collect();
-    let out_at: HashMap<&str, usize> = out
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.name().as_str(), i))
-        .collect();
+    let (full_at, out_at) = (positions(full), positions(out));
     while !c.is_empty() {
         let chunk_at = c.pos();
         let mut cols: Vec<Option<ArrayRef>> = vec![None; out.fields().len()];
