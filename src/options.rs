@@ -103,7 +103,9 @@ pub enum Missing {
     /// Every key in every record; a null is nil.
     Nil,
     /// A null leaves its key out of the record (what producers of sparse records expect back). A
-    /// key present as nil and an absent one cannot be told apart: both come back absent.
+    /// key present as nil and an absent one cannot be told apart: both come back absent, except
+    /// a column that is nil wherever present (a Null column), whose key stays as nil in the first
+    /// record so the column survives the round trip.
     Omit,
 }
 

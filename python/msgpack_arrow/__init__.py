@@ -761,7 +761,8 @@ def write_msgpack(
         A null in a record: ``"nil"`` writes the key with nil, ``"omit"`` leaves the key out
         (sparse records, as producers whose records have different key sets expect back), and
         ``"auto"`` (default) omits where :func:`read_arrow` found absent keys in the file read,
-        else writes nil. A key present as nil and an absent one cannot be told apart.
+        else writes nil. A key present as nil and an absent one cannot be told apart; a column
+        that is null everywhere (``pl.Null``) keeps its key, as nil, in the first record.
     dialect
         The form of ndarrays and numpy scalars: ``"msgpack-numpy"`` (``{nd, type, kind, shape,
         data}``), ``"openpi"`` (openpi_client's ``{__ndarray__, data, dtype, shape}`` and

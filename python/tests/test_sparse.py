@@ -8,6 +8,7 @@ import io
 import msgpack_numpy as mn
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 import msgpack_arrow as ma
 
@@ -36,3 +37,17 @@ def test_a_dataframe_written_with_missing_omit():
     buf = io.BytesIO()
     ma.sink_msgpack(df.lazy(), buf, missing="omit")
     assert buf.getvalue() == DATA
+
+
+def test_a_key_that_is_only_ever_nil_keeps_its_column():
+    # {"note": None} in one record only: a Null column. Omitting nulls would write that key
+    # nowhere and the column would vanish on the re-read; its nil is kept in the first record.
+    recs = [{"id": 0, "x": 1}, {"id": 1}, {"id": 2, "note": None}]
+    data = b"".join(mn.packb(r) for r in recs)
+    table = pa.table(ma.read_arrow(data))
+    assert table.column_names == ["id", "x", "note"]
+    out = ma.write_msgpack(table, None, layout="auto")
+    rows = list(mn.Unpacker(io.BytesIO(out), raw=False))
+    assert rows == [{"id": 0, "x": 1, "note": None}, {"id": 1}, {"id": 2}]
+    assert pa.table(ma.read_arrow(out)).to_pylist() == table.to_pylist()
+    assert ma.read_msgpack(out).columns == ["id", "x", "note"]

@@ -497,17 +497,24 @@ impl<W: Write> Writer<W> {
             + batch.num_rows() * (keys_len + hdr.len());
         self.reserve(hint);
         let names = self.schema.fields().clone();
-        // Missing::Omit: which cells are null (Null columns too), so their keys are left out
+        // Missing::Omit: which cells are null (Null columns too), so their keys are left out.
+        // A Null column would then never be written and vanish on the re-read: its key is kept
+        // (as nil) in the first record, where the schema's key order puts it.
         let nulls: Vec<Option<arrow_buffer::NullBuffer>> = if self.omit {
             batch.columns().iter().map(|c| c.logical_nulls()).collect()
         } else {
             Vec::new()
         };
+        let null_typed: Vec<bool> = names
+            .iter()
+            .map(|f| f.data_type() == &DataType::Null)
+            .collect();
         let present = |c: usize, row: usize| {
-            nulls
-                .get(c)
-                .and_then(|n| n.as_ref())
-                .is_none_or(|n| n.is_valid(row))
+            (row0 == 0 && row == 0 && null_typed[c])
+                || nulls
+                    .get(c)
+                    .and_then(|n| n.as_ref())
+                    .is_none_or(|n| n.is_valid(row))
         };
         for row in 0..batch.num_rows() {
             let rec = row0 + row as u64;
