@@ -104,8 +104,9 @@ pub enum Missing {
     Nil,
     /// A null leaves its key out of the record (what producers of sparse records expect back). A
     /// key present as nil and an absent one cannot be told apart: both come back absent, except
-    /// a column that is nil wherever present (a Null column), whose key stays as nil in the first
-    /// record so the column survives the round trip.
+    /// a column that is nil wherever present (a Null column): its key is written as nil once, in
+    /// the first record where every column before it has appeared, so it survives the round trip
+    /// in its place.
     Omit,
 }
 

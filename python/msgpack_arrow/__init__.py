@@ -762,7 +762,8 @@ def write_msgpack(
         (sparse records, as producers whose records have different key sets expect back), and
         ``"auto"`` (default) omits where :func:`read_arrow` found absent keys in the file read,
         else writes nil. A key present as nil and an absent one cannot be told apart; a column
-        that is null everywhere (``pl.Null``) keeps its key, as nil, in the first record.
+        that is null everywhere (``pl.Null``) keeps its key, as nil, in the first record where
+        every column before it has appeared.
     dialect
         The form of ndarrays and numpy scalars: ``"msgpack-numpy"`` (``{nd, type, kind, shape,
         data}``), ``"openpi"`` (openpi_client's ``{__ndarray__, data, dtype, shape}`` and

@@ -41,7 +41,8 @@ def test_a_dataframe_written_with_missing_omit():
 
 def test_a_key_that_is_only_ever_nil_keeps_its_column():
     # {"note": None} in one record only: a Null column. Omitting nulls would write that key
-    # nowhere and the column would vanish on the re-read; its nil is kept in the first record.
+    # nowhere and the column would vanish on the re-read; its nil is kept in the first record
+    # where every column before it has appeared, so the columns come back in their order.
     recs = [{"id": 0, "x": 1}, {"id": 1}, {"id": 2, "note": None}]
     data = b"".join(mn.packb(r) for r in recs)
     table = pa.table(ma.read_arrow(data))
@@ -51,3 +52,10 @@ def test_a_key_that_is_only_ever_nil_keeps_its_column():
     assert rows == [{"id": 0, "x": 1, "note": None}, {"id": 1}, {"id": 2}]
     assert pa.table(ma.read_arrow(out)).to_pylist() == table.to_pylist()
     assert ma.read_msgpack(out).columns == ["id", "x", "note"]
+
+    later = [{"a": 0}, {"a": 1, "b": 2}, {"a": 2, "c": None}, {"a": 3, "b": 4}]
+    table = pa.table(ma.read_arrow(b"".join(mn.packb(r) for r in later)))
+    out = ma.write_msgpack(table, None, layout="auto")
+    rows = list(mn.Unpacker(io.BytesIO(out), raw=False))
+    assert rows == [{"a": 0}, {"a": 1, "b": 2, "c": None}, {"a": 2}, {"a": 3, "b": 4}]
+    assert pa.table(ma.read_arrow(out)).to_pylist() == table.to_pylist()

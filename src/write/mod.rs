@@ -206,6 +206,7 @@ impl WriterBuilder {
             streaming: layout == Layout::Records && was_stream,
             seg,
             keys: Vec::new(),
+            written: Vec::new(),
         })
     }
 }
@@ -231,6 +232,8 @@ pub struct Writer<W: Write> {
     seg: Segment,
     /// Column names encoded as msgpack str keys.
     keys: Vec<Vec<u8>>,
+    /// records with [`Missing::Omit`]: which columns' keys were written so far
+    written: Vec<bool>,
 }
 
 impl<W: Write> std::fmt::Debug for Writer<W> {
@@ -497,9 +500,7 @@ impl<W: Write> Writer<W> {
             + batch.num_rows() * (keys_len + hdr.len());
         self.reserve(hint);
         let names = self.schema.fields().clone();
-        // Missing::Omit: which cells are null (Null columns too), so their keys are left out.
-        // A Null column would then never be written and vanish on the re-read: its key is kept
-        // (as nil) in the first record, where the schema's key order puts it.
+        // Missing::Omit: which cells are null (Null columns too), so their keys are left out
         let nulls: Vec<Option<arrow_buffer::NullBuffer>> = if self.omit {
             batch.columns().iter().map(|c| c.logical_nulls()).collect()
         } else {
@@ -509,25 +510,32 @@ impl<W: Write> Writer<W> {
             .iter()
             .map(|f| f.data_type() == &DataType::Null)
             .collect();
-        let present = |c: usize, row: usize| {
-            (row0 == 0 && row == 0 && null_typed[c])
-                || nulls
-                    .get(c)
-                    .and_then(|n| n.as_ref())
-                    .is_none_or(|n| n.is_valid(row))
-        };
+        if self.written.len() != ncols {
+            self.written = vec![false; ncols];
+        }
+        let mut present = vec![true; ncols];
         for row in 0..batch.num_rows() {
             let rec = row0 + row as u64;
             let fail = |c: usize, e: Error| e.at_record(rec).prepend_path(names[c].name());
             let n_here = if self.omit {
-                (0..ncols).filter(|&c| present(c, row)).count()
+                // A Null column would never be written and so vanish on the re-read: its key is
+                // kept, as nil, in the first record where every column before it has appeared
+                // (a reader then finds the columns in the same order)
+                let mut before_seen = true;
+                for (c, p) in present.iter_mut().enumerate() {
+                    let valid = nulls[c].as_ref().is_none_or(|n| n.is_valid(row));
+                    *p = valid || (null_typed[c] && !self.written[c] && before_seen);
+                    self.written[c] |= *p;
+                    before_seen &= self.written[c];
+                }
+                present.iter().filter(|&&p| p).count()
             } else {
                 ncols
             };
             if self.out.align {
                 self.seg.items.push(Item::MapHdr(n_here));
                 for (c, enc) in encs.iter_mut().enumerate() {
-                    if !present(c, row) {
+                    if !present[c] {
                         continue;
                     }
                     self.seg.items.push(Item::Key(c));
@@ -542,7 +550,7 @@ impl<W: Write> Writer<W> {
                     wire::map_hdr(&mut self.out.buf, n_here);
                 }
                 for (c, enc) in encs.iter_mut().enumerate() {
-                    if !present(c, row) {
+                    if !present[c] {
                         continue;
                     }
                     self.out.buf.extend_from_slice(&self.keys[c]);
