@@ -30,52 +30,10 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 import numpy as np
 
-from . import REMOTE, Layout, Reader, _columns, _expand, _is_path, _is_url, _overrides, _storage
+from . import Layout
+from ._files import Plan, plan
 
 __all__ = ["read_msgpack", "tensor_to_numpy"]
-
-
-def _list_paths(source: Any, storage_options: Mapping[str, Any] | None) -> tuple[list[str], Any]:
-    """The files to read, in order, and the fsspec filesystem for other URLs (None: local paths
-    and the URLs the reader streams itself: S3, GCS, Azure, HTTP)."""
-    items = list(source) if isinstance(source, (list, tuple)) else [source]
-    if not items:
-        raise FileNotFoundError("no input files: the list is empty")
-    for x in items:
-        if not _is_path(x):
-            raise TypeError(
-                "msgpack_arrow.dask.read_msgpack takes paths, globs, directories or URLs (each "
-                f"partition is read by a worker), got {type(x).__name__}"
-            )
-    strs = [os.fsdecode(os.fspath(x)) for x in items]
-    urls = [s for s in strs if "://" in s]
-    if not urls:
-        return [p for p in _expand(strs) if isinstance(p, str)], None
-    if len(urls) != len(strs):
-        raise ValueError("mix of URLs and local paths: give one kind")
-    if REMOTE and all(_is_url(u) for u in urls):
-        # the reader's own object-store client: globs listed, objects streamed by each worker
-        return _expand(strs, dict(storage_options or {})), None
-    import fsspec  # a dependency of dask
-
-    fs, _, paths = fsspec.get_fs_token_paths(strs, mode="rb", storage_options=dict(storage_options or {}))
-    if len(strs) == 1 and fs.isdir(paths[0]):
-        paths = sorted(p for p in fs.ls(paths[0], detail=False) if not os.path.basename(p).startswith("."))
-    paths = [p for p in paths if fs.isfile(p)]
-    if not paths:
-        raise FileNotFoundError(f"no file matches {source!r}")
-    if "file" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)):
-        return paths, None  # file:// URLs: local paths, memory-mapped by the reader
-    return paths, fs
-
-
-def _source(path: str, fs: Any) -> Any:
-    """What the Rust reader takes: a local path (memory-mapped) or a URL it streams, or the bytes
-    of a file of another fsspec filesystem."""
-    if fs is None:
-        return path
-    with fs.open(path, "rb", compression="infer") as f:
-        return f.read()
 
 
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
@@ -84,40 +42,10 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas(types_mapper=pd.ArrowDtype)
 
 
-def _read_partition(
-    path: str,
-    columns: list[str] | None = None,
-    *,
-    fs: Any,
-    schema: pa.Schema,
-    meta_schema: pa.Schema,
-    overrides: Any,
-    opts: dict[str, Any],
-    path_column: str | None,
-    storage: list[tuple[str, str]] | None = None,
-) -> pd.DataFrame:
+def _read_partition(path: str, columns: list[str] | None = None, *, plan: Plan) -> pd.DataFrame:
     """One partition: one whole file, decoded (on all the worker's cores) with the first file's
     schema. ``columns`` is set by Dask's optimizer when the query needs only some columns."""
-    want = list(meta_schema.names) if columns is None else list(columns)
-    read = [c for c in want if c != path_column]
-    r = Reader(
-        _source(path, fs),
-        columns=read,
-        schema=schema,
-        schema_overrides=overrides,
-        for_polars=False,
-        storage_options=storage,
-        **opts,
-    )
-    table = pa.table(r.read_all())
-    if table.num_rows == 0 and table.schema.names != read:
-        # an empty file decodes to a table with no columns
-        table = pa.schema([meta_schema.field(c) for c in read]).empty_table()
-    df = _to_pandas(table)
-    if path_column is not None and path_column in want:
-        df[path_column] = pd.Series([path] * len(df), dtype=pd.ArrowDtype(pa.string()), index=df.index)
-        df = df[want]
-    return df
+    return _to_pandas(plan.table(path, columns))
 
 
 def read_msgpack(
@@ -178,61 +106,28 @@ def read_msgpack(
     the first file lacks are not read from later files, and keys missing in a later file are
     nulls. Pass ``infer_rows`` to infer from the first rows only when the first file is large.
     """
-    paths, fs = _list_paths(source, storage_options)
-    opts = dict(
+    p = plan(
+        source,
+        who="msgpack_arrow.dask.read_msgpack",
+        columns=columns,
+        schema_overrides=schema_overrides,
+        include_path_column=include_path_column,
+        storage_options=storage_options,
+        infer_rows=infer_rows,
         layout=layout,
         tensor=tensor,
         object_arrays=object_arrays,
         dialect=dialect,
         batch_size=batch_size,
         batch_bytes=batch_bytes,
-        infer_rows=infer_rows,
     )
-    if isinstance(schema_overrides, Mapping) and any(isinstance(t, pa.DataType) for t in schema_overrides.values()):
-        overrides: Any = pa.schema(list(schema_overrides.items()))
-    else:
-        overrides = _overrides(schema_overrides)
-    storage = _storage(dict(storage_options)) if storage_options and fs is None else None
-    first = Reader(
-        _source(paths[0], fs), schema_overrides=overrides, for_polars=False, storage_options=storage, **opts
-    )
-    # the full (unprojected) schema the first file decodes to: every file is read with it
-    schema = pa.schema(first.decoded_schema())
-    out_schema = pa.schema(first)
-    del first
-    path_column = None
-    if include_path_column:
-        path_column = "path" if include_path_column is True else str(include_path_column)
-        if path_column in out_schema.names:
-            raise ValueError(f"include_path_column: the files already have a column {path_column!r}")
-    names = list(out_schema.names)
-    want = _columns(columns)
-    if want is not None and path_column is not None and path_column not in want:
-        want.append(path_column)
-    if want is not None:
-        missing = [c for c in want if c not in names and c != path_column]
-        if missing:
-            raise KeyError(f"columns {missing} not found; the columns are {names}")
-    meta_schema = out_schema
-    meta = _to_pandas(out_schema.empty_table())
-    if path_column is not None:
-        meta[path_column] = pd.Series([], dtype=pd.ArrowDtype(pa.string()))
-        meta_schema = meta_schema.append(pa.field(path_column, pa.string()))
-    kwargs: dict[str, Any] = dict(
-        fs=fs,
-        schema=schema,
-        meta_schema=meta_schema,
-        overrides=overrides,
-        opts=opts,
-        path_column=path_column,
-        storage=storage,
-    )
-    if want is not None:
-        kwargs["columns"] = want
-        meta = meta[want]
+    meta = _to_pandas(p.part_schema(p.columns).empty_table())
+    kwargs: dict[str, Any] = dict(plan=p)
+    if p.columns is not None:
+        kwargs["columns"] = p.columns
     return dd.from_map(
         _read_partition,
-        paths,
+        p.paths,
         meta=meta,
         label="read-msgpack",
         enforce_metadata=False,
