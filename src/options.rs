@@ -103,10 +103,11 @@ pub enum Missing {
     /// Every key in every record; a null is nil.
     Nil,
     /// A null leaves its key out of the record (what producers of sparse records expect back). A
-    /// key present as nil and an absent one cannot be told apart: both come back absent, except
-    /// a column that is nil wherever present (a Null column): its key is written as nil once, in
-    /// the first record where every column before it has appeared, so it survives the round trip
-    /// in its place.
+    /// key present as nil and an absent one cannot be told apart: both come back absent. Two
+    /// exceptions keep the columns and their order on a re-read (readers order columns by first
+    /// appearance): a key written for the first time brings, as nil, the keys before it that
+    /// were never written; and a column that is nil wherever present (a Null column) is written
+    /// as nil once, in the first record where every column before it has appeared.
     Omit,
 }
 

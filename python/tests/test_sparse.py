@@ -59,3 +59,12 @@ def test_a_key_that_is_only_ever_nil_keeps_its_column():
     rows = list(mn.Unpacker(io.BytesIO(out), raw=False))
     assert rows == [{"a": 0}, {"a": 1, "b": 2, "c": None}, {"a": 2}, {"a": 3, "b": 4}]
     assert pa.table(ma.read_arrow(out)).to_pylist() == table.to_pylist()
+
+    # a typed column null in the first records: its key comes (as nil) with the first key that
+    # follows it in the schema and is written for the first time, so the order holds
+    typed = [{"a": 0, "n": None, "z": 1}, {"a": 1, "n": True}]
+    table = pa.table(ma.read_arrow(b"".join(mn.packb(r) for r in typed)))
+    assert table.column_names == ["a", "n", "z"]
+    out = ma.write_msgpack(table, None, layout="records", missing="omit")
+    assert list(mn.Unpacker(io.BytesIO(out), raw=False)) == [{"a": 0, "n": None, "z": 1}, {"a": 1, "n": True}]
+    assert pa.table(ma.read_arrow(out)).column_names == ["a", "n", "z"]

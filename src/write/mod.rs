@@ -30,6 +30,7 @@ mod ndarray;
 mod tensor;
 
 use std::io::Write;
+use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, SchemaRef};
@@ -37,7 +38,7 @@ use arrow_schema::{DataType, Field, SchemaRef};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Dialect, Layout, Missing};
 use crate::types::layout::is_columns_map;
-use crate::types::meta;
+use crate::types::{extension, meta};
 
 use crate::wire::write::{self as wire, IntVal, Out};
 use columns::{column_encoder, rows_are_ndarrays, ColumnNd};
@@ -134,6 +135,11 @@ impl WriterBuilder {
 
     /// A writer of batches with this schema into `w`.
     pub fn build<W: Write>(self, w: W, schema: SchemaRef) -> Result<Writer<W>> {
+        // columns of a Polars frame read with the numpy extension: their metadata goes back on
+        let (schema, retype) = match extension::unwrap(&schema)? {
+            Some(s) => (Arc::new(s), true),
+            None => (schema, false),
+        };
         let md = schema.metadata();
         let meta_layout = md.get(meta::LAYOUT).and_then(|s| s.parse::<Layout>().ok());
         let layout = match self.layout {
@@ -207,6 +213,7 @@ impl WriterBuilder {
             seg,
             keys: Vec::new(),
             written: Vec::new(),
+            retype,
         })
     }
 }
@@ -234,6 +241,8 @@ pub struct Writer<W: Write> {
     keys: Vec<Vec<u8>>,
     /// records with [`Missing::Omit`]: which columns' keys were written so far
     written: Vec<bool>,
+    /// the schema was unwrapped from the numpy extension: batches get its nested field metadata
+    retype: bool,
 }
 
 impl<W: Write> std::fmt::Debug for Writer<W> {
@@ -250,6 +259,13 @@ impl<W: Write> std::fmt::Debug for Writer<W> {
 impl<W: Write> Writer<W> {
     /// Encode one batch (its columns must match the schema given to the builder).
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let retyped;
+        let batch = if self.retype {
+            retyped = self.retyped(batch)?;
+            &retyped
+        } else {
+            batch
+        };
         self.check(batch)?;
         if self.layout == Layout::Values && self.schema.fields().is_empty() {
             if batch.num_rows() > 0 {
@@ -299,6 +315,25 @@ impl<W: Write> Writer<W> {
         self.flush_all()?;
         self.w.flush()?;
         Ok(self.w)
+    }
+
+    /// A batch of the wrapped schema in the unwrapped one (the same buffers).
+    fn retyped(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let fields = self.schema.fields();
+        if batch.num_columns() != fields.len() {
+            return Ok(batch.clone()); // `check` names the difference
+        }
+        let cols = batch
+            .columns()
+            .iter()
+            .zip(fields)
+            .map(|(c, f)| extension::retype(c, f.data_type()).map_err(|e| e.prepend_path(f.name())))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            cols,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+        )?)
     }
 
     fn check(&self, batch: &RecordBatch) -> Result<()> {
@@ -518,13 +553,20 @@ impl<W: Write> Writer<W> {
             let rec = row0 + row as u64;
             let fail = |c: usize, e: Error| e.at_record(rec).prepend_path(names[c].name());
             let n_here = if self.omit {
-                // A Null column would never be written and so vanish on the re-read: its key is
-                // kept, as nil, in the first record where every column before it has appeared
-                // (a reader then finds the columns in the same order)
+                // A reader orders columns by first appearance. A key seen for the first time
+                // brings the keys before it in the schema that were never written, as nil, so
+                // they still come first; a Null column (nil wherever present) would otherwise
+                // never be written and vanish: its nil goes in the first record where every
+                // column before it has appeared.
+                for (c, p) in present.iter_mut().enumerate() {
+                    *p = nulls[c].as_ref().is_none_or(|n| n.is_valid(row));
+                }
+                let first_new = (0..ncols).rev().find(|&c| present[c] && !self.written[c]);
                 let mut before_seen = true;
                 for (c, p) in present.iter_mut().enumerate() {
-                    let valid = nulls[c].as_ref().is_none_or(|n| n.is_valid(row));
-                    *p = valid || (null_typed[c] && !self.written[c] && before_seen);
+                    let unwritten = !self.written[c];
+                    *p |= unwritten
+                        && (first_new.is_some_and(|j| c < j) || (null_typed[c] && before_seen));
                     self.written[c] |= *p;
                     before_seen &= self.written[c];
                 }
