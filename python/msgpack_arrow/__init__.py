@@ -168,11 +168,18 @@ def _is_url(p: Any) -> bool:
     return isinstance(p, str) and _URL.match(p) is not None
 
 
-def _reader(source, *, columns=None, infer_rows=None, storage_options=None, **kw) -> Reader:
+def _reader(source, *, columns=None, infer_rows=None, storage_options=None, numpy_types="polars", **kw) -> Reader:
     if infer_rows is not None and infer_rows < 1:
         raise ValueError("infer_rows must be >= 1 (None: infer from every row)")
+    if numpy_types not in ("polars", "extension"):
+        raise ValueError(f"numpy_types must be 'polars' or 'extension', got {numpy_types!r}")
     return Reader(
-        source, columns=_columns(columns), infer_rows=infer_rows, storage_options=_storage(storage_options), **kw
+        source,
+        columns=_columns(columns),
+        infer_rows=infer_rows,
+        storage_options=_storage(storage_options),
+        numpy_extension=numpy_types == "extension",
+        **kw,
     )
 
 
@@ -338,6 +345,7 @@ def read_msgpack(
     conflicts: Literal["error", "binary"] = "error",
     lists: Literal["list", "array"] = "list",
     npy_ext: int | None = None,
+    numpy_types: Literal["polars", "extension"] = "polars",
     row_index_name: str | None = None,
     row_index_offset: int = 0,
     include_file_paths: str | None = None,
@@ -412,6 +420,14 @@ def read_msgpack(
         ``msgpack.ExtType(code, buf.getvalue())``, as msgpack and msgspec users write ndarrays):
         they are read as ndarrays, tensors like msgpack-numpy's (plain dtypes; Fortran order is
         put in C order). Default ``None``: an ext value other than a timestamp is an error.
+    numpy_types
+        ``"polars"`` (default): plain Polars dtypes; the numpy facts they cannot state (byte
+        order, ``<U5``/``S5`` widths, complex, 0-d vs scalar, ragged ndarray vs list, the file's
+        layout) are dropped. ``"extension"``: a column that has any is a
+        ``pl.Extension("msgpack_arrow.numpy", storage, ...)`` that keeps them, so
+        ``write_msgpack(df, None)`` gives the file back byte for byte (layout included);
+        ``pl.col(c).ext.storage()`` is the plain column. (Polars marks its extension types
+        unstable.)
     on_truncated
         An input cut short (a writer that crashed, a file still being written): ``"error"``
         (default, a :class:`DecodeError` saying where), or ``"keep"``: every complete record
@@ -555,6 +571,7 @@ def scan_msgpack(
     conflicts: Literal["error", "binary"] = "error",
     lists: Literal["list", "array"] = "list",
     npy_ext: int | None = None,
+    numpy_types: Literal["polars", "extension"] = "polars",
     row_index_name: str | None = None,
     row_index_offset: int = 0,
     include_file_paths: str | None = None,
@@ -597,6 +614,7 @@ def scan_msgpack(
         conflicts=conflicts,
         lists=lists,
         npy_ext=npy_ext,
+        numpy_types=numpy_types,
         storage_options=storage_options,
     )
     overrides = _overrides(schema_overrides)
@@ -728,7 +746,7 @@ def write_msgpack(
     df: pl.DataFrame | pl.LazyFrame | ArrowStream | Any,
     target: PathLike | IO[bytes] | None,
     *,
-    layout: Layout = "records",
+    layout: Layout | None = None,
     aligned: bool = False,
     missing: Literal["auto", "nil", "omit"] = "auto",
     dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
@@ -750,9 +768,11 @@ def write_msgpack(
         when the output is whole, else aborted (the previous object stays as it was). A binary
         file object: the bytes are written to it. ``None``: the bytes are returned.
     layout
-        ``"records"`` (one map per row, the default), ``"columns"`` (one map of name ->
-        ndarray/list), ``"values"`` (one column), or ``"auto"``: the layout recorded in the
-        Arrow schema by :func:`read_arrow` (else ``"records"``).
+        ``"records"`` (one map per row), ``"columns"`` (one map of name -> ndarray/list),
+        ``"values"`` (one column), or ``"auto"``: the layout recorded in the Arrow schema by
+        :func:`read_arrow` (else ``"records"``). Default ``None``: ``"records"``, except for a
+        frame read with ``numpy_types="extension"``, which is written in the layout it was read
+        in (``"auto"``).
     aligned
         Place every ndarray payload at an offset that is a multiple of 64, using only wider
         (still valid) msgpack encodings, so readers can view it in place. Default ``False``:
@@ -761,9 +781,10 @@ def write_msgpack(
         A null in a record: ``"nil"`` writes the key with nil, ``"omit"`` leaves the key out
         (sparse records, as producers whose records have different key sets expect back), and
         ``"auto"`` (default) omits where :func:`read_arrow` found absent keys in the file read,
-        else writes nil. A key present as nil and an absent one cannot be told apart; a column
-        that is null everywhere (``pl.Null``) keeps its key, as nil, in the first record where
-        every column before it has appeared.
+        else writes nil. A key present as nil and an absent one cannot be told apart. So that a
+        re-read finds every column in its order, a key written for the first time brings the
+        keys before it that were never written (as nil), and a column null everywhere
+        (``pl.Null``) is written as nil once.
     dialect
         The form of ndarrays and numpy scalars: ``"msgpack-numpy"`` (``{nd, type, kind, shape,
         data}``), ``"openpi"`` (openpi_client's ``{__ndarray__, data, dtype, shape}`` and
@@ -826,7 +847,7 @@ def sink_msgpack(
     lf: pl.LazyFrame,
     target: PathLike | IO[bytes],
     *,
-    layout: Layout = "records",
+    layout: Layout | None = None,
     aligned: bool = False,
     chunk_size: int | None = None,
     missing: Literal["auto", "nil", "omit"] = "auto",

@@ -46,6 +46,7 @@ class Reader:
         conflicts: Literal["error", "binary"] = "error",
         lists: Literal["list", "array"] = "list",
         npy_ext: int | None = None,
+        numpy_extension: bool = False,
         storage_options: list[tuple[str, str]] | None = None,
     ) -> None: ...
     @property
@@ -68,7 +69,7 @@ def write(
     data: Any,
     path: str | None = None,
     *,
-    layout: Literal["auto", "records", "columns", "values"] = "records",
+    layout: Literal["auto", "records", "columns", "values"] | None = None,
     aligned: bool = False,
     whole_table: bool = False,
     missing: Literal["auto", "nil", "omit"] = "auto",
@@ -84,7 +85,7 @@ def write_iter(
     path: str | None = None,
     target: Any | None = None,
     *,
-    layout: Literal["auto", "records", "columns", "values"] = "records",
+    layout: Literal["auto", "records", "columns", "values"] | None = None,
     aligned: bool = False,
     missing: Literal["auto", "nil", "omit"] = "auto",
     dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",

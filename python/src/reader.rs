@@ -153,7 +153,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, skip_rows = 0, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", npy_ext = None, storage_options = None))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, skip_rows = 0, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", npy_ext = None, numpy_extension = false, storage_options = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -176,6 +176,7 @@ impl PyReader {
         conflicts: &str,
         lists: &str,
         npy_ext: Option<i8>,
+        numpy_extension: bool,
         storage_options: Option<Vec<(String, String)>>,
     ) -> PyResult<Self> {
         if batch_size == 0 {
@@ -215,7 +216,9 @@ impl PyReader {
                     .collect::<Vec<_>>(),
             ))
         }));
-        let builder = builder.with_polars_types(for_polars);
+        let builder = builder
+            .with_polars_types(for_polars)
+            .with_numpy_extension(numpy_extension);
         let reader = py
             .detach(|| {
                 guarded(|| {

@@ -11,6 +11,7 @@ use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use msgpack_arrow::io::compress::{Codec, CompressedWriter};
 use msgpack_arrow::io::{Format, Output, StorageOptions};
+use msgpack_arrow::types::{extension, meta};
 use msgpack_arrow::{mark_ragged_ndarrays, Layout, Writer, WriterBuilder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -26,13 +27,13 @@ use crate::stream::{import_schema, import_stream};
 /// a failed write leaves any previous file untouched. Without `path`, the bytes are returned.
 /// The GIL is released while encoding; Ctrl-C is checked between batches.
 #[pyfunction]
-#[pyo3(signature = (data, path = None, *, layout = "records", aligned = false, whole_table = false, missing = "auto", dialect = "auto", storage_options = None, fsync = true, target = None, index = false))]
+#[pyo3(signature = (data, path = None, *, layout = None, aligned = false, whole_table = false, missing = "auto", dialect = "auto", storage_options = None, fsync = true, target = None, index = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn write<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     path: Option<PathBuf>,
-    layout: &str,
+    layout: Option<&str>,
     aligned: bool,
     whole_table: bool,
     missing: &str,
@@ -44,11 +45,8 @@ pub fn write<'py>(
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let storage = StorageOptions(storage_options.unwrap_or_default());
     check_index(index, path.as_deref())?;
-    let layout: Layout = layout
-        .parse()
-        .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))?;
+    let layout = parse_layout(layout)?;
     let builder = WriterBuilder::new()
-        .with_layout(layout)
         .with_aligned(aligned)
         .with_missing(parse_missing(missing)?)
         .with_dialect(parse_dialect(dialect)?);
@@ -70,6 +68,7 @@ pub fn write<'py>(
         Box::new(stream)
     };
     let schema = stream.schema();
+    let builder = builder.with_layout(default_layout(layout, &schema));
     if let Some(target) = target {
         // a file object: written in chunks as they are encoded, never the whole output at once
         write_file_object(py, builder, &mut stream, schema, target)?;
@@ -93,6 +92,29 @@ pub fn write<'py>(
             Ok(Some(PyBytes::new(py, &bytes)))
         }
     }
+}
+
+fn parse_layout(s: Option<&str>) -> PyResult<Option<Layout>> {
+    s.map(|s| {
+        s.parse()
+            .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))
+    })
+    .transpose()
+}
+
+/// No layout given: `records`, except for data read with the numpy extension
+/// (`numpy_types="extension"`), which is written in the layout it was read in.
+fn default_layout(layout: Option<Layout>, schema: &arrow_schema::Schema) -> Layout {
+    layout.unwrap_or_else(|| {
+        let ext = schema.fields().iter().any(|f| {
+            f.metadata().get(meta::EXTENSION_NAME).map(String::as_str) == Some(extension::NAME)
+        });
+        if ext {
+            Layout::Auto
+        } else {
+            Layout::Records
+        }
+    })
 }
 
 fn parse_dialect(s: &str) -> PyResult<msgpack_arrow::Dialect> {
@@ -289,7 +311,7 @@ const SLICE_BYTES: usize = 32 << 20;
 /// batches are encoded. An exception raised by the iterator (a query error, Ctrl-C) is re-raised
 /// as it was, after the partial output is discarded.
 #[pyfunction]
-#[pyo3(signature = (schema, batches, path = None, target = None, *, layout = "records", aligned = false, missing = "auto", dialect = "auto", storage_options = None, fsync = true, index = false))]
+#[pyo3(signature = (schema, batches, path = None, target = None, *, layout = None, aligned = false, missing = "auto", dialect = "auto", storage_options = None, fsync = true, index = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_iter<'py>(
     py: Python<'py>,
@@ -297,7 +319,7 @@ pub fn write_iter<'py>(
     batches: &Bound<'py, PyAny>,
     path: Option<PathBuf>,
     target: Option<Bound<'py, PyAny>>,
-    layout: &str,
+    layout: Option<&str>,
     aligned: bool,
     missing: &str,
     dialect: &str,
@@ -307,16 +329,14 @@ pub fn write_iter<'py>(
 ) -> PyResult<()> {
     let storage = StorageOptions(storage_options.unwrap_or_default());
     check_index(index, path.as_deref())?;
-    let layout: Layout = layout
-        .parse()
-        .map_err(|e: msgpack_arrow::Error| PyValueError::new_err(e.to_string()))?;
+    let layout = parse_layout(layout)?;
+    let err = |f: Failure| to_pyerr(py, Op::Encode, f);
+    let schema = import_schema(schema)?;
     let builder = WriterBuilder::new()
         .with_missing(parse_missing(missing)?)
         .with_dialect(parse_dialect(dialect)?)
-        .with_layout(layout)
+        .with_layout(default_layout(layout, &schema))
         .with_aligned(aligned);
-    let err = |f: Failure| to_pyerr(py, Op::Encode, f);
-    let schema = import_schema(schema)?;
     let pending = Arc::new(Mutex::new(None));
     let mut stream = PyBatches {
         schema: schema.clone(),

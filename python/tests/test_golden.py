@@ -9,6 +9,7 @@ files raise DecodeError with the position.
 
 from __future__ import annotations
 
+import io
 import re
 
 import polars as pl
@@ -204,6 +205,82 @@ def test_byte_exact_through_polars(case):
     layout = ma.read_arrow(path, layout=case["layout"]).layout
     df = ma.read_msgpack(path, layout=case["layout"])
     assert ma.write_msgpack(df, None, layout=layout) == open(path, "rb").read()
+
+
+def _polars_cannot_hold(schema: pa.Schema, path: str) -> str | None:
+    """Why a DataFrame cannot give this file back even with the numpy extension, or None."""
+    if not len(schema) and open(path, "rb").read():
+        return "no columns (a top-level []): a DataFrame without columns has nowhere to keep the layout"
+
+    def width0(t: pa.DataType) -> bool:
+        if pa.types.is_fixed_size_list(t):
+            return t.list_size == 0 or width0(t.value_type)
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            return width0(t.value_type)
+        if pa.types.is_struct(t):
+            return any(width0(t.field(i).type) for i in range(t.num_fields))
+        return False
+
+    if any(width0(f.type) for f in schema):
+        return "a zero-width axis: Polars has no width-0 Array, the reader hands it a List"
+    return None
+
+
+EXTENSION_EXACT = [
+    c
+    for c in BYTE_EXACT
+    if _polars_cannot_hold(pa.schema(ma.read_arrow(good_path(c["name"]), layout=c["layout"])), good_path(c["name"]))
+    is None
+]
+
+
+def test_extension_exact_covers_more_than_plain_polars():
+    names = {c["name"] for c in EXTENSION_EXACT}
+    assert {c["name"] for c in POLARS_EXACT} <= names
+    assert len(EXTENSION_EXACT) >= len(BYTE_EXACT) - 3, sorted({c["name"] for c in BYTE_EXACT} - names)
+
+
+@pytest.mark.parametrize("case", EXTENSION_EXACT, ids=[c["name"] for c in EXTENSION_EXACT])
+def test_byte_exact_through_polars_with_the_numpy_extension(case):
+    """numpy_types="extension": what Polars dtypes cannot state rides in an extension type, and
+    write_msgpack's defaults give the file back (its layout too)."""
+    path = good_path(case["name"])
+    df = ma.read_msgpack(path, layout=case["layout"], numpy_types="extension")
+    assert ma.write_msgpack(df, None) == open(path, "rb").read()
+    # the storage is the column a plain read gives
+    plain = ma.read_msgpack(path, layout=case["layout"])
+    storage = df.select(
+        pl.col(n).ext.storage() if isinstance(t, pl.Extension) else pl.col(n) for n, t in df.schema.items()
+    )
+    assert_frame_equal(storage, plain)
+
+
+def test_numpy_extension_columns_survive_polars_operations():
+    import msgpack_numpy as mn
+    import numpy as np
+
+    data = b"".join(
+        mn.packb({"id": i, "big": (np.arange(3) + i).astype(">i4"), "s": np.array("ab" * i, dtype="<U6")})
+        for i in range(4)
+    )
+    df = ma.read_msgpack(data, numpy_types="extension")
+    assert isinstance(df.schema["big"], pl.Extension) and df.schema["big"].ext_name() == "msgpack_arrow.numpy"
+    assert df.schema["id"] == pl.Int64  # nothing to keep: a plain column
+    picked = df.filter(pl.col("id") % 2 == 1).sort("id", descending=True)
+    rows = list(mn.Unpacker(io.BytesIO(ma.write_msgpack(picked, None)), raw=False))
+    assert [r["id"] for r in rows] == [3, 1]
+    assert rows[0]["big"].dtype == np.dtype(">i4") and rows[0]["s"].dtype == np.dtype("<U6")
+    np.testing.assert_array_equal(rows[1]["big"], np.arange(3) + 1)
+    # without the extension, the byte order and width are lost (the Polars dtypes cannot say them)
+    plain = list(mn.Unpacker(io.BytesIO(ma.write_msgpack(ma.read_msgpack(data), None)), raw=False))
+    assert plain[0]["big"].dtype == np.dtype("<i4")
+    # a scan keeps them too, and a sink writes them back
+    lf = ma.scan_msgpack(data, numpy_types="extension")
+    buf = io.BytesIO()
+    ma.sink_msgpack(lf.filter(pl.col("id") >= 0), buf)
+    assert buf.getvalue() == data
+    with pytest.raises(ValueError, match="numpy_types"):
+        ma.read_msgpack(data, numpy_types="exact")
 
 
 # ---- SPEC 6 -------------------------------------------------------------------------------------

@@ -114,6 +114,7 @@ pub struct ReaderBuilder {
     lists: Lists,
     max_columns: usize,
     polars_types: bool,
+    numpy_extension: bool,
 }
 
 impl Default for ReaderBuilder {
@@ -150,6 +151,7 @@ impl ReaderBuilder {
             lists: Lists::List,
             max_columns: DEFAULT_MAX_COLUMNS,
             polars_types: false,
+            numpy_extension: false,
         }
     }
     /// Output only types Polars imports as they are (default `false`: the exact Arrow types):
@@ -158,6 +160,14 @@ impl ReaderBuilder {
     /// built; the schema says it, and every batch comes out in it.
     pub fn with_polars_types(mut self, on: bool) -> Self {
         self.polars_types = on;
+        self
+    }
+    /// Carry the numpy facts Polars drops (field and schema metadata: byte order, string widths,
+    /// complex, the file's layout, ...) in a `msgpack_arrow.numpy` extension type on the columns
+    /// that have any (default `false`; see [`crate::types::extension`]). For Polars, which keeps
+    /// an extension's metadata; the writer takes them back off.
+    pub fn with_numpy_extension(mut self, on: bool) -> Self {
+        self.numpy_extension = on;
         self
     }
     /// The most columns (distinct top-level keys) a records file may have (default
@@ -367,11 +377,19 @@ impl ReaderBuilder {
     /// most those rows, in the output types.
     fn build_with(self, read: impl FnOnce(Self) -> Result<Reader>) -> Result<Reader> {
         let this = self.bounded();
-        let (left, polars) = (this.n_rows, this.polars_types);
+        let (left, polars, ext) = (this.n_rows, this.polars_types, this.numpy_extension);
         let (overrides, strict) = (this.overrides.clone(), this.projection.is_none());
         let mut r = read(this)?;
         r.window.left = left;
-        r.output_types(overrides.as_deref(), strict, polars)
+        let mut r = r.output_types(overrides.as_deref(), strict, polars)?;
+        if ext {
+            r.schema = Arc::new(crate::types::extension::wrap(&r.schema));
+            if r.convert.is_empty() {
+                // the batches are given the wrapped schema (same types, more metadata)
+                r.convert = vec![None; r.schema.fields().len()];
+            }
+        }
+        Ok(r)
     }
 
     fn build_from_buffer_all(self, buf: Buffer) -> Result<Reader> {

@@ -5,6 +5,7 @@
 
 pub mod arrow;
 pub(crate) mod buffers;
+pub mod extension;
 pub mod layout;
 pub mod meta;
 
