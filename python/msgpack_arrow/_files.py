@@ -133,7 +133,9 @@ def plan(
     infer_rows: int | None = None,
     **opts: Any,
 ) -> Plan:
-    """List the files and infer the schema from the first one (on the client)."""
+    """List the files and infer the schema from the first one (on the client). The Dask, Daft
+    and Ray readers pass their arguments as they are: ``opts`` are the reader's (layout, tensor,
+    object_arrays, dialect, batch_size, batch_bytes)."""
     if infer_rows is not None and infer_rows < 1:
         raise ValueError("infer_rows must be >= 1 (None: infer from every row)")
     opts["infer_rows"] = infer_rows

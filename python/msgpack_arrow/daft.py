@@ -116,19 +116,5 @@ def read_msgpack(
     one batch at a time, so a worker's memory follows ``batch_size``/``batch_bytes``, not the
     file size.
     """
-    p = plan(
-        source,
-        who="msgpack_arrow.daft.read_msgpack",
-        columns=columns,
-        schema_overrides=schema_overrides,
-        include_path_column=include_path_column,
-        storage_options=storage_options,
-        infer_rows=infer_rows,
-        layout=layout,
-        tensor=tensor,
-        object_arrays=object_arrays,
-        dialect=dialect,
-        batch_size=batch_size,
-        batch_bytes=batch_bytes,
-    )
+    p = plan(who="msgpack_arrow.daft.read_msgpack", **locals())
     return MsgpackSource(p).read()

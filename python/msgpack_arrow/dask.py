@@ -106,21 +106,7 @@ def read_msgpack(
     the first file lacks are not read from later files, and keys missing in a later file are
     nulls. Pass ``infer_rows`` to infer from the first rows only when the first file is large.
     """
-    p = plan(
-        source,
-        who="msgpack_arrow.dask.read_msgpack",
-        columns=columns,
-        schema_overrides=schema_overrides,
-        include_path_column=include_path_column,
-        storage_options=storage_options,
-        infer_rows=infer_rows,
-        layout=layout,
-        tensor=tensor,
-        object_arrays=object_arrays,
-        dialect=dialect,
-        batch_size=batch_size,
-        batch_bytes=batch_bytes,
-    )
+    p = plan(who="msgpack_arrow.dask.read_msgpack", **locals())
     meta = _to_pandas(p.part_schema(p.columns).empty_table())
     kwargs: dict[str, Any] = dict(plan=p)
     if p.columns is not None:

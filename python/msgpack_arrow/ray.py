@@ -120,19 +120,7 @@ def read_msgpack(
     source, columns, layout, schema_overrides, object_arrays, dialect, batch_size, batch_bytes, infer_rows, include_path_column, storage_options
         As in :func:`msgpack_arrow.dask.read_msgpack` (the schema comes from the first file).
     """
-    p = plan(
-        source,
-        who="msgpack_arrow.ray.read_msgpack",
-        columns=columns,
-        schema_overrides=schema_overrides,
-        include_path_column=include_path_column,
-        storage_options=storage_options,
-        infer_rows=infer_rows,
-        layout=layout,
-        tensor=tensor,
-        object_arrays=object_arrays,
-        dialect=dialect,
-        batch_size=batch_size,
-        batch_bytes=batch_bytes,
-    )
+    args = dict(locals())
+    del args["read_args"]
+    p = plan(who="msgpack_arrow.ray.read_msgpack", **args)
     return ray.data.read_datasource(MsgpackDatasource(p), **read_args)

@@ -50,6 +50,25 @@ def golden(tmp_path_factory) -> Path:
     return golden_dir(tmp_path_factory)
 
 
+# ---- files for the Dask, Daft and Ray readers (one task per file) --------------------------------
+
+#: rows [lo, hi) of each part file
+PART_BOUNDS = [(0, 40), (40, 100), (100, 130)]
+
+
+def write_parts(directory: Path, record) -> list[Path]:
+    """``part-000.msgpack``... in ``directory``, each the msgpack_numpy records ``record(i)`` of
+    its rows (:data:`PART_BOUNDS`)."""
+    import msgpack_numpy as mn
+
+    paths = []
+    for k, (lo, hi) in enumerate(PART_BOUNDS):
+        p = directory / f"part-{k:03d}.msgpack"
+        p.write_bytes(b"".join(mn.packb(record(i)) for i in range(lo, hi)))
+        paths.append(p)
+    return paths
+
+
 # ---- local stand-ins for remote stores (remote_servers.py; test_remote.py) ------------------------
 
 

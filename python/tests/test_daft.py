@@ -11,10 +11,11 @@ pa = pytest.importorskip("pyarrow")
 daft = pytest.importorskip("daft")
 
 import msgpack_arrow as ma  # noqa: E402
+from conftest import PART_BOUNDS, write_parts  # noqa: E402
 import msgpack_arrow._files as files_mod  # noqa: E402
 import msgpack_arrow.daft as madf  # noqa: E402
 
-BOUNDS = [(0, 40), (40, 100), (100, 130)]
+BOUNDS = PART_BOUNDS
 
 
 def record(i: int) -> dict:
@@ -30,12 +31,7 @@ def record(i: int) -> dict:
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("daft")
-    paths = []
-    for k, (lo, hi) in enumerate(BOUNDS):
-        p = d / f"part-{k:03d}.msgpack"
-        p.write_bytes(b"".join(mn.packb(record(i)) for i in range(lo, hi)))
-        paths.append(p)
-    return d, paths
+    return d, write_parts(d, record)
 
 
 @pytest.fixture

@@ -15,9 +15,10 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
 import msgpack_arrow as ma  # noqa: E402
+from conftest import PART_BOUNDS, write_parts  # noqa: E402
 import msgpack_arrow.dask as mad  # noqa: E402
 
-BOUNDS = [(0, 40), (40, 100), (100, 130)]
+BOUNDS = PART_BOUNDS
 
 
 def record(i: int) -> dict:
@@ -34,12 +35,7 @@ def record(i: int) -> dict:
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("dask")
-    paths = []
-    for k, (lo, hi) in enumerate(BOUNDS):
-        p = d / f"part-{k:03d}.msgpack"
-        p.write_bytes(b"".join(mn.packb(record(i)) for i in range(lo, hi)))
-        paths.append(p)
-    return d, paths
+    return d, write_parts(d, record)
 
 
 def single_machine(paths, **kw) -> pl.DataFrame:

@@ -3,7 +3,6 @@ ray.init(num_cpus=2), checked against the arrays msgpack_numpy wrote."""
 
 from __future__ import annotations
 
-import msgpack_numpy as mn
 import numpy as np
 import pytest
 
@@ -12,9 +11,10 @@ ray = pytest.importorskip("ray")
 pytest.importorskip("ray.data")
 
 import msgpack_arrow as ma  # noqa: E402
+from conftest import PART_BOUNDS, write_parts  # noqa: E402
 import msgpack_arrow.ray as mar  # noqa: E402
 
-BOUNDS = [(0, 40), (40, 100), (100, 130)]
+BOUNDS = PART_BOUNDS
 
 
 def record(i: int) -> dict:
@@ -29,12 +29,7 @@ def record(i: int) -> dict:
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("ray")
-    paths = []
-    for k, (lo, hi) in enumerate(BOUNDS):
-        p = d / f"part-{k:03d}.msgpack"
-        p.write_bytes(b"".join(mn.packb(record(i)) for i in range(lo, hi)))
-        paths.append(p)
-    return d, paths
+    return d, write_parts(d, record)
 
 
 @pytest.fixture(scope="module", autouse=True)
