@@ -106,8 +106,9 @@ pub enum Missing {
     /// key present as nil and an absent one cannot be told apart: both come back absent. Two
     /// exceptions keep the columns and their order on a re-read (readers order columns by first
     /// appearance): a key written for the first time brings, as nil, the keys before it that
-    /// were never written; and a column that is nil wherever present (a Null column) is written
-    /// as nil once, in the first record where every column before it has appeared.
+    /// were never written; and a column never written yet that has no value in a batch (a Null
+    /// column, say) is written as nil once, in the first record where every column before it has
+    /// appeared.
     Omit,
 }
 

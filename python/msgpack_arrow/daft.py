@@ -68,7 +68,9 @@ class MsgpackSource(DataSource):
             # the pushed projection leaves out the columns only the pushed filter reads; Daft
             # filters the task's rows, so the task gives both
             need = set(pushdowns.columns) | pushdowns.filter_required_column_names()
-            columns = [c for c in self._plan.part_schema(columns).names if c in need]
+            names = self._plan.part_schema(columns).names
+            # no column (a count): one is still read, for the row count
+            columns = [c for c in names if c in need] or names[:1]
         # Daft filters a task's rows after the read and only then applies the limit: the limit
         # is a row count to stop at only when there is no filter
         limit = pushdowns.limit if pushdowns.filters is None else None

@@ -40,6 +40,8 @@ class MsgpackDatasource(Datasource):
     def __init__(self, plan: Plan) -> None:
         super().__init__()
         self._plan = plan
+        # what Ray's projection API reads back (get_projection_map); None: every column
+        self._projection_map = None
 
     def get_name(self) -> str:
         return "ReadMsgpack"
@@ -48,13 +50,17 @@ class MsgpackDatasource(Datasource):
         return True
 
     def apply_projection(self, projection_map: dict[str, str] | None) -> MsgpackDatasource:
+        # the read stage only prunes (Ray keeps renames in a Project above it): the columns are
+        # the map's keys, in its order
         clone = copy.copy(self)
-        if projection_map is not None:
-            keep = set(projection_map)
+        clone._projection_map = self._combine_projection_map(
+            self._projection_map, None if projection_map is None else {k: k for k in projection_map}
+        )
+        if clone._projection_map is not None:
             names = self._plan.part_schema(self._plan.columns).names
             # no column (a count): Ray loses the row count of a block without columns, so one
             # column is still read
-            cols = [c for c in names if c in keep] or names[:1]
+            cols = [c for c in clone._projection_map if c in names] or names[:1]
             clone._plan = copy.copy(self._plan)
             clone._plan.columns = cols
         return clone

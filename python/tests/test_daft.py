@@ -106,3 +106,9 @@ def test_an_empty_file_gives_no_rows(tmp_path):
     (tmp_path / "b.msgpack").write_bytes(b"")
     out = madf.read_msgpack(str(tmp_path)).to_pydict()
     assert out["id"] == [1]
+
+
+def test_count_rows_reads_one_column(files, pushed):
+    d, _ = files
+    assert madf.read_msgpack(str(d / "*.msgpack")).count_rows() == 130
+    assert all(c is not None and len(c) <= 1 for c, _ in pushed)

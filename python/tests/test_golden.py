@@ -308,3 +308,23 @@ def test_bad_input_raises_positioned_decode_error(case):
         ma.read_msgpack(data, layout=case["layout"])
     with pytest.raises(ma.DecodeError):
         ma.scan_msgpack(data, layout=case["layout"]).collect()
+
+
+def test_numpy_extension_scan_of_several_files_keeps_one_schema(tmp_path):
+    # the file metadata differs between the files (keys absent in the second), and projections
+    # leave the wrapped column out or reorder: every batch still has the scan's declared dtypes
+    import msgpack_numpy as mn
+    import numpy as np
+
+    def rec(i, x=True):
+        return {"id": i, **({"x": 1.0} if x else {}), "big": (np.arange(3) + i).astype(">i4")}
+
+    (tmp_path / "a.msgpack").write_bytes(b"".join(mn.packb(rec(i)) for i in range(3)))
+    (tmp_path / "b.msgpack").write_bytes(b"".join(mn.packb(rec(i, x=i > 0)) for i in range(3)))
+    lf = ma.scan_msgpack(str(tmp_path / "*.msgpack"), numpy_types="extension")
+    assert lf.select("big", "id").collect().shape == (6, 2)
+    assert lf.select("x", "id").collect()["x"].null_count() == 1
+    df = lf.collect()
+    assert df.schema == lf.collect_schema()
+    back = ma.read_msgpack(ma.write_msgpack(df, None), numpy_types="extension")
+    assert back.schema["big"] == df.schema["big"]

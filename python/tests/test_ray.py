@@ -88,3 +88,10 @@ def test_torch_batches(files):
     d, _ = files
     batch = next(iter(mar.read_msgpack(str(d / "*.msgpack"), columns=["emb"]).iter_torch_batches(batch_size=8)))
     assert batch["emb"].shape == (8, 8) and batch["emb"].dtype == torch.float32
+
+
+def test_projection_keeps_the_order_asked_for(files):
+    d, _ = files
+    ds = mar.read_msgpack(str(d / "*.msgpack")).select_columns(["label", "id"])
+    assert ds.schema().names == ["label", "id"]
+    assert list(ds.take(1)[0]) == ["label", "id"]

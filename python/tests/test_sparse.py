@@ -68,3 +68,16 @@ def test_a_key_that_is_only_ever_nil_keeps_its_column():
     out = ma.write_msgpack(table, None, layout="records", missing="omit")
     assert list(mn.Unpacker(io.BytesIO(out), raw=False)) == [{"a": 0, "n": None, "z": 1}, {"a": 1, "n": True}]
     assert pa.table(ma.read_arrow(out)).column_names == ["a", "n", "z"]
+
+
+def test_omit_never_loses_a_column_null_in_every_row():
+    # a typed column with no value (Polars writes pl.Null columns as such too): written once as
+    # nil, so the re-read has it, in its place
+    df = pl.DataFrame({"id": [1, 2], "note": pl.Series([None, None], dtype=pl.Int64), "z": [None, None]})
+    out = ma.write_msgpack(df, None, missing="omit")
+    assert list(mn.Unpacker(io.BytesIO(out), raw=False)) == [{"id": 1, "note": None, "z": None}, {"id": 2}]
+    assert ma.read_msgpack(out).columns == ["id", "note", "z"]
+    # one record whose other values would make auto read it as a columns map: still one record
+    one = pl.DataFrame({"a": [[1, 2]], "b": pl.Series([None], dtype=pl.Int64)})
+    back = ma.read_msgpack(ma.write_msgpack(one, None, missing="omit"))
+    assert back.shape == (1, 2)

@@ -378,12 +378,16 @@ impl ReaderBuilder {
     fn build_with(self, read: impl FnOnce(Self) -> Result<Reader>) -> Result<Reader> {
         let this = self.bounded();
         let (left, polars, ext) = (this.n_rows, this.polars_types, this.numpy_extension);
+        // a given schema is the file's whole (a scan's first file): its metadata and first column
+        // make every file and projection wrap alike
+        let given = this.schema.clone();
         let (overrides, strict) = (this.overrides.clone(), this.projection.is_none());
         let mut r = read(this)?;
         r.window.left = left;
         let mut r = r.output_types(overrides.as_deref(), strict, polars)?;
         if ext {
-            r.schema = Arc::new(crate::types::extension::wrap(&r.schema));
+            let whole = given.unwrap_or_else(|| r.schema.clone());
+            r.schema = Arc::new(crate::types::extension::wrap(&r.schema, &whole));
             if r.convert.is_empty() {
                 // the batches are given the wrapped schema (same types, more metadata)
                 r.convert = vec![None; r.schema.fields().len()];

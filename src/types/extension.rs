@@ -79,15 +79,18 @@ fn tree(f: &Field, top: bool) -> Option<Value> {
 }
 
 /// The schema for Polars: each column whose field tree holds metadata becomes a
-/// `msgpack_arrow.numpy` extension column of the same storage type (the schema's metadata rides
-/// on the first of them, or on the first column when no field has any). Columns that already
-/// are an extension (a canonical tensor) are left as they are.
-pub fn wrap(schema: &Schema) -> Schema {
-    let mut schema_md = (!schema.metadata().is_empty()).then(|| {
+/// `msgpack_arrow.numpy` extension column of the same storage type. The file's metadata (its
+/// layout, container, ...) rides on every one of them, so dropping a column keeps it; when no
+/// field of the file has metadata, on the file's first column. `whole` is the file's schema,
+/// of which `schema` may be a projection: every projection (and every file of a scan, read with
+/// the first one's schema) then wraps a column alike. Columns that already are an extension (a
+/// canonical tensor) are left as they are.
+pub fn wrap(schema: &Schema, whole: &Schema) -> Schema {
+    let file = whole.metadata();
+    let first = whole.fields().first().map(|f| f.name().as_str());
+    let file_md = (!file.is_empty()).then(|| {
         Value::Object(
-            schema
-                .metadata()
-                .iter()
+            file.iter()
                 .map(|(k, v)| (k.clone(), Value::String(v.clone())))
                 .collect(),
         )
@@ -97,22 +100,17 @@ pub fn wrap(schema: &Schema) -> Schema {
         .iter()
         .map(|f| (!is_extension(f)).then(|| tree(f, true)).flatten())
         .collect();
-    let carrier = trees.iter().position(Option::is_some).or_else(|| {
-        schema_md.as_ref()?;
-        schema.fields().iter().position(|f| !is_extension(f))
-    });
+    let none_wrapped = whole
+        .fields()
+        .iter()
+        .all(|f| is_extension(f) || tree(f, true).is_none());
     let fields: Vec<FieldRef> = schema
         .fields()
         .iter()
         .zip(trees)
-        .enumerate()
-        .map(|(i, (f, t))| {
-            let s = if Some(i) == carrier {
-                schema_md.take()
-            } else {
-                None
-            };
-            if t.is_none() && s.is_none() {
+        .map(|(f, t)| {
+            let carrier = none_wrapped && Some(f.name().as_str()) == first && !is_extension(f);
+            if t.is_none() && !(carrier && file_md.is_some()) {
                 return f.clone();
             }
             let mut ext = match t {
@@ -120,8 +118,8 @@ pub fn wrap(schema: &Schema) -> Schema {
                 _ => Map::new(),
             };
             ext.insert("v".into(), json!(1));
-            if let Some(s) = s {
-                ext.insert("s".into(), s);
+            if let Some(s) = &file_md {
+                ext.insert("s".into(), s.clone());
             }
             let mut md = f.metadata().clone();
             md.insert(meta::EXTENSION_NAME, NAME);
@@ -174,8 +172,8 @@ fn restore(f: &Field, node: &Value, top: bool) -> Field {
 /// extension and get their field trees' metadata back; the schema's metadata comes back from the
 /// column that carried it (unless the schema has its own). `None`: no column was wrapped.
 pub fn unwrap(schema: &Schema) -> Result<Option<Schema>> {
-    let mut schema_md = schema.metadata().clone();
-    let keep_schema_md = !schema_md.is_empty();
+    // the file's metadata from the columns, under the schema's own keys (which win)
+    let mut schema_md = Metadata::default();
     let mut any = false;
     let mut fields = Vec::with_capacity(schema.fields().len());
     for f in schema.fields() {
@@ -194,16 +192,15 @@ pub fn unwrap(schema: &Schema) -> Result<Option<Schema>> {
                 f.name()
             )))
         })?;
-        if !keep_schema_md {
-            schema_md.extend(strings(node.get("s")));
-        }
+        schema_md.extend(strings(node.get("s")));
         fields.push(Arc::new(restore(f, &node, true)));
     }
+    schema_md.extend(schema.metadata().clone());
     Ok(any.then(|| Schema::new_with_metadata(fields, schema_md)))
 }
 
 /// `data` with the type `t`: the same buffers, the child fields' metadata as `t` states it.
-fn retype_data(data: ArrayData, t: &DataType) -> Result<ArrayData> {
+fn retype_data(data: ArrayData, t: &DataType) -> ArrayData {
     let kids = children(t);
     let child_data = if kids.is_empty() {
         data.child_data().to_vec()
@@ -212,22 +209,25 @@ fn retype_data(data: ArrayData, t: &DataType) -> Result<ArrayData> {
             .iter()
             .zip(&kids)
             .map(|(c, f)| retype_data(c.clone(), f.data_type()))
-            .collect::<Result<Vec<_>>>()?
+            .collect()
     };
-    Ok(data
+    let b = data
         .into_builder()
         .data_type(t.clone())
-        .child_data(child_data)
-        .build()?)
+        .child_data(child_data);
+    // SAFETY: `t` equals the data's type but for field names and metadata
+    // (`equals_datatype`, checked by `retype`), which no buffer depends on
+    unsafe { b.build_unchecked() }
 }
 
 /// A column (a batch's, as Polars exported it) in the type of its [`unwrap`]ped field, so the
-/// writer's encoders see the metadata of nested fields. Zero-copy.
-pub fn retype(col: &ArrayRef, t: &DataType) -> Result<ArrayRef> {
-    if col.data_type() == t {
-        return Ok(col.clone());
+/// writer's encoders see the metadata of nested fields. Zero-copy: only field metadata differs
+/// (a column of another storage type is returned as it is, for the writer's own check to name).
+pub fn retype(col: &ArrayRef, t: &DataType) -> ArrayRef {
+    if col.data_type() == t || !col.data_type().equals_datatype(t) {
+        return col.clone();
     }
-    Ok(make_array(retype_data(col.to_data(), t)?))
+    make_array(retype_data(col.to_data(), t))
 }
 
 #[cfg(test)]
@@ -253,7 +253,7 @@ mod tests {
             ],
             with(&[(meta::LAYOUT, "columns")]),
         );
-        let wrapped = wrap(&schema);
+        let wrapped = wrap(&schema, &schema);
         assert!(!is_extension(wrapped.field(0)));
         assert_eq!(wrapped.field(1).metadata()[meta::EXTENSION_NAME], NAME);
         // what Polars keeps: the extension keys of top-level fields, nothing else
@@ -289,7 +289,7 @@ mod tests {
             Arc::new(Float32Array::from(vec![1.0, 2.0])),
             None,
         ));
-        let r = retype(&col, back.field(1).data_type()).unwrap();
+        let r = retype(&col, back.field(1).data_type());
         assert_eq!(r.data_type(), schema.field(1).data_type());
         assert_eq!(r.len(), 1);
         assert!(
@@ -305,7 +305,7 @@ mod tests {
             vec![Field::new("value", DataType::Int64, true)],
             with(&[(meta::LAYOUT, "values"), (meta::CONTAINER, "array")]),
         );
-        let wrapped = wrap(&schema);
+        let wrapped = wrap(&schema, &schema);
         let bare = Schema::new(vec![wrapped.field(0).clone()]);
         assert_eq!(unwrap(&bare).unwrap().unwrap(), schema);
     }

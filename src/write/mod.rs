@@ -327,8 +327,8 @@ impl<W: Write> Writer<W> {
             .columns()
             .iter()
             .zip(fields)
-            .map(|(c, f)| extension::retype(c, f.data_type()).map_err(|e| e.prepend_path(f.name())))
-            .collect::<Result<Vec<_>>>()?;
+            .map(|(c, f)| extension::retype(c, f.data_type()))
+            .collect();
         Ok(RecordBatch::try_new_with_options(
             self.schema.clone(),
             cols,
@@ -541,9 +541,10 @@ impl<W: Write> Writer<W> {
         } else {
             Vec::new()
         };
-        let null_typed: Vec<bool> = names
+        // columns with no value in this batch (Null columns, or typed ones Polars made of them)
+        let no_value: Vec<bool> = nulls
             .iter()
-            .map(|f| f.data_type() == &DataType::Null)
+            .map(|n| n.as_ref().is_some_and(|n| n.null_count() == n.len()))
             .collect();
         if self.written.len() != ncols {
             self.written = vec![false; ncols];
@@ -555,9 +556,9 @@ impl<W: Write> Writer<W> {
             let n_here = if self.omit {
                 // A reader orders columns by first appearance. A key seen for the first time
                 // brings the keys before it in the schema that were never written, as nil, so
-                // they still come first; a Null column (nil wherever present) would otherwise
-                // never be written and vanish: its nil goes in the first record where every
-                // column before it has appeared.
+                // they still come first; a column with no value in the batch, never written yet,
+                // could otherwise vanish: its nil goes in the first record where every column
+                // before it has appeared.
                 for (c, p) in present.iter_mut().enumerate() {
                     *p = nulls[c].as_ref().is_none_or(|n| n.is_valid(row));
                 }
@@ -566,7 +567,7 @@ impl<W: Write> Writer<W> {
                 for (c, p) in present.iter_mut().enumerate() {
                     let unwritten = !self.written[c];
                     *p |= unwritten
-                        && (first_new.is_some_and(|j| c < j) || (null_typed[c] && before_seen));
+                        && (first_new.is_some_and(|j| c < j) || (no_value[c] && before_seen));
                     self.written[c] |= *p;
                     before_seen &= self.written[c];
                 }
