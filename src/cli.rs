@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
+
+use crate::types::arrow::record_batch;
 use arrow_schema::{Field, Schema, SchemaRef};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -554,11 +556,7 @@ fn format_table(
         .into_iter()
         .map(|c| Arc::new(StringArray::from(c)) as ArrayRef)
         .collect();
-    let table = RecordBatch::try_new_with_options(
-        Arc::new(Schema::new(fields)),
-        cols,
-        &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
-    )?;
+    let table = record_batch(&Arc::new(Schema::new(fields)), cols, n)?;
     Ok(arrow_cast::pretty::pretty_format_batches(&[table])?.to_string())
 }
 

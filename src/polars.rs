@@ -30,7 +30,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::ffi::{from_ffi, to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
-use arrow_array::{make_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_array::{make_array, Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use polars_arrow::ffi as pl_ffi;
 use polars_core::prelude::{
@@ -39,6 +39,7 @@ use polars_core::prelude::{
 };
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::types::arrow::record_batch;
 use crate::{Layout, Reader, ReaderBuilder, WriterBuilder};
 
 fn compute_err(e: impl std::fmt::Display) -> PolarsError {
@@ -287,23 +288,13 @@ pub fn from_dataframe(df: &DataFrame) -> Result<Vec<RecordBatch>> {
     let schema: SchemaRef = Arc::new(Schema::new(fields));
     let n_chunks = cols.iter().map(Vec::len).max().unwrap_or(0);
     if df.width() == 0 {
-        let opts = RecordBatchOptions::new().with_row_count(Some(df.height()));
-        return Ok(vec![RecordBatch::try_new_with_options(
-            schema,
-            vec![],
-            &opts,
-        )?]);
+        return Ok(vec![record_batch(&schema, vec![], df.height())?]);
     }
     let mut out = Vec::with_capacity(n_chunks);
     for i in 0..n_chunks {
         let columns: Vec<ArrayRef> = cols.iter().map(|c| c[i].clone()).collect();
         let rows = columns.first().map_or(0, |c| c.len());
-        let opts = RecordBatchOptions::new().with_row_count(Some(rows));
-        out.push(RecordBatch::try_new_with_options(
-            schema.clone(),
-            columns,
-            &opts,
-        )?);
+        out.push(record_batch(&schema, columns, rows)?);
     }
     Ok(out)
 }

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_array::RecordBatch;
+
+use crate::types::arrow::record_batch;
 use arrow_schema::Schema;
 
 use super::compress::{is_stdio, Codec};
@@ -224,12 +226,8 @@ pub fn convert(
             let batch = batch.map_err(|e| e.in_file(path))?;
             // Later files may differ from the first in metadata or nested field names only.
             let batch = if batch.schema() != schema {
-                RecordBatch::try_new_with_options(
-                    schema.clone(),
-                    batch.columns().to_vec(),
-                    &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
-                )
-                .map_err(|e| Error::from(e).in_file(path))?
+                record_batch(&schema, batch.columns().to_vec(), batch.num_rows())
+                    .map_err(|e| e.in_file(path))?
             } else {
                 batch
             };

@@ -7,7 +7,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow_array::UInt32Array;
+
+use crate::types::arrow::record_batch;
 use arrow_schema::DataType;
 
 use super::convert::{check_unique_columns, convert, ConvertOptions};
@@ -279,11 +281,7 @@ fn write_partitions(
                 .iter()
                 .map(|c| arrow_select::take::take(c.as_ref(), &rows, None))
                 .collect::<std::result::Result<Vec<_>, _>>()?;
-            let part = RecordBatch::try_new_with_options(
-                schema.clone(),
-                cols,
-                &RecordBatchOptions::new().with_row_count(Some(rows.len())),
-            )?;
+            let part = record_batch(&schema, cols, rows.len())?;
             if !parts.contains_key(&safe) {
                 let ext = if fmt == Format::Ipc {
                     "arrow"
@@ -323,6 +321,7 @@ fn write_partitions(
 mod tests {
     use super::*;
     use crate::WriterBuilder;
+    use arrow_array::RecordBatch;
     use arrow_array::{FixedSizeListArray, Float32Array, Int64Array};
     use arrow_schema::{Field, Schema};
 

@@ -97,7 +97,7 @@ pub(crate) fn decode_columns(
                 None => arrays.push(arrow_array::new_null_array(f.data_type(), rows)),
             }
         }
-        let whole = batch(out, arrays, rows)?;
+        let whole = crate::types::arrow::record_batch(out, arrays, rows)?;
         // slices (no copy) of at most batch_size rows and about batch_bytes bytes
         let row_bytes = (c.pos() - chunk_at) / rows.max(1);
         let per = b.batch_size.min((b.batch_bytes / row_bytes.max(1)).max(1));

@@ -9,10 +9,11 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
 use super::array::Ctx;
-use super::rows::{batch, RowDecoder};
+use super::rows::RowDecoder;
 use super::{project, ReaderBuilder};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::Layout;
+use crate::types::arrow::record_batch;
 use crate::types::meta;
 use crate::wire::cursor::Cursor;
 
@@ -180,7 +181,7 @@ impl Decoder {
             return Ok(None);
         }
         let cols = self.dec.finish()?;
-        let b = batch(&self.schema, cols, self.rows)?;
+        let b = record_batch(&self.schema, cols, self.rows)?;
         self.row += self.rows as u64;
         self.rows = 0;
         self.bytes = 0;

@@ -17,6 +17,7 @@ mod blobs;
 mod columns;
 mod decoder;
 pub(crate) mod infer;
+mod output;
 pub(crate) mod plan;
 mod rows;
 pub(crate) mod source;
@@ -25,7 +26,7 @@ mod stream;
 use self::columns::decode_columns;
 pub use self::decoder::Decoder;
 use self::plan::{plan, plan_first, Container, Plan, MAX_CHUNKS};
-use self::rows::{batch, Limit, Parallel, RowDecoder, RowsReader};
+use self::rows::{Limit, Parallel, RowDecoder, RowsReader};
 use self::source::mmap_buffer;
 use self::stream::{StreamReader, StreamRows};
 use crate::wire::sniff::{not_msgpack_message, sniff, SNIFF_LEN};
@@ -41,7 +42,7 @@ use self::array::Ctx;
 use self::infer::InferOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Conflicts, Dialect, Layout, Lists, ObjectArrays, OnTruncated, TensorMode};
-use crate::types::{meta, polars_compatible_type};
+use crate::types::meta;
 use crate::wire::cursor::Cursor;
 
 /// Default rows per batch.
@@ -384,16 +385,8 @@ impl ReaderBuilder {
         let (overrides, strict) = (this.overrides.clone(), this.projection.is_none());
         let mut r = read(this)?;
         r.window.left = left;
-        let mut r = r.output_types(overrides.as_deref(), strict, polars)?;
-        if ext {
-            let whole = given.unwrap_or_else(|| r.schema.clone());
-            r.schema = Arc::new(crate::types::extension::wrap(&r.schema, &whole));
-            if r.convert.is_empty() {
-                // the batches are given the wrapped schema (same types, more metadata)
-                r.convert = vec![None; r.schema.fields().len()];
-            }
-        }
-        Ok(r)
+        let r = r.output_types(overrides.as_deref(), strict, polars)?;
+        Ok(if ext { r.numpy_extension(given) } else { r })
     }
 
     fn build_from_buffer_all(self, buf: Buffer) -> Result<Reader> {
@@ -605,94 +598,6 @@ fn project(schema: &Schema, projection: Option<&[String]>) -> Result<Schema> {
 }
 
 impl Reader {
-    /// The output types, decided once: columns named in `overrides` that the layout did not
-    /// decode straight into their type (the `columns` layout, a given schema) are converted to
-    /// it; with `polars`, every type Polars cannot import is mapped. `strict` (no projection):
-    /// an override naming no column is an error.
-    fn output_types(
-        mut self,
-        overrides: Option<&Schema>,
-        strict: bool,
-        polars: bool,
-    ) -> Result<Reader> {
-        if let (Some(o), true) = (overrides, strict && !self.schema.fields().is_empty()) {
-            if let Some(o) = o
-                .fields()
-                .iter()
-                .find(|o| self.schema.field_with_name(o.name()).is_err())
-            {
-                return Err(Error::new(ErrorKind::Key(format!(
-                    "schema_overrides names column {:?}, which is not in the input; the columns are: {}",
-                    o.name(),
-                    self.schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
-                ))));
-            }
-        }
-        self.decoded = self.schema.clone();
-        let mut convert = Vec::with_capacity(self.schema.fields().len());
-        let mut fields = Vec::with_capacity(self.schema.fields().len());
-        for f in self.schema.fields() {
-            let over = overrides.and_then(|o| o.field_with_name(f.name()).ok());
-            let mut t = over.map_or_else(|| f.data_type().clone(), |o| o.data_type().clone());
-            if polars {
-                t = polars_compatible_type(&t);
-            }
-            if &t == f.data_type() {
-                convert.push(None);
-                fields.push(f.clone());
-            } else {
-                // an override replaces the numpy dtype the metadata described (a bin key stays
-                // one); a Polars mapping keeps it, as the values are the same
-                let mut g = f.as_ref().clone().with_data_type(t.clone());
-                if over.is_some_and(|o| o.data_type() != f.data_type()) {
-                    g = g.with_metadata(
-                        f.metadata()
-                            .iter()
-                            .filter(|(k, _)| k.as_str() == meta::KEY)
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect::<std::collections::HashMap<_, _>>(),
-                    );
-                }
-                fields.push(Arc::new(g));
-                convert.push(Some(t));
-            }
-        }
-        if convert.iter().any(Option::is_some) {
-            self.schema = Arc::new(Schema::new_with_metadata(
-                fields,
-                self.schema.metadata().clone(),
-            ));
-            self.convert = convert;
-        }
-        Ok(self)
-    }
-
-    /// A decoded batch in the output types (`safe: false`: a value that does not fit is an
-    /// error, never a silent null).
-    fn converted(&self, b: RecordBatch) -> Result<RecordBatch> {
-        if self.convert.is_empty() {
-            return Ok(b);
-        }
-        let opts = arrow_cast::CastOptions {
-            safe: false,
-            ..Default::default()
-        };
-        let mut cols = Vec::with_capacity(b.num_columns());
-        for ((c, t), f) in b
-            .columns()
-            .iter()
-            .zip(&self.convert)
-            .zip(self.schema.fields())
-        {
-            cols.push(match t {
-                None => c.clone(),
-                Some(t) => arrow_cast::cast_with_options(c, t, &opts)
-                    .map_err(|e| Error::from(e).prepend_path(f.name()))?,
-            });
-        }
-        rows::batch(&self.schema, cols, b.num_rows())
-    }
-
     fn from_plan(b: ReaderBuilder, buf: Buffer, p: Plan) -> Result<Reader> {
         let ctx = Ctx {
             dialect: b.dialect,

@@ -7,8 +7,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::options::Layout;
 use crate::read::source::release_behind;
 use crate::read::source::release_pages;
+use crate::types::arrow::record_batch;
 use crate::wire::cursor::Cursor;
-use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;
 use arrow_schema::{Schema, SchemaRef};
 use std::sync::Arc;
@@ -97,14 +98,6 @@ impl RowDecoder {
     }
 }
 
-pub(crate) fn batch(schema: &SchemaRef, cols: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch> {
-    Ok(RecordBatch::try_new_with_options(
-        schema.clone(),
-        cols,
-        &RecordBatchOptions::new().with_row_count(Some(rows)),
-    )?)
-}
-
 impl RowsReader {
     /// Decode the next few batches at once, one per thread (rows were split at batch starts
     /// found while inferring, so each thread knows where its rows begin).
@@ -146,7 +139,7 @@ impl RowsReader {
                         released = release_behind(release, data, released, c.pos());
                     }
                     let cols = dec.finish()?;
-                    batch(schema, cols, n)
+                    record_batch(schema, cols, n)
                 })
                 .collect()
         };
@@ -195,7 +188,7 @@ impl RowsReader {
             release_pages(self.buf.as_slice(), start, self.pos);
         }
         let cols = self.dec.finish()?;
-        let b = batch(&self.schema, cols, n)?;
+        let b = record_batch(&self.schema, cols, n)?;
         self.limit.add(&b, self.pos as u64)?;
         Ok(Some(b))
     }

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use arrow_schema::{DataType, Field, Fields, TimeUnit};
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_schema::{DataType, Field, Fields, SchemaRef, TimeUnit};
 
 use crate::error::{err, ErrorKind, Result};
 use crate::wire::dtype::{NpTimeUnit, NumpyDtype};
@@ -96,6 +97,20 @@ impl NumpyDtype {
             NumpyDtype::Object => return err(ErrorKind::ObjectArray),
         })
     }
+}
+
+/// A batch of `rows` rows with these columns (also when there are none, which alone cannot say
+/// how many rows there are).
+pub(crate) fn record_batch(
+    schema: &SchemaRef,
+    cols: Vec<ArrayRef>,
+    rows: usize,
+) -> Result<RecordBatch> {
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(rows)),
+    )?)
 }
 
 /// `FixedSizeList(item, n)` with the item field named and nullable as Polars and pyarrow make it.

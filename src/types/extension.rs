@@ -50,6 +50,11 @@ fn with_children(t: &DataType, kids: Vec<FieldRef>) -> DataType {
     }
 }
 
+/// A `msgpack_arrow.numpy` column ([`wrap`]).
+pub fn is_wrapped(f: &Field) -> bool {
+    f.metadata().get(meta::EXTENSION_NAME).map(String::as_str) == Some(NAME)
+}
+
 fn is_extension(f: &Field) -> bool {
     f.metadata().contains_key(meta::EXTENSION_NAME)
 }
@@ -177,7 +182,7 @@ pub fn unwrap(schema: &Schema) -> Result<Option<Schema>> {
     let mut any = false;
     let mut fields = Vec::with_capacity(schema.fields().len());
     for f in schema.fields() {
-        if f.metadata().get(meta::EXTENSION_NAME).map(String::as_str) != Some(NAME) {
+        if !is_wrapped(f) {
             fields.push(f.clone());
             continue;
         }

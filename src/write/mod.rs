@@ -37,6 +37,7 @@ use arrow_schema::{DataType, Field, SchemaRef};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Dialect, Layout, Missing};
+use crate::types::arrow::record_batch;
 use crate::types::layout::is_columns_map;
 use crate::types::{extension, meta};
 
@@ -329,11 +330,7 @@ impl<W: Write> Writer<W> {
             .zip(fields)
             .map(|(c, f)| extension::retype(c, f.data_type()))
             .collect();
-        Ok(RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            cols,
-            &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
-        )?)
+        record_batch(&self.schema, cols, batch.num_rows())
     }
 
     fn check(&self, batch: &RecordBatch) -> Result<()> {
@@ -549,6 +546,8 @@ impl<W: Write> Writer<W> {
         if self.written.len() != ncols {
             self.written = vec![false; ncols];
         }
+        // once every key was written, a row's keys are its valid cells
+        let mut all_written = self.written.iter().all(|&w| w);
         let mut present = vec![true; ncols];
         for row in 0..batch.num_rows() {
             let rec = row0 + row as u64;
@@ -562,14 +561,17 @@ impl<W: Write> Writer<W> {
                 for (c, p) in present.iter_mut().enumerate() {
                     *p = nulls[c].as_ref().is_none_or(|n| n.is_valid(row));
                 }
-                let first_new = (0..ncols).rev().find(|&c| present[c] && !self.written[c]);
-                let mut before_seen = true;
-                for (c, p) in present.iter_mut().enumerate() {
-                    let unwritten = !self.written[c];
-                    *p |= unwritten
-                        && (first_new.is_some_and(|j| c < j) || (no_value[c] && before_seen));
-                    self.written[c] |= *p;
-                    before_seen &= self.written[c];
+                if !all_written {
+                    let first_new = (0..ncols).rev().find(|&c| present[c] && !self.written[c]);
+                    let mut before_seen = true;
+                    for (c, p) in present.iter_mut().enumerate() {
+                        let unwritten = !self.written[c];
+                        *p |= unwritten
+                            && (first_new.is_some_and(|j| c < j) || (no_value[c] && before_seen));
+                        self.written[c] |= *p;
+                        before_seen &= self.written[c];
+                    }
+                    all_written = before_seen;
                 }
                 present.iter().filter(|&&p| p).count()
             } else {

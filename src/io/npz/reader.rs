@@ -7,11 +7,12 @@ use crate::io::compress::io_error;
 use crate::io::npz::header::read_npy_header;
 use crate::io::BatchIter;
 use crate::options::TensorMode;
+use crate::types::arrow::record_batch;
 use crate::types::{fixed_size_list, meta, NpTimeUnit, NumpyDtype};
 use arrow_array::types::{Date32Type, DurationMicrosecondType};
 use arrow_array::{
     make_array, Array, ArrayRef, BinaryArray, BooleanArray, FixedSizeBinaryArray,
-    FixedSizeListArray, PrimitiveArray, RecordBatch, RecordBatchOptions, StringArray,
+    FixedSizeListArray, PrimitiveArray, StringArray,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer, OffsetBuffer};
 use arrow_data::ArrayData;
@@ -123,8 +124,7 @@ pub fn read_npz_with(
     let batches = (0..rows).step_by(batch_size).map(move |start| {
         let len = batch_size.min(rows - start);
         let cols = arrays.iter().map(|a| a.slice(start, len)).collect();
-        let opts = RecordBatchOptions::new().with_row_count(Some(len));
-        Ok(RecordBatch::try_new_with_options(out.clone(), cols, &opts)?)
+        record_batch(&out, cols, len)
     });
     Ok((schema, Box::new(batches)))
 }

@@ -1,0 +1,116 @@
+//! The reader's output types, decided once when it is built: `schema_overrides` the layout did
+//! not decode straight into, the types Polars can import, and the numpy extension that carries
+//! field metadata through Polars; and each decoded batch converted to them.
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{Schema, SchemaRef};
+
+use super::Reader;
+use crate::error::{Error, ErrorKind, Result};
+use crate::types::arrow::record_batch;
+use crate::types::{extension, meta, polars_compatible_type};
+
+impl Reader {
+    /// The output types, decided once: columns named in `overrides` that the layout did not
+    /// decode straight into their type (the `columns` layout, a given schema) are converted to
+    /// it; with `polars`, every type Polars cannot import is mapped. `strict` (no projection):
+    /// an override naming no column is an error.
+    pub(super) fn output_types(
+        mut self,
+        overrides: Option<&Schema>,
+        strict: bool,
+        polars: bool,
+    ) -> Result<Reader> {
+        if let (Some(o), true) = (overrides, strict && !self.schema.fields().is_empty()) {
+            if let Some(o) = o
+                .fields()
+                .iter()
+                .find(|o| self.schema.field_with_name(o.name()).is_err())
+            {
+                return Err(Error::new(ErrorKind::Key(format!(
+                    "schema_overrides names column {:?}, which is not in the input; the columns are: {}",
+                    o.name(),
+                    self.schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+                ))));
+            }
+        }
+        self.decoded = self.schema.clone();
+        let mut convert = Vec::with_capacity(self.schema.fields().len());
+        let mut fields = Vec::with_capacity(self.schema.fields().len());
+        for f in self.schema.fields() {
+            let over = overrides.and_then(|o| o.field_with_name(f.name()).ok());
+            let mut t = over.map_or_else(|| f.data_type().clone(), |o| o.data_type().clone());
+            if polars {
+                t = polars_compatible_type(&t);
+            }
+            if &t == f.data_type() {
+                convert.push(None);
+                fields.push(f.clone());
+            } else {
+                // an override replaces the numpy dtype the metadata described (a bin key stays
+                // one); a Polars mapping keeps it, as the values are the same
+                let mut g = f.as_ref().clone().with_data_type(t.clone());
+                if over.is_some_and(|o| o.data_type() != f.data_type()) {
+                    g = g.with_metadata(
+                        f.metadata()
+                            .iter()
+                            .filter(|(k, _)| k.as_str() == meta::KEY)
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect::<std::collections::HashMap<_, _>>(),
+                    );
+                }
+                fields.push(Arc::new(g));
+                convert.push(Some(t));
+            }
+        }
+        if convert.iter().any(Option::is_some) {
+            self.schema = Arc::new(Schema::new_with_metadata(
+                fields,
+                self.schema.metadata().clone(),
+            ));
+            self.convert = convert;
+        }
+        Ok(self)
+    }
+
+    /// A decoded batch in the output types (`safe: false`: a value that does not fit is an
+    /// error, never a silent null).
+    pub(super) fn converted(&self, b: RecordBatch) -> Result<RecordBatch> {
+        if self.convert.is_empty() {
+            return Ok(b);
+        }
+        let opts = arrow_cast::CastOptions {
+            safe: false,
+            ..Default::default()
+        };
+        let mut cols = Vec::with_capacity(b.num_columns());
+        for ((c, t), f) in b
+            .columns()
+            .iter()
+            .zip(&self.convert)
+            .zip(self.schema.fields())
+        {
+            cols.push(match t {
+                None => c.clone(),
+                Some(t) => arrow_cast::cast_with_options(c, t, &opts)
+                    .map_err(|e| Error::from(e).prepend_path(f.name()))?,
+            });
+        }
+        record_batch(&self.schema, cols, b.num_rows())
+    }
+
+    /// The output schema with its numpy facts in `msgpack_arrow.numpy` extension columns
+    /// ([`extension::wrap`]). `given`: the schema the reader was given, the file's whole (a
+    /// scan's first file), so every file and projection wraps alike.
+    pub(super) fn numpy_extension(mut self, given: Option<SchemaRef>) -> Reader {
+        let whole = given.unwrap_or_else(|| self.schema.clone());
+        self.schema = Arc::new(extension::wrap(&self.schema, &whole));
+        if self.convert.is_empty() {
+            // the batches are given the wrapped schema (same types, more metadata)
+            self.convert = vec![None; self.schema.fields().len()];
+        }
+        self
+    }
+}
