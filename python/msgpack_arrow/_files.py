@@ -80,15 +80,15 @@ class Plan:
             return f.read()
 
     def part_schema(self, columns: Sequence[str] | None = None) -> pa.Schema:
-        """The schema of a part holding ``columns`` (default: the plan's)."""
+        """The schema of a part holding ``columns`` (default: every column)."""
         want = self.out_schema.names if columns is None else list(columns)
         return pa.schema([self.out_schema.field(c) for c in want])
 
     def batches(self, path: str, columns: Sequence[str] | None = None, n_rows: int | None = None) -> Iterator[pa.RecordBatch]:
         """One file's rows as record batches of :meth:`part_schema` (one empty batch for an
         empty file), decoded batch by batch: a worker holds one batch at a time."""
-        want = list(self.part_schema(columns).names)
-        read = [c for c in want if c != self.path_column]
+        target = self.part_schema(columns)
+        read = [c for c in target.names if c != self.path_column]
         r = Reader(
             self.source(path),
             columns=read,
@@ -99,7 +99,6 @@ class Plan:
             n_rows=n_rows,
             **self.opts,
         )
-        target = self.part_schema(want)
         seen = False
         for stream in r:
             for batch in pa.RecordBatchReader.from_stream(stream):

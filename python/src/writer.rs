@@ -11,7 +11,7 @@ use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use msgpack_arrow::io::compress::{Codec, CompressedWriter};
 use msgpack_arrow::io::{Format, Output, StorageOptions};
-use msgpack_arrow::types::{extension, meta};
+use msgpack_arrow::types::extension;
 use msgpack_arrow::{mark_ragged_ndarrays, Layout, Writer, WriterBuilder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -106,10 +106,7 @@ fn parse_layout(s: Option<&str>) -> PyResult<Option<Layout>> {
 /// (`numpy_types="extension"`), which is written in the layout it was read in.
 fn default_layout(layout: Option<Layout>, schema: &arrow_schema::Schema) -> Layout {
     layout.unwrap_or_else(|| {
-        let ext = schema.fields().iter().any(|f| {
-            f.metadata().get(meta::EXTENSION_NAME).map(String::as_str) == Some(extension::NAME)
-        });
-        if ext {
+        if schema.fields().iter().any(|f| extension::is_wrapped(f)) {
             Layout::Auto
         } else {
             Layout::Records
