@@ -115,7 +115,7 @@ bench-quick: venv python-package $(CLI)
 # Fuzzing (fuzz/README.md): every target in turn for FUZZ_SECONDS each, in a throughput build
 # (no sanitizer; FUZZ_SANITIZER=address for ASan), seeded with the golden files; a crash stops
 # it with the input saved under fuzz/artifacts/. FUZZ_ARGS: more libFuzzer flags (-fork=2). cargo-fuzz needs nightly flags: RUSTC_BOOTSTRAP.
-FUZZ_TARGETS ?= decode roundtrip
+FUZZ_TARGETS ?= decode roundtrip salvage index
 FUZZ_SECONDS ?= 900
 FUZZ_SANITIZER ?= none
 FUZZ_ARGS ?=

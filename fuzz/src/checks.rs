@@ -11,7 +11,8 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Fields, SchemaRef};
 use msgpack_arrow::{
-    Dialect, Layout, ObjectArrays, Reader, ReaderBuilder, Result, TensorMode, WriterBuilder,
+    Dialect, Layout, ObjectArrays, OnTruncated, Reader, ReaderBuilder, Result, TensorMode,
+    WriterBuilder,
 };
 
 /// Every layout, `auto` first.
@@ -275,4 +276,135 @@ pub fn norm_array(a: &ArrayRef) -> ArrayRef {
         .build()
         .expect("normalised array is valid");
     arrow_array::make_array(d)
+}
+
+/// A seed from the input's bytes, so the cut and the index variant follow the content as well as
+/// the length.
+fn seed(data: &[u8]) -> usize {
+    data.iter().fold(data.len(), |h, &b| {
+        h.wrapping_mul(31).wrapping_add(b as usize)
+    })
+}
+
+/// Salvage ([`OnTruncated::Keep`]): the input cut at a byte the input chooses never panics, from a
+/// slice and from a trickling `Read`; where the cut input and the whole input read in the same
+/// layout and schema, the rows kept are the first rows of the whole read, and the slice and the
+/// `Read` agree.
+pub fn salvage(data: &[u8]) {
+    let v = data.len();
+    if v < 2 {
+        return;
+    }
+    let cut = 1 + seed(data) % (v - 1);
+    let part = &data[..cut];
+    let dialects = [Dialect::Auto, Dialect::MsgpackNumpy, Dialect::Openpi];
+    for layout in LAYOUTS {
+        let b = builder(layout, v, &dialects).with_on_truncated(OnTruncated::Keep);
+        let whole = drain(b.clone().build_from_slice(data));
+        let kept = drain(b.clone().build_from_slice(part));
+        let kept_read = drain(b.clone().build(Trickle::new(part)));
+        if let (Some((s1, l1, b1)), Some((s2, l2, b2))) = (&whole, &kept) {
+            let (n1, n2) = (rows(b1), rows(b2));
+            if l1 == l2 && s1 == s2 && matches!(l1, Layout::Records | Layout::Values) {
+                assert!(n2 <= n1, "{layout}: a cut kept {n2} rows of {n1}");
+                if n2 > 0 {
+                    let all = concat(s1, b1);
+                    let want = [all.slice(0, n2)];
+                    assert_tables_equal(s1, &want, s2, b2, "the rows kept vs the whole read");
+                }
+            }
+        }
+        if let (Some((s2, l2, b2)), Some((s3, l3, b3))) = (&kept, &kept_read) {
+            if rows(b2) <= msgpack_arrow::read::DEFAULT_STREAM_INFER_ROWS {
+                assert_eq!(
+                    l2, l3,
+                    "{layout}: salvage layout differs between slice and Read"
+                );
+                assert_tables_equal(s2, b2, s3, b3, "salvage: slice vs Read");
+            }
+        }
+    }
+}
+
+fn rows(b: &[RecordBatch]) -> usize {
+    b.iter().map(|b| b.num_rows()).sum()
+}
+
+/// The record index (`data.msgpack.offsets`): the input is written as a file with an index beside
+/// it (its true offsets on most lengths, else a damaged or made-up one) and read from row `k`.
+/// With the true index the rows are those of the same read without it; a damaged index is an
+/// error or a read, never a panic.
+pub fn index(data: &[u8]) {
+    use msgpack_arrow::io::index::{offsets_of, sidecar};
+    let v = data.len();
+    let dir = scratch();
+    let path = dir.join("data.msgpack");
+    std::fs::write(&path, data).expect("write the fuzz input");
+    let truth = offsets_of(data, 64).ok();
+    let s = seed(data);
+    let (offsets, true_index) = match (&truth, v % 4) {
+        (Some(o), 0..=2) if o.len() > 2 => {
+            let mut o = o.clone();
+            match v % 4 {
+                0 | 1 => (o, true),
+                _ => {
+                    // one entry off by a little, or one dropped
+                    let i = 1 + s % (o.len() - 1);
+                    if s % 2 == 0 {
+                        o[i] = o[i].wrapping_add(1 + (s as u64 >> 8) % 3);
+                    } else {
+                        o.remove(i);
+                    }
+                    (o, false)
+                }
+            }
+        }
+        // whatever the input's tail says, as big-endian uint64s
+        _ => {
+            let tail = &data[v - (v % 64).min(v)..];
+            let o = tail
+                .chunks(8)
+                .map(|c| c.iter().fold(0u64, |a, &b| a << 8 | b as u64))
+                .collect();
+            (o, false)
+        }
+    };
+    let bytes: Vec<u8> = offsets.iter().flat_map(|o| o.to_be_bytes()).collect();
+    std::fs::write(sidecar(&path), bytes).expect("write the fuzz index");
+    let k = 1 + s % 4;
+    let dialects = [Dialect::Auto, Dialect::MsgpackNumpy];
+    for layout in [Layout::Auto, Layout::Records, Layout::Values] {
+        let b = builder(layout, v, &dialects).with_skip_rows(k);
+        let indexed = drain(b.clone().build_from_path(&path));
+        if true_index {
+            let plain = drain(b.build_from_slice(data));
+            if let (Some((s1, _, b1)), Some((s2, _, b2))) = (&plain, &indexed) {
+                if s1 == s2 {
+                    assert_tables_equal(s1, b1, s2, b2, "indexed read vs plain read");
+                }
+            }
+        }
+    }
+}
+
+/// A directory of this thread's own for the index target's files (tmpfs when there is one): the
+/// tests replay on several threads of one process.
+fn scratch() -> std::path::PathBuf {
+    thread_local! {
+        static DIR: std::path::PathBuf = {
+            let base = std::path::PathBuf::from("/dev/shm");
+            let base = if base.is_dir() { base } else { std::env::temp_dir() };
+            let id = format!("{:?}", std::thread::current().id());
+            let id: String = id.chars().filter(char::is_ascii_digit).collect();
+            base.join(format!("msgpack-arrow-fuzz-{}-{id}", std::process::id()))
+        };
+    }
+    let d = DIR.with(|d| d.clone());
+    std::fs::create_dir_all(&d).expect("scratch directory");
+    d
+}
+
+/// Remove [`index`]'s scratch directory (the tests call it when done; a fuzz run leaves it).
+pub fn remove_scratch() {
+    let _ = std::fs::remove_dir_all(scratch());
 }

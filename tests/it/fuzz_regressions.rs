@@ -46,11 +46,23 @@ fn replay(paths: &[PathBuf], check: fn(&[u8])) -> Vec<String> {
     failures
 }
 
+/// The fuzz targets, as named under `fuzz/fuzz_targets/` and `fuzz/corpus/`.
+const TARGETS: [&str; 4] = ["decode", "roundtrip", "salvage", "index"];
+
+/// Every input through every target's check.
+fn replay_all(inputs: &[PathBuf]) -> Vec<String> {
+    let mut failures = replay(inputs, checks::decode);
+    failures.extend(replay(inputs, checks::roundtrip));
+    failures.extend(replay(inputs, checks::salvage));
+    failures.extend(replay(inputs, checks::index));
+    checks::remove_scratch();
+    failures
+}
+
 #[test]
 fn crashing_inputs_found_by_fuzzing() {
     let crashers = files(&root().join("tests/data/fuzz"));
-    let mut failures = replay(&crashers, checks::decode);
-    failures.extend(replay(&crashers, checks::roundtrip));
+    let failures = replay_all(&crashers);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -74,12 +86,11 @@ fn fuzz_seeds_replay_cleanly() {
     if let Some(dir) = std::env::var_os("MSGPACK_ARROW_FUZZ_CORPUS") {
         let dir = PathBuf::from(dir);
         inputs.extend(files(&dir));
-        for sub in ["decode", "roundtrip"] {
+        for sub in TARGETS {
             inputs.extend(files(&dir.join(sub)));
         }
     }
-    let mut failures = replay(&inputs, checks::decode);
-    failures.extend(replay(&inputs, checks::roundtrip));
+    let failures = replay_all(&inputs);
     assert!(
         failures.is_empty(),
         "{} of {} inputs fail:\n{}",
