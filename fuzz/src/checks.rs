@@ -42,6 +42,9 @@ fn builder(layout: Layout, v: usize, dialects: &[Dialect]) -> ReaderBuilder {
         .with_dialect(dialects[v / 5 % dialects.len()])
         // ext values of code 42 as np.save bytes (`wire::npy`) on one length in three
         .with_npy_ext((v % 3 == 1).then_some(42))
+        // the parallel decoder on one length in eight; one thread elsewhere, since a thread pool
+        // handing out batches of 1-4 rows costs more than decoding them (throughput)
+        .with_threads(Some(if v % 8 == 0 { 2 } else { 1 }))
 }
 
 /// A `Read` that hands out at most 7 bytes per call, so the streaming reader refills at every

@@ -303,6 +303,8 @@ def _read_stream(source, *, for_polars: bool, n_rows, rows=None, schema_override
             n_rows=n_rows,
             skip_rows=skip,
             for_polars=for_polars,
+            # every batch is kept: decoded while the schema walk goes on
+            eager=True,
             **kw,
         )
         out = r.read_all()

@@ -48,6 +48,7 @@ class Reader:
         npy_ext: int | None = None,
         numpy_extension: bool = False,
         storage_options: list[tuple[str, str]] | None = None,
+        eager: bool = False,
     ) -> None: ...
     @property
     def layout(self) -> str: ...

@@ -153,7 +153,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, skip_rows = 0, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", npy_ext = None, numpy_extension = false, storage_options = None))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, skip_rows = 0, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", npy_ext = None, numpy_extension = false, storage_options = None, eager = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -178,6 +178,7 @@ impl PyReader {
         npy_ext: Option<i8>,
         numpy_extension: bool,
         storage_options: Option<Vec<(String, String)>>,
+        eager: bool,
     ) -> PyResult<Self> {
         if batch_size == 0 {
             return Err(PyValueError::new_err("batch_size must be at least 1"));
@@ -200,7 +201,8 @@ impl PyReader {
             .with_on_truncated(parse::<OnTruncated>(on_truncated)?)
             .with_conflicts(parse::<msgpack_arrow::Conflicts>(conflicts)?)
             .with_lists(parse::<msgpack_arrow::Lists>(lists)?)
-            .with_npy_ext(npy_ext);
+            .with_npy_ext(npy_ext)
+            .with_eager(eager);
         let builder = match schema {
             Some(s) => builder.with_schema(import_schema(s)?),
             None => builder,

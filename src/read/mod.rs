@@ -12,6 +12,7 @@
 //!
 //! An empty file or a top-level `[]` is an empty table with no columns.
 
+mod ahead;
 pub(crate) mod array;
 mod blobs;
 mod columns;
@@ -116,6 +117,7 @@ pub struct ReaderBuilder {
     max_columns: usize,
     polars_types: bool,
     numpy_extension: bool,
+    eager: bool,
 }
 
 impl Default for ReaderBuilder {
@@ -153,7 +155,17 @@ impl ReaderBuilder {
             max_columns: DEFAULT_MAX_COLUMNS,
             polars_types: false,
             numpy_extension: false,
+            eager: false,
         }
+    }
+    /// The caller keeps every batch (a whole read into one table; default `false`): the batches
+    /// of an in-memory or mapped file are then decoded on the thread pool while the schema walk
+    /// goes on, instead of after it ([`mod@self::ahead`]). The batches are the same either way;
+    /// memory is the whole table either way for such a caller, but a reader built eager holds
+    /// decoded batches before they are asked for.
+    pub fn with_eager(mut self, on: bool) -> Self {
+        self.eager = on;
+        self
     }
     /// Output only types Polars imports as they are (default `false`: the exact Arrow types):
     /// `FixedSizeList` of width 0 becomes `List`, seconds (Timestamp, Duration) milliseconds, at
@@ -351,6 +363,29 @@ impl ReaderBuilder {
         self.batch_bytes
     }
 
+    /// The threads that decode batches of one buffer (by default the thread pool's: every core,
+    /// or `RAYON_NUM_THREADS`).
+    fn decode_threads(&self) -> usize {
+        self.threads.unwrap_or_else(rayon::current_num_threads)
+    }
+
+    /// Whether batches are decoded during the walk ([`ReaderBuilder::with_eager`]): only where
+    /// the walk infers the schema and batches are decoded in parallel.
+    fn decodes_ahead(&self) -> bool {
+        self.eager && self.schema.is_none() && self.overrides.is_none() && self.decode_threads() > 1
+    }
+
+    /// What every batch decoder is told of the read.
+    fn decode_ctx(&self) -> Ctx {
+        Ctx {
+            dialect: self.dialect,
+            npy_ext: self.npy_ext,
+            max_depth: self.max_depth,
+            strict_keys: self.schema.is_none() || self.strict_schema,
+            given_schema: self.schema.is_some(),
+        }
+    }
+
     fn infer_options(&self) -> InferOptions {
         InferOptions {
             dialect: self.dialect,
@@ -399,10 +434,14 @@ impl ReaderBuilder {
             Some(t) => buf.slice_with_length(0, t.offset as usize),
             None => buf,
         };
-        let plan = plan(&self, buf.as_slice())?;
+        let (plan, ahead) = if self.decodes_ahead() {
+            ahead::plan_ahead(&self, buf.as_slice())?
+        } else {
+            (plan(&self, buf.as_slice())?, Vec::new())
+        };
         // what the plan stepped over is not dropped again
         let skip = self.skip_rows - plan.skipped;
-        let mut r = Reader::from_plan(self, buf, plan)?;
+        let mut r = Reader::from_plan(self, buf, plan, ahead)?;
         r.truncation = cut;
         r.window.skip = skip;
         Ok(r)
@@ -598,14 +637,8 @@ fn project(schema: &Schema, projection: Option<&[String]>) -> Result<Schema> {
 }
 
 impl Reader {
-    fn from_plan(b: ReaderBuilder, buf: Buffer, p: Plan) -> Result<Reader> {
-        let ctx = Ctx {
-            dialect: b.dialect,
-            npy_ext: b.npy_ext,
-            max_depth: b.max_depth,
-            strict_keys: b.schema.is_none() || b.strict_schema,
-            given_schema: b.schema.is_some(),
-        };
+    fn from_plan(b: ReaderBuilder, buf: Buffer, p: Plan, ahead: ahead::Ahead) -> Result<Reader> {
+        let ctx = b.decode_ctx();
         let Some(full) = p.schema.clone() else {
             return Ok(Reader {
                 schema: Arc::new(with_layout_metadata(
@@ -651,9 +684,7 @@ impl Reader {
                         dec,
                         schema: Arc::new(projected),
                         par: {
-                            let threads = b.threads.unwrap_or_else(|| {
-                                std::thread::available_parallelism().map_or(1, |n| n.get())
-                            });
+                            let threads = b.decode_threads();
                             // the starts cover every row (the last batch is not longer than one)
                             let whole = p.batch_rows.last().is_some_and(|&r0| {
                                 p.rows.unwrap_or(0).saturating_sub(r0) <= b.batch_size
@@ -669,6 +700,7 @@ impl Reader {
                                     full: full.clone(),
                                     projection: b.projection.clone(),
                                     ctx: ctx.clone(),
+                                    ahead,
                                 },
                             )
                         },

@@ -228,8 +228,31 @@ pub(crate) fn is_columns_map(c: &mut Cursor<'_>, b: &ReaderBuilder) -> Result<bo
     Ok(is_columns_map_rule(forms))
 }
 
+/// One batch the walk has gone past, with the schema inferred through its last row: what
+/// [`crate::read::ahead`] decodes while the walk goes on.
+pub(crate) struct WalkedBatch {
+    /// the batch's index
+    pub k: usize,
+    /// its first byte, its first row's index and its row count
+    pub start: usize,
+    pub row0: usize,
+    pub rows: usize,
+    pub layout: Layout,
+    pub schema: Schema,
+}
+
 /// Full plan: layout, and the schema inferred unless given.
 pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
+    plan_with(b, data, None)
+}
+
+/// [`plan`], telling `walked` of each batch of rows (records, values) as soon as the walk is past
+/// it. The walk then leaves the mapped pages to whoever decodes them.
+pub(crate) fn plan_with(
+    b: &ReaderBuilder,
+    data: &[u8],
+    mut walked: Option<&mut dyn FnMut(WalkedBatch)>,
+) -> Result<Plan> {
     let single = {
         let mut c = Cursor::new(data, 0);
         c.is_empty() || {
@@ -318,18 +341,42 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             let mut empties: HashMap<String, serde_json::Map<String, serde_json::Value>> =
                 HashMap::new();
             let mut released = 0usize;
+            let release_walk = b.release_input && walked.is_none();
             let mut absent = false;
+            // batch `k` (from its start to the row at `c`) has been walked: hand it on with the
+            // schema of the rows so far, which cover it (none when that schema is not there yet)
+            let mut hand_on = |p: &Plan, rows: usize, ty: &Ty, inf: &Inferrer, empties: &_| {
+                let (Some(walked), Some(k)) =
+                    (walked.as_mut(), p.batch_starts.len().checked_sub(1))
+                else {
+                    return;
+                };
+                if b.schema.is_some() || b.overrides.is_some() {
+                    return;
+                }
+                if let Ok(s) = ty_to_schema(ty.clone(), inf) {
+                    walked(WalkedBatch {
+                        k,
+                        start: p.batch_starts[k],
+                        row0: p.batch_rows[k],
+                        rows: rows - p.batch_rows[k],
+                        layout,
+                        schema: attach_empty_shapes(s, Clone::clone(empties)),
+                    });
+                }
+            };
             // at least one row, for a schema even when no rows are asked for (n_rows = 0)
             let most = b.n_rows.map_or(usize::MAX, |n| n.max(1));
             while left > 0 && !c.is_empty() && rows < most {
                 let at = c.offset();
                 // a mapped file: this walk over every row would otherwise keep the whole file
                 // resident until decoding drops it again
-                released = release_behind(b.release_input, data, released, c.pos());
+                released = release_behind(release_walk, data, released, c.pos());
                 let (row0, pos0) = (p.batch_rows.last(), p.batch_starts.last());
                 if row0.is_none_or(|&r0| rows - r0 >= b.batch_size)
                     || pos0.is_some_and(|&s0| c.pos() - s0 >= b.batch_bytes)
                 {
+                    hand_on(&p, rows, &ty, &inf, &empties);
                     p.batch_starts.push(c.pos());
                     p.batch_rows.push(rows);
                 }
@@ -394,6 +441,7 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
             if array && !c.is_empty() && rows < most {
                 return Err(c.error(ErrorKind::Layout("data after the top-level array".into())));
             }
+            hand_on(&p, rows, &ty, &inf, &empties);
             p.rows = Some(rows);
             match &ty {
                 Ty::Struct(fields) => {

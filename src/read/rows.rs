@@ -44,6 +44,33 @@ pub(crate) struct Parallel {
     pub(crate) full: Schema,
     pub(crate) projection: Option<Vec<String>>,
     pub(crate) ctx: Ctx,
+    /// batches already decoded, by index ([`crate::read::ahead`]); taken once
+    pub(crate) ahead: Vec<std::sync::Mutex<Option<RecordBatch>>>,
+}
+
+/// Decode the `n` rows that start at byte `start` (row `row0` of the file, for errors) into one
+/// batch of `schema`, dropping a mapped file's pages behind the cursor when `release`.
+pub(crate) fn decode_rows(
+    dec: &mut RowDecoder,
+    data: &[u8],
+    start: usize,
+    row0: usize,
+    n: usize,
+    release: bool,
+    schema: &SchemaRef,
+) -> Result<RecordBatch> {
+    dec.reserve(n);
+    let mut c = Cursor::new(data, 0);
+    c.set_pos(start);
+    let mut released = c.pos();
+    for r in 0..n {
+        let at = c.offset();
+        dec.decode(&mut c)
+            .map_err(|e| e.at_offset(at).at_record((row0 + r) as u64))?;
+        released = release_behind(release, data, released, c.pos());
+    }
+    let cols = dec.finish()?;
+    record_batch(schema, cols, n)
 }
 
 // one per reader, matched on every row: kept inline rather than boxed
@@ -120,6 +147,11 @@ impl RowsReader {
             use rayon::prelude::*;
             jobs.par_iter()
                 .map(|&k| {
+                    // decoded while the plan walked the file (ReaderBuilder::with_eager)
+                    if let Some(b) = par.ahead.get(k).and_then(|b| b.lock().ok()?.take()) {
+                        // its fields are the final ones; the schema's metadata may have grown
+                        return record_batch(schema, b.columns().to_vec(), b.num_rows());
+                    }
                     let (mut dec, _) = RowDecoder::new(
                         par.layout,
                         &par.full,
@@ -128,18 +160,7 @@ impl RowsReader {
                     )?;
                     let row0 = par.rows[k];
                     let n = par.rows.get(k + 1).copied().unwrap_or(total) - row0;
-                    dec.reserve(n);
-                    let mut c = Cursor::new(data, 0);
-                    c.set_pos(par.starts[k]);
-                    let mut released = c.pos();
-                    for r in 0..n {
-                        let at = c.offset();
-                        dec.decode(&mut c)
-                            .map_err(|e| e.at_offset(at).at_record((row0 + r) as u64))?;
-                        released = release_behind(release, data, released, c.pos());
-                    }
-                    let cols = dec.finish()?;
-                    record_batch(schema, cols, n)
+                    decode_rows(&mut dec, data, par.starts[k], row0, n, release, schema)
                 })
                 .collect()
         };

@@ -823,3 +823,101 @@ fn batches_are_bounded_in_bytes_as_well_as_rows() {
         .unwrap();
     assert!(one.map(|b| b.unwrap().num_rows()).all(|n| n == 1));
 }
+
+/// Batches decoded during the walk (`with_eager`) are the batches of a read that decodes after
+/// it: types that widen in a later batch (int → float, a shape that changes → List) reach the
+/// batches decoded before the walk saw it, projections keep their order, and an error in a later
+/// batch is the same error at the same record.
+#[test]
+fn eager_reads_equal_reads_that_decode_after_the_walk() {
+    fn nd_f4(values: &[f32]) -> Vec<u8> {
+        let mut shape = Vec::new();
+        rmp::encode::write_array_len(&mut shape, 1).unwrap();
+        rmp::encode::write_uint(&mut shape, values.len() as u64).unwrap();
+        let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        map(&[
+            ("nd", vec![0xc3]),
+            ("type", s("<f4")),
+            ("kind", bin(b"")),
+            ("shape", shape),
+            ("data", bin(&data)),
+        ])
+    }
+    let n = 300usize;
+    let rows = |bad: Option<usize>| {
+        let mut data = Vec::new();
+        for i in 0..n {
+            let mut id = Vec::new();
+            match bad {
+                Some(b) if b == i => rmp::encode::write_str(&mut id, "oops").unwrap(),
+                _ => drop(rmp::encode::write_sint(&mut id, i as i64).unwrap()),
+            }
+            let mut x = Vec::new();
+            if i < 250 {
+                rmp::encode::write_sint(&mut x, i as i64).unwrap();
+            } else {
+                rmp::encode::write_f64(&mut x, i as f64 + 0.5).unwrap();
+            }
+            let v: Vec<f32> = vec![i as f32; if i < 200 { 2 } else { 3 }];
+            data.extend(map(&[
+                ("id", id),
+                ("x", x),
+                ("v", nd_f4(&v)),
+                ("tag", s(&format!("t{i}"))),
+            ]));
+        }
+        data
+    };
+    let b = |eager: bool| {
+        ReaderBuilder::new()
+            .with_batch_size(64)
+            .with_eager(eager)
+            .with_threads(Some(if eager { 2 } else { 1 }))
+    };
+    let data = rows(None);
+    for projection in [None, Some(vec!["v".to_string(), "x".to_string()])] {
+        for eager in [true, false] {
+            let r = b(eager)
+                .with_projection(projection.clone())
+                .build_from_slice(&data)
+                .unwrap();
+            let schema = r.schema();
+            let t = arrow_select::concat::concat_batches(
+                &schema,
+                &r.map(|b| b.unwrap()).collect::<Vec<_>>(),
+            )
+            .unwrap();
+            let how = format!("eager {eager}, projection {projection:?}");
+            let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            match &projection {
+                None => assert_eq!(names, ["id", "x", "v", "tag"], "{how}"),
+                Some(p) => assert_eq!(names, *p, "{how}"),
+            }
+            let x = t.column_by_name("x").unwrap();
+            let x = x.as_primitive::<arrow_array::types::Float64Type>();
+            let v = t.column_by_name("v").unwrap().as_list::<i32>();
+            for i in 0..n {
+                let want = if i < 250 { i as f64 } else { i as f64 + 0.5 };
+                assert_eq!(x.value(i), want, "{how}: x row {i}");
+                let vi = v.value(i);
+                let vi = vi.as_primitive::<Float32Type>();
+                assert_eq!(
+                    vi.values().to_vec(),
+                    vec![i as f32; if i < 200 { 2 } else { 3 }]
+                );
+            }
+        }
+    }
+    // a type conflict in the fifth batch: the same error, at the same record, either way
+    let bad = rows(Some(270));
+    let err = |eager: bool| {
+        b(eager)
+            .build_from_slice(&bad)
+            .and_then(|r| r.collect::<Result<Vec<_>>>())
+            .unwrap_err()
+            .to_string()
+    };
+    let (e1, e2) = (err(true), err(false));
+    assert_eq!(e1, e2);
+    assert!(e1.contains("record 270"), "{e1}");
+}

@@ -1,0 +1,68 @@
+//! Decoding while the schema walk goes on, for a caller that keeps every batch
+//! ([`ReaderBuilder::with_eager`]).
+//!
+//! Exact inference walks every row before the schema is known, and decoding used to start only
+//! after it: the walk bounded the read on any number of cores. Here each batch is decoded (on the
+//! thread pool) as soon as the walk is past it, with the schema inferred through its last row. A
+//! batch is kept when the whole walk ends with the same fields, which is every batch of a file whose
+//! types are settled by its first batch; any other is decoded again with the final schema when it is
+//! asked for, so the output is the same either way.
+
+use std::sync::{mpsc, Mutex};
+
+use arrow_array::RecordBatch;
+
+use super::plan::{plan_with, Plan, WalkedBatch};
+use super::rows::{decode_rows, RowDecoder};
+use super::{ReaderBuilder, MAX_BATCH_CELLS};
+use crate::error::Result;
+
+/// Batches decoded ahead, by index: `None` where the decoded one does not fit the final schema.
+pub(crate) type Ahead = Vec<Mutex<Option<RecordBatch>>>;
+
+/// [`plan_with`], decoding every batch of rows the walk goes past.
+pub(crate) fn plan_ahead(b: &ReaderBuilder, data: &[u8]) -> Result<(Plan, Ahead)> {
+    let ctx = b.decode_ctx();
+    let projection = b.projection.as_deref();
+    let (tx, rx) = mpsc::channel();
+    let plan = rayon::in_place_scope(|s| {
+        let mut walked = |w: WalkedBatch| {
+            // a wide table is cut into smaller batches than the walk's (Reader::from_plan)
+            if w.schema.fields().len().max(1) * b.batch_size > MAX_BATCH_CELLS {
+                return;
+            }
+            let (tx, ctx) = (tx.clone(), &ctx);
+            s.spawn(move |_| {
+                let batch = RowDecoder::new(w.layout, &w.schema, projection, ctx).and_then(
+                    |(mut dec, out)| {
+                        decode_rows(
+                            &mut dec,
+                            data,
+                            w.start,
+                            w.row0,
+                            w.rows,
+                            b.release_input,
+                            &out,
+                        )
+                    },
+                );
+                // an error is left for the decode that follows to find again, in its place
+                let _ = tx.send((w.k, w.schema, batch.ok()));
+            });
+        };
+        plan_with(b, data, Some(&mut walked))
+    })?;
+    drop(tx);
+    let mut ahead: Ahead = (0..plan.batch_starts.len())
+        .map(|_| Mutex::new(None))
+        .collect();
+    let fields = plan.schema.as_ref().map(|s| s.fields().clone());
+    for (k, schema, batch) in rx {
+        if let (Some(batch), Some(slot)) = (batch, ahead.get_mut(k)) {
+            if fields.as_ref() == Some(schema.fields()) {
+                *slot.get_mut().expect("not shared yet") = Some(batch);
+            }
+        }
+    }
+    Ok((plan, ahead))
+}
