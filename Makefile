@@ -9,14 +9,21 @@ OUT ?= $(CARGO_TARGET_DIR)/demo
 GOLDEN ?= $(CARGO_TARGET_DIR)/golden
 CLI := $(CARGO_TARGET_DIR)/release/msgpack-arrow
 
-.PHONY: demo test test-rust test-python test-python-lowest wheel wheel-plugin test-polars golden venv bench clean
+.PHONY: demo demo-venv test test-rust test-python test-python-lowest wheel wheel-plugin test-polars golden venv bench clean
 
-$(VENV)/.installed: tests/requirements.txt
+# demo-venv: what the demo needs (examples/requirements.txt); venv: everything the tests and
+# benchmarks need (tests/requirements.txt, a superset with the same pins)
+$(VENV)/.demo-installed: examples/requirements.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r examples/requirements.txt
+	touch $@
+
+$(VENV)/.installed: tests/requirements.txt $(VENV)/.demo-installed
 	$(PY) -m pip install -q -r tests/requirements.txt
 	touch $@
 
+demo-venv: $(VENV)/.demo-installed
 venv: $(VENV)/.installed
 
 golden: venv
@@ -25,12 +32,14 @@ golden: venv
 $(CLI): $(shell find src -name '*.rs') Cargo.toml
 	cargo build --release --bin msgpack-arrow
 
-demo: venv $(CLI) python-package
+# The demo's CLI is the package's console script (the same commands as the Rust binary, from the
+# extension module): one build, not two.
+demo: python-package
 	@mkdir -p $(OUT)
 	$(PY) examples/make_example.py $(OUT)/embeddings.msgpack 1000
-	$(CLI) schema $(OUT)/embeddings.msgpack
-	$(CLI) head -n 5 $(OUT)/embeddings.msgpack
-	$(CLI) convert $(OUT)/embeddings.msgpack -o $(OUT)/embeddings.parquet
+	$(VENV)/bin/msgpack-arrow schema $(OUT)/embeddings.msgpack
+	$(VENV)/bin/msgpack-arrow head -n 5 $(OUT)/embeddings.msgpack
+	$(VENV)/bin/msgpack-arrow convert $(OUT)/embeddings.msgpack -o $(OUT)/embeddings.parquet
 	$(PY) -c "import polars as pl; print(pl.read_parquet('$(OUT)/embeddings.parquet'))"
 	$(PY) examples/python_demo.py $(OUT)/embeddings.msgpack
 
@@ -43,7 +52,7 @@ test-rust: golden
 # with the `.msgpack` expression plugin (cargo feature `plugin`: the polars crates, most of a cold
 # build); make test builds only this one and both test venvs install it.
 WHEELS := $(CARGO_TARGET_DIR)/wheels
-wheel: venv
+wheel: demo-venv
 	rm -f $(WHEELS)/base/msgpack_arrow-*.whl
 	$(VENV)/bin/maturin build --release -m python/Cargo.toml -o $(WHEELS)/base
 
