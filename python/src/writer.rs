@@ -54,12 +54,14 @@ pub fn write<'py>(
     let stream = import_stream(data)?;
     // `whole_table` (a DataFrame, in memory anyway): its batches (imported without a copy) are
     // looked at first, for List columns that held ndarrays (msgpack_arrow::mark_ragged_ndarrays)
+    let mut whole = None;
     let mut stream: Box<dyn RecordBatchReader + Send> = if whole_table {
         let schema = stream.schema();
         let batches = py
             .detach(|| guarded(|| Ok(stream.collect::<Result<Vec<RecordBatch>, _>>()?)))
             .map_err(err)?;
         let schema = mark_ragged_ndarrays(&schema, &batches);
+        whole = Some(batches.clone());
         Box::new(RecordBatchIterator::new(
             batches.into_iter().map(Ok),
             schema,
@@ -69,6 +71,9 @@ pub fn write<'py>(
     };
     let schema = stream.schema();
     let builder = builder.with_layout(default_layout(layout, &schema));
+    if let (Some(batches), None, None) = (&whole, &path, &target) {
+        return bytes_in_place(py, builder, schema, batches).map(Some);
+    }
     if let Some(target) = target {
         // a file object: written in chunks as they are encoded, never the whole output at once
         write_file_object(py, builder, &mut stream, schema, target)?;
@@ -91,6 +96,90 @@ pub fn write<'py>(
             let bytes = pump(py, &mut stream, w, None)?;
             Ok(Some(PyBytes::new(py, &bytes)))
         }
+    }
+}
+
+/// A table in memory as `bytes`, encoded into the `bytes` object itself: a first pass only
+/// counts the output, a second writes it in place. One allocation of the output's size (advised
+/// into huge pages), where a growing `Vec` and its copy into `bytes` faulted in fresh pages twice.
+fn bytes_in_place<'py>(
+    py: Python<'py>,
+    builder: WriterBuilder,
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+) -> PyResult<Bound<'py, PyBytes>> {
+    let err = |e: msgpack_arrow::Error| to_pyerr(py, Op::Encode, e.into());
+    let batches = || RecordBatchIterator::new(batches.iter().cloned().map(Ok), schema.clone());
+    let counted = builder
+        .clone()
+        .build(Counter(0), schema.clone())
+        .map_err(err)?;
+    let len = pump(py, &mut batches(), counted, None)?.0;
+    let size = pyo3::ffi::Py_ssize_t::try_from(len)
+        .map_err(|_| PyValueError::new_err(format!("the output ({len} bytes) is too big")))?;
+    // SAFETY: a NULL source asks for an uninitialised bytes object of `size` bytes; the pointer
+    // is owned (or NULL with the MemoryError set, which `from_owned_ptr_or_err` returns).
+    let out = unsafe {
+        Bound::from_owned_ptr_or_err(
+            py,
+            pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), size),
+        )?
+    }
+    .cast_into::<PyBytes>()?;
+    // SAFETY: the object was just made and is referenced only here, so nothing reads its
+    // `len` bytes while they are filled in (with the GIL released).
+    let buf = unsafe {
+        let p = pyo3::ffi::PyBytes_AsString(out.as_ptr()) as *mut u8;
+        msgpack_arrow::advise_huge_range(p, len);
+        std::slice::from_raw_parts_mut(p, len)
+    };
+    let w = builder
+        .build(InPlace { buf, at: 0 }, schema.clone())
+        .map_err(err)?;
+    let filled = pump(py, &mut batches(), w, None)?;
+    if filled.at != len {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "the output came to {} bytes, not the {len} counted",
+            filled.at
+        )));
+    }
+    Ok(out)
+}
+
+/// A sink that only counts what it is given.
+struct Counter(usize);
+
+impl Write for Counter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0 += b.len();
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A sink over a buffer of the counted size: more than that is an error, never a reallocation.
+struct InPlace<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl Write for InPlace<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let end = self.at + b.len();
+        let dst = self.buf.get_mut(self.at..end).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::WriteZero,
+                "the output is longer than counted",
+            )
+        })?;
+        dst.copy_from_slice(b);
+        self.at = end;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

@@ -19,16 +19,21 @@ const HUGE_PAGE_MIN: usize = 8 << 20;
 /// Ask the kernel to back a big, not yet touched buffer with transparent huge pages: on this kind
 /// of machine (THP in `madvise` mode) faulting in 4 KiB pages costs more than the copy itself.
 pub fn advise_huge_pages(buf: &mut MutableBuffer) {
+    advise_huge_range(buf.as_mut_ptr(), buf.capacity())
+}
+
+/// [`advise_huge_pages`] for `len` bytes at `start` that this process allocated and has not
+/// touched yet (the whole 2 MiB pages inside them).
+pub fn advise_huge_range(start: *mut u8, len: usize) {
     #[cfg(target_os = "linux")]
     {
-        let cap = buf.capacity();
-        if cap < HUGE_PAGE_MIN {
+        if len < HUGE_PAGE_MIN {
             return;
         }
         const HUGE: usize = 2 << 20;
-        let start = buf.as_mut_ptr() as usize;
+        let start = start as usize;
         let aligned = (start + HUGE - 1) & !(HUGE - 1);
-        let end = (start + cap) & !(HUGE - 1);
+        let end = (start + len) & !(HUGE - 1);
         if end > aligned {
             // SAFETY: the range lies inside the buffer's allocation; MADV_HUGEPAGE changes no contents.
             unsafe {
@@ -41,7 +46,7 @@ pub fn advise_huge_pages(buf: &mut MutableBuffer) {
         }
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = buf;
+    let _ = (start, len);
 }
 
 /// Copy `src` (elements of `dt` in file order) to the end of `dst`, in native order.
