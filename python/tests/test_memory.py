@@ -12,6 +12,7 @@ import msgpack
 import msgpack_numpy as mn
 import numpy as np
 import pytest
+from conftest import manifest
 
 ROWS = 64_000
 WIDTH = 768  # float32: 3 KiB per row, 188 MiB of tensor bytes in all
@@ -68,3 +69,55 @@ def test_a_scan_without_the_tensors_never_holds_them(embeddings, engine):
     tensors = ROWS * WIDTH * 4
     # the id column is 0.5 MiB; what is left is the engine and a few MiB of mapped pages
     assert r["grew"] < 0.25 * tensors, f"peak grew {r['grew'] / 2**20:.0f} MiB; tensors are {tensors / 2**20:.0f} MiB"
+
+
+HOSTILE = r"""
+import json, os, sys
+import msgpack_arrow as ma
+def kib(field):
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith(field + ":"))
+peaks = {}
+for path in sys.argv[1:]:
+    data = open(path, "rb").read()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # VmHWM starts again from what is resident now
+    base = kib("VmRSS")
+    outcomes = []
+    for source in (path, data):
+        for layout in ("auto", "records", "columns", "values"):
+            try:
+                outcomes.append(ma.read_msgpack(source, layout=layout).height)
+            except ma.MsgpackArrowError as e:
+                outcomes.append(type(e).__name__)
+    peaks[os.path.basename(path)] = {"grew": (kib("VmHWM") - base) * 1024, "outcomes": outcomes}
+print(json.dumps(peaks))
+"""
+
+
+def test_hostile_inputs_peak_far_below_a_gib(golden, tmp_path):
+    """Every malformed or hostile file of the golden corpus (lengths declaring GiBs, shapes whose
+    product overflows, deep nesting, pickles, ...), read as a path and as bytes in every layout: its
+    peak memory stays under 1 GiB (each file measured alone: the peak is reset before it)."""
+    files = [str(golden / "bad" / f"{c['name']}.msgpack") for c in manifest()["bad"]]
+    # and a few built here: an ndarray claiming 2**40 float64 elements behind a short bin, a str32
+    # of 4 GiB, and 10,000 nested arrays
+    nd = {b"nd": True, b"type": "<f8", b"kind": b"", b"shape": [2**20, 2**20], b"data": b"\0" * 64}
+    extra = {
+        "claims_8_tib.msgpack": msgpack.packb({"x": nd}),
+        "str32_4gib.msgpack": b"\x81\xa1x\xdb\xff\xff\xff\xff" + b"a" * 16,
+        "nested_10000.msgpack": b"\x91" * 10_000 + b"\x01",
+    }
+    for name, data in extra.items():
+        (tmp_path / name).write_bytes(data)
+        files.append(str(tmp_path / name))
+    assert len(files) > 30
+    out = subprocess.run([sys.executable, "-c", HOSTILE, *files], check=True, capture_output=True, text=True)
+    peaks = json.loads(out.stdout)
+    assert len(peaks) == len(files)
+    worst = max(peaks, key=lambda k: peaks[k]["grew"])
+    assert peaks[worst]["grew"] < 2**30, f"{worst}: peak grew {peaks[worst]['grew'] / 2**20:.0f} MiB"
+    # the crafted ones are refused in every layout, not read
+    for name in extra:
+        assert all(isinstance(o, str) for o in peaks[name]["outcomes"]), (name, peaks[name])
+    print(f"hostile corpus: {len(files)} files, worst peak +{peaks[worst]['grew'] / 2**20:.1f} MiB ({worst})")

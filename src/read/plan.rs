@@ -247,7 +247,7 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
 }
 
 /// [`plan`], telling `walked` of each batch of rows (records, values) as soon as the walk is past
-/// it. The walk then leaves the mapped pages to whoever decodes them.
+/// it.
 pub(crate) fn plan_with(
     b: &ReaderBuilder,
     data: &[u8],
@@ -341,7 +341,6 @@ pub(crate) fn plan_with(
             let mut empties: HashMap<String, serde_json::Map<String, serde_json::Value>> =
                 HashMap::new();
             let mut released = 0usize;
-            let release_walk = b.release_input && walked.is_none();
             let mut absent = false;
             // batch `k` (from its start to the row at `c`) has been walked: hand it on with the
             // schema of the rows so far, which cover it (none when that schema is not there yet)
@@ -371,7 +370,9 @@ pub(crate) fn plan_with(
                 let at = c.offset();
                 // a mapped file: this walk over every row would otherwise keep the whole file
                 // resident until decoding drops it again
-                released = release_behind(release_walk, data, released, c.pos());
+                // (batches decoded during the walk map their pages again: the walk runs ahead of
+                // them, and what lies between would otherwise stay resident)
+                released = release_behind(b.release_input, data, released, c.pos());
                 let (row0, pos0) = (p.batch_rows.last(), p.batch_starts.last());
                 if row0.is_none_or(|&r0| rows - r0 >= b.batch_size)
                     || pos0.is_some_and(|&s0| c.pos() - s0 >= b.batch_bytes)
