@@ -26,7 +26,9 @@ $(VENV)/.installed: tests/requirements.txt $(VENV)/.demo-installed
 demo-venv: $(VENV)/.demo-installed
 venv: $(VENV)/.installed
 
+# made anew each time: a case renamed in generate.py must not linger under its old name
 golden: venv
+	rm -rf $(GOLDEN)
 	$(PY) tests/data/generate.py $(GOLDEN)
 
 $(CLI): $(shell find src -name '*.rs') Cargo.toml
