@@ -123,7 +123,11 @@ def to_torch(series: pl.Series, *, writable: bool = False, fill_value: Any = Non
     import warnings
 
     a = to_numpy(series, writable=writable, fill_value=fill_value)
-    with warnings.catch_warnings():
-        # torch warns that the array is read-only: documented above
-        warnings.simplefilter("ignore", UserWarning)
-        return torch.from_numpy(a)
+    try:
+        # DLPack: the tensor views the column's memory (numpy 2 exports read-only arrays too)
+        return torch.from_dlpack(a)
+    except (BufferError, TypeError, RuntimeError):
+        with warnings.catch_warnings():
+            # torch warns that the array is read-only: documented above
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.from_numpy(a)

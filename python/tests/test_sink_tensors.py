@@ -131,6 +131,18 @@ def test_to_numpy_nulls_error_or_fill():
 def test_to_torch():
     torch = pytest.importorskip("torch", reason="torch is an optional dependency, not installed")
     a = np.arange(6, dtype="<f4").reshape(3, 2)
-    t = ma.to_torch(pl.Series("e", a))
+    s = pl.Series("e", a)
+    t = ma.to_torch(s)
     assert t.shape == (3, 2) and t.dtype == torch.float32
     np.testing.assert_array_equal(t.numpy(), a)
+    # a view of the column's memory (the zero-copy numpy view's), unless a copy is asked for
+    assert t.data_ptr() == ma.to_numpy(s).ctypes.data
+    c = ma.to_torch(s, writable=True)
+    assert c.data_ptr() != t.data_ptr()
+    c[0, 0] = 9.0
+    assert s[0].to_list() == [0.0, 1.0]
+    # nulls: an error, or the fill value
+    n = pl.Series("n", [[1.0, 2.0], None], dtype=pl.Array(pl.Float64, 2))
+    with pytest.raises(ValueError):
+        ma.to_torch(n)
+    assert ma.to_torch(n, fill_value=0.0).tolist() == [[1.0, 2.0], [0.0, 0.0]]
