@@ -7,32 +7,78 @@
 //! batch is kept when the whole walk ends with the same fields, which is every batch of a file whose
 //! types are settled by its first batch; any other is decoded again with the final schema when it is
 //! asked for, so the output is the same either way.
+//!
+//! The walk stays at most [`LEAD`] batches per thread ahead of the decoding, so the pages it has
+//! mapped and not yet handed back are a few batches' worth: each batch's decoder drops its pages
+//! when done, and a mapped file's pages are mapped once, not once by the walk and again by the
+//! decoders.
 
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Condvar, Mutex};
 
 use arrow_array::RecordBatch;
 
 use super::plan::{plan_with, Plan, WalkedBatch};
 use super::rows::{decode_rows, RowDecoder};
+use super::source::release_pages;
 use super::{ReaderBuilder, MAX_BATCH_CELLS};
 use crate::error::Result;
 
 /// Batches decoded ahead, by index: `None` where the decoded one does not fit the final schema.
 pub(crate) type Ahead = Vec<Mutex<Option<RecordBatch>>>;
 
+/// Batches per decoding thread the walk may be past and not yet see decoded.
+const LEAD: usize = 2;
+
+/// Decoding jobs finished so far, counted when a job ends however it ends (a panic included, so
+/// the walk never waits for a job that is gone).
+struct Finished {
+    count: Mutex<usize>,
+    changed: Condvar,
+}
+
+struct Done<'a>(&'a Finished);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut n) = self.0.count.lock() {
+            *n += 1;
+        }
+        self.0.changed.notify_all();
+    }
+}
+
 /// [`plan_with`], decoding every batch of rows the walk goes past.
 pub(crate) fn plan_ahead(b: &ReaderBuilder, data: &[u8]) -> Result<(Plan, Ahead)> {
     let ctx = b.decode_ctx();
     let projection = b.projection.as_deref();
+    let lead = LEAD * b.decode_threads();
+    let finished = Finished {
+        count: Mutex::new(0),
+        changed: Condvar::new(),
+    };
+    let mut started = 0usize;
     let (tx, rx) = mpsc::channel();
     let plan = rayon::in_place_scope(|s| {
         let mut walked = |w: WalkedBatch| {
             // a wide table is cut into smaller batches than the walk's (Reader::from_plan)
             if w.schema.fields().len().max(1) * b.batch_size > MAX_BATCH_CELLS {
+                if b.release_input {
+                    release_pages(data, w.start, w.end);
+                }
                 return;
             }
-            let (tx, ctx) = (tx.clone(), &ctx);
+            if let Ok(mut n) = finished.count.lock() {
+                while started >= *n + lead {
+                    n = match finished.changed.wait(n) {
+                        Ok(n) => n,
+                        Err(_) => break,
+                    };
+                }
+            }
+            started += 1;
+            let (tx, ctx, finished) = (tx.clone(), &ctx, &finished);
             s.spawn(move |_| {
+                let _done = Done(finished);
                 let batch = RowDecoder::new(w.layout, &w.schema, projection, ctx).and_then(
                     |(mut dec, out)| {
                         decode_rows(
@@ -46,6 +92,9 @@ pub(crate) fn plan_ahead(b: &ReaderBuilder, data: &[u8]) -> Result<(Plan, Ahead)
                         )
                     },
                 );
+                if b.release_input {
+                    release_pages(data, w.start, w.end);
+                }
                 // an error is left for the decode that follows to find again, in its place
                 let _ = tx.send((w.k, w.schema, batch.ok()));
             });

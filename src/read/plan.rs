@@ -233,8 +233,9 @@ pub(crate) fn is_columns_map(c: &mut Cursor<'_>, b: &ReaderBuilder) -> Result<bo
 pub(crate) struct WalkedBatch {
     /// the batch's index
     pub k: usize,
-    /// its first byte, its first row's index and its row count
+    /// its first byte and the byte after its last row, its first row's index and its row count
     pub start: usize,
+    pub end: usize,
     pub row0: usize,
     pub rows: usize,
     pub layout: Layout,
@@ -247,7 +248,7 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
 }
 
 /// [`plan`], telling `walked` of each batch of rows (records, values) as soon as the walk is past
-/// it.
+/// it. The walk then leaves a mapped file's pages to whoever decodes the batches.
 pub(crate) fn plan_with(
     b: &ReaderBuilder,
     data: &[u8],
@@ -341,10 +342,11 @@ pub(crate) fn plan_with(
             let mut empties: HashMap<String, serde_json::Map<String, serde_json::Value>> =
                 HashMap::new();
             let mut released = 0usize;
+            let release_walk = b.release_input && walked.is_none();
             let mut absent = false;
             // batch `k` (from its start to the row at `c`) has been walked: hand it on with the
             // schema of the rows so far, which cover it (none when that schema is not there yet)
-            let mut hand_on = |p: &Plan, rows: usize, ty: &Ty, inf: &Inferrer, empties: &_| {
+            let mut hand_on = |p: &Plan, end, rows: usize, ty: &Ty, inf: &Inferrer, empties: &_| {
                 let (Some(walked), Some(k)) =
                     (walked.as_mut(), p.batch_starts.len().checked_sub(1))
                 else {
@@ -357,6 +359,7 @@ pub(crate) fn plan_with(
                     walked(WalkedBatch {
                         k,
                         start: p.batch_starts[k],
+                        end,
                         row0: p.batch_rows[k],
                         rows: rows - p.batch_rows[k],
                         layout,
@@ -370,14 +373,12 @@ pub(crate) fn plan_with(
                 let at = c.offset();
                 // a mapped file: this walk over every row would otherwise keep the whole file
                 // resident until decoding drops it again
-                // (batches decoded during the walk map their pages again: the walk runs ahead of
-                // them, and what lies between would otherwise stay resident)
-                released = release_behind(b.release_input, data, released, c.pos());
+                released = release_behind(release_walk, data, released, c.pos());
                 let (row0, pos0) = (p.batch_rows.last(), p.batch_starts.last());
                 if row0.is_none_or(|&r0| rows - r0 >= b.batch_size)
                     || pos0.is_some_and(|&s0| c.pos() - s0 >= b.batch_bytes)
                 {
-                    hand_on(&p, rows, &ty, &inf, &empties);
+                    hand_on(&p, c.pos(), rows, &ty, &inf, &empties);
                     p.batch_starts.push(c.pos());
                     p.batch_rows.push(rows);
                 }
@@ -442,7 +443,7 @@ pub(crate) fn plan_with(
             if array && !c.is_empty() && rows < most {
                 return Err(c.error(ErrorKind::Layout("data after the top-level array".into())));
             }
-            hand_on(&p, rows, &ty, &inf, &empties);
+            hand_on(&p, c.pos(), rows, &ty, &inf, &empties);
             p.rows = Some(rows);
             match &ty {
                 Ty::Struct(fields) => {
