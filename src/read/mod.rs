@@ -160,7 +160,7 @@ impl ReaderBuilder {
     }
     /// The caller keeps every batch (a whole read into one table; default `false`): the batches
     /// of an in-memory or mapped file are then decoded on the thread pool while the schema walk
-    /// goes on, instead of after it ([`mod@self::ahead`]). The batches are the same either way;
+    /// goes on, instead of after it. The batches are the same either way;
     /// memory is the whole table either way for such a caller, but a reader built eager holds
     /// decoded batches before they are asked for.
     pub fn with_eager(mut self, on: bool) -> Self {
