@@ -765,7 +765,7 @@ impl Inferrer {
             // keys mostly come in the order of the first row: try the next field first (equal
             // bytes to a known name are valid UTF-8)
             let i = match fields.get_index(guess) {
-                Some((k, _)) if k.as_bytes() == key => guess,
+                Some((k, _)) if crate::wire::keys::key_eq(k.as_bytes(), key) => guess,
                 _ => match std::str::from_utf8(key)
                     .ok()
                     .and_then(|k| fields.get_index_of(k))

@@ -3,6 +3,7 @@
 use super::*;
 use crate::error::{ErrorKind, Result};
 use crate::wire::cursor::{Cursor, Kind};
+use crate::wire::keys::key_eq;
 use arrow_array::*;
 use arrow_buffer::NullBufferBuilder;
 use arrow_schema::Fields;
@@ -92,7 +93,7 @@ impl StructDecoder {
                 }
             };
             // records usually repeat the key order: try the same position first
-            let col = if self.names.get(i).is_some_and(|k| **k == *key) {
+            let col = if self.names.get(i).is_some_and(|k| key_eq(k, key)) {
                 i
             } else {
                 match self.lookup.get(key) {
