@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import glob as _glob
+import hashlib
 import re as _re
 import io
 import os
@@ -517,31 +518,106 @@ def _expand(source: Any, storage_options: dict[str, Any] | None = None) -> list[
 #: Schemas scan_msgpack inferred, by file identity and options (at most _SCHEMAS_KEPT).
 _schemas: dict[tuple, tuple[Any, list[str], pl.DataFrame]] = {}
 _SCHEMAS_KEPT = 64
+#: Schemas saved on disk (the schema cache directory) kept at most.
+_SAVED_KEPT = 512
+_SAVED_MAGIC = b"msgpack-arrow schema 1\n"
+#: How often a scan's schema came from the disk cache, and how often it was saved there.
+_schema_cache_stats = {"loaded": 0, "saved": 0}
 
 
 def _identity(source: Any) -> tuple | None:
-    """What identifies a local file's content without reading it (path, inode, size, times);
-    ``None`` for URLs and bytes, which are not remembered."""
+    """What identifies a local file's content without decoding it: path, inode, size, times, and
+    a hash of its first and last 64 KiB (against a same-size rewrite within the file system's
+    time resolution); ``None`` for URLs and bytes, which are not remembered."""
     if not isinstance(source, str) or _is_url(source):
         return None
     try:
         st = os.stat(source)
+        with open(source, "rb") as f:
+            ends = f.read(1 << 16)
+            if st.st_size > 1 << 17:
+                f.seek(-(1 << 16), os.SEEK_END)
+            ends += f.read(1 << 16)
     except OSError:
         return None
-    return (os.path.realpath(source), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    digest = hashlib.sha256(ends).hexdigest()
+    return (os.path.realpath(source), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, digest)
+
+
+def _saved_schema_path(key: tuple) -> str | None:
+    """Where the schema of ``key`` is saved: ``MSGPACK_ARROW_CACHE_DIR`` (default
+    ``$XDG_CACHE_HOME/msgpack-arrow``, else ``~/.cache/msgpack-arrow``) / ``schemas``; ``None``
+    when ``MSGPACK_ARROW_SCHEMA_CACHE=0``."""
+    if os.environ.get("MSGPACK_ARROW_SCHEMA_CACHE", "1") == "0":
+        return None
+    base = os.environ.get("MSGPACK_ARROW_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "msgpack-arrow"
+    )
+    name = hashlib.sha256(repr((key, __version__)).encode()).hexdigest()
+    return os.path.join(base, "schemas", name + ".arrows")
+
+
+def _load_schema(path: str | None) -> tuple | None:
+    """A saved scan schema, or ``None`` (absent, unreadable or not ours: the walk is done again)."""
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        if not data.startswith(_SAVED_MAGIC):
+            return None
+        at = len(_SAVED_MAGIC)
+        parts = []
+        for _ in range(2):
+            n = int.from_bytes(data[at : at + 8], "little")
+            parts.append(data[at + 8 : at + 8 + n])
+            at += 8 + n
+        decoded, out = (ArrowStream.from_schema_ipc(p) for p in parts)
+    except (OSError, ValueError):
+        return None
+    _schema_cache_stats["loaded"] += 1
+    return decoded, out.columns, _to_polars(out)
+
+
+def _save_schema(path: str | None, decoded: Any, out: Any) -> None:
+    """Save a scan schema for later processes (written whole, then renamed into place); a cache
+    that cannot be written is no error."""
+    if path is None:
+        return
+    d = os.path.dirname(path)
+    try:
+        os.makedirs(d, exist_ok=True)
+        parts = [decoded.schema_ipc(), out.schema_ipc()]
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(_SAVED_MAGIC + b"".join(len(p).to_bytes(8, "little") + p for p in parts))
+        os.replace(tmp, path)
+        _schema_cache_stats["saved"] += 1
+        saved = [e for e in os.scandir(d) if e.name.endswith(".arrows")]
+        if len(saved) > _SAVED_KEPT:
+            for e in sorted(saved, key=lambda e: e.stat().st_mtime)[: len(saved) - _SAVED_KEPT]:
+                os.unlink(e.path)
+    except (OSError, ValueError):
+        pass
 
 
 def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any, opts: dict) -> tuple:
     """The full schema the first file decodes to (every file is read with it), its column names,
     and an empty DataFrame of the output types. The exact schema takes a walk over the whole file;
-    it is remembered for the file as it is (same inode, size and modification times) and the same
-    options, so a second scan of an unchanged file starts at once."""
+    it is remembered for the file as it is (same inode, size, modification times and ends) and the
+    same options, in this process and on disk (:func:`_saved_schema_path`), so a later scan of an
+    unchanged file, in this process or another, starts at once."""
     ident = _identity(source)
-    key = None
+    key = saved = None
     if ident is not None:
         key = (ident, repr(schema_overrides), tuple(sorted((k, repr(v)) for k, v in opts.items())))
         hit = _schemas.get(key)
         if hit is not None:
+            return hit
+        saved = _saved_schema_path(key)
+        hit = _load_schema(saved)
+        if hit is not None:
+            _schemas[key] = hit
             return hit
     with _naming(source, many):
         first = _reader(source, schema_overrides=overrides, batch_size=1, for_polars=True, **opts)
@@ -553,6 +629,7 @@ def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any
         if len(_schemas) >= _SCHEMAS_KEPT:
             _schemas.pop(next(iter(_schemas)))
         _schemas[key] = found
+        _save_schema(saved, decoded, empty)
     return found
 
 

@@ -33,6 +33,24 @@ impl ArrowStream {
 
 #[pymethods]
 impl ArrowStream {
+    /// The schema as an Arrow IPC stream with no batches (field and schema metadata kept): what a
+    /// remembered scan schema is saved as.
+    fn schema_ipc<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let mut out = Vec::new();
+        arrow_ipc::writer::StreamWriter::try_new(&mut out, &self.schema)
+            .and_then(|mut w| w.finish())
+            .map_err(|e| PyValueError::new_err(format!("cannot write the schema: {e}")))?;
+        Ok(pyo3::types::PyBytes::new(py, &out))
+    }
+
+    /// An empty stream of the schema [`ArrowStream::schema_ipc`] wrote.
+    #[staticmethod]
+    fn from_schema_ipc(data: &[u8]) -> PyResult<Self> {
+        let r = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(data), None)
+            .map_err(|e| PyValueError::new_err(format!("not a saved schema: {e}")))?;
+        Ok(ArrowStream::new(r.schema(), Vec::new()))
+    }
+
     /// Total number of rows.
     #[getter]
     fn num_rows(&self) -> usize {

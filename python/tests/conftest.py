@@ -16,6 +16,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
+# scan_msgpack saves the schemas it infers (msgpack_arrow._saved_schema_path): the tests keep
+# theirs in a directory of this session's own (child processes inherit it), not in ~/.cache
+if "MSGPACK_ARROW_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["MSGPACK_ARROW_CACHE_DIR"] = tempfile.mkdtemp(prefix="msgpack-arrow-cache-")
+
 
 def _golden_dir(tmp_root: Path) -> Path:
     env = os.environ.get("MSGPACK_ARROW_GOLDEN")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+
 import msgpack_numpy as mn
 import numpy as np
 import polars as pl
@@ -169,3 +173,50 @@ def test_a_changed_file_is_scanned_with_its_new_schema(tmp_path):
         ma.scan_msgpack(p).collect()
     # other options are another schema
     assert ma.scan_msgpack(p, infer_rows=10).collect_schema()["x"] == pl.Int64
+
+
+SCAN_IN_A_NEW_PROCESS = r"""
+import json, sys
+import msgpack_arrow as ma
+lf = ma.scan_msgpack(sys.argv[1])
+df = lf.head(3).collect()
+print(json.dumps({"columns": df.columns, "dtypes": [str(t) for t in df.dtypes], "ids": df["id"].to_list(),
+                  **ma._schema_cache_stats}))
+"""
+
+
+def _scan_child(path, cache, **env):
+    out = subprocess.run(
+        [sys.executable, "-c", SCAN_IN_A_NEW_PROCESS, str(path)],
+        env=dict(os.environ, MSGPACK_ARROW_CACHE_DIR=str(cache), **env),
+        capture_output=True, text=True, check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def test_a_scan_schema_is_saved_for_later_processes_and_never_stale(tmp_path):
+    cache = tmp_path / "cache"
+    p = tmp_path / "d.msgpack"
+    p.write_bytes(b"".join(mn.packb({"id": i, "emb": np.full(3, i, "<f4")}) for i in range(50)))
+    first = _scan_child(p, cache)
+    assert first["saved"] == 1 and first["loaded"] == 0
+    assert first["columns"] == ["id", "emb"] and first["dtypes"] == ["Int64", "Array(Float32, shape=(3,))"]
+    assert len(list((cache / "schemas").iterdir())) == 1
+    # another process: the schema comes from the cache, the rows from the file
+    again = _scan_child(p, cache)
+    assert again["loaded"] == 1 and again["saved"] == 0
+    assert (again["columns"], again["dtypes"], again["ids"]) == (first["columns"], first["dtypes"], [0, 1, 2])
+    # the same size and modification time, other content (rewritten in place): walked again
+    st = os.stat(p)
+    p.write_bytes(b"".join(mn.packb({"id": i, "emb": np.full(3, i, "<i4")}) for i in range(50)))
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(p).st_size == st.st_size
+    changed = _scan_child(p, cache)
+    assert changed["loaded"] == 0 and changed["dtypes"] == ["Int64", "Array(Int32, shape=(3,))"]
+    # a damaged cache file is ignored; MSGPACK_ARROW_SCHEMA_CACHE=0 neither reads nor writes one
+    for f in (cache / "schemas").iterdir():
+        f.write_bytes(b"msgpack-arrow schema 1\n" + b"\xff" * 20)
+    damaged = _scan_child(p, cache)
+    assert damaged["loaded"] == 0 and damaged["dtypes"] == changed["dtypes"]
+    off = _scan_child(p, tmp_path / "off", MSGPACK_ARROW_SCHEMA_CACHE="0")
+    assert off["saved"] == off["loaded"] == 0 and not (tmp_path / "off").exists()
