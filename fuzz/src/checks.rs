@@ -45,6 +45,8 @@ fn builder(layout: Layout, v: usize, dialects: &[Dialect]) -> ReaderBuilder {
         // the parallel decoder on one length in eight; one thread elsewhere, since a thread pool
         // handing out batches of 1-4 rows costs more than decoding them (throughput)
         .with_threads(Some(if v % 8 == 0 { 2 } else { 1 }))
+        // and on half of those, decoding during the schema walk (a whole read's path)
+        .with_eager(v % 16 == 0)
 }
 
 /// A `Read` that hands out at most 7 bytes per call, so the streaming reader refills at every
