@@ -18,6 +18,7 @@ import contextlib
 import glob as _glob
 import hashlib
 import re as _re
+import stat as _stat
 import io
 import os
 import re
@@ -533,6 +534,8 @@ def _identity(source: Any) -> tuple | None:
         return None
     try:
         st = os.stat(source)
+        if not _stat.S_ISREG(st.st_mode):
+            return None  # a pipe or a device: reading its ends would take its data
         with open(source, "rb") as f:
             ends = f.read(1 << 16)
             if st.st_size > 1 << 17:
@@ -617,7 +620,7 @@ def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any
         saved = _saved_schema_path(key)
         hit = _load_schema(saved)
         if hit is not None:
-            _schemas[key] = hit
+            _remember(key, hit)
             return hit
     with _naming(source, many):
         first = _reader(source, schema_overrides=overrides, batch_size=1, for_polars=True, **opts)
@@ -626,11 +629,16 @@ def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any
     del first
     found = (decoded, names, _to_polars(empty))
     if key is not None:
-        if len(_schemas) >= _SCHEMAS_KEPT:
-            _schemas.pop(next(iter(_schemas)))
-        _schemas[key] = found
+        _remember(key, found)
         _save_schema(saved, decoded, empty)
     return found
+
+
+def _remember(key: tuple, found: tuple) -> None:
+    """Keep a scan schema in this process (the oldest goes past _SCHEMAS_KEPT)."""
+    if len(_schemas) >= _SCHEMAS_KEPT:
+        _schemas.pop(next(iter(_schemas)))
+    _schemas[key] = found
 
 
 def scan_msgpack(
