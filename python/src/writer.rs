@@ -54,14 +54,16 @@ pub fn write<'py>(
     let stream = import_stream(data)?;
     // `whole_table` (a DataFrame, in memory anyway): its batches (imported without a copy) are
     // looked at first, for List columns that held ndarrays (msgpack_arrow::mark_ragged_ndarrays)
-    let mut whole = None;
     let mut stream: Box<dyn RecordBatchReader + Send> = if whole_table {
         let schema = stream.schema();
         let batches = py
             .detach(|| guarded(|| Ok(stream.collect::<Result<Vec<RecordBatch>, _>>()?)))
             .map_err(err)?;
         let schema = mark_ragged_ndarrays(&schema, &batches);
-        whole = Some(batches.clone());
+        if path.is_none() && target.is_none() {
+            let builder = builder.with_layout(default_layout(layout, &schema));
+            return bytes_in_place(py, builder, schema, &batches).map(Some);
+        }
         Box::new(RecordBatchIterator::new(
             batches.into_iter().map(Ok),
             schema,
@@ -71,9 +73,6 @@ pub fn write<'py>(
     };
     let schema = stream.schema();
     let builder = builder.with_layout(default_layout(layout, &schema));
-    if let (Some(batches), None, None) = (&whole, &path, &target) {
-        return bytes_in_place(py, builder, schema, batches).map(Some);
-    }
     if let Some(target) = target {
         // a file object: written in chunks as they are encoded, never the whole output at once
         write_file_object(py, builder, &mut stream, schema, target)?;

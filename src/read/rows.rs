@@ -45,7 +45,7 @@ pub(crate) struct Parallel {
     pub(crate) projection: Option<Vec<String>>,
     pub(crate) ctx: Ctx,
     /// batches already decoded, by index ([`crate::read::ahead`]); taken once
-    pub(crate) ahead: Vec<std::sync::Mutex<Option<RecordBatch>>>,
+    pub(crate) ahead: super::ahead::Ahead,
 }
 
 /// Decode the `n` rows that start at byte `start` (row `row0` of the file, for errors) into one
