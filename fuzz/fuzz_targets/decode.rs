@@ -1,6 +1,7 @@
-//! Arbitrary bytes → the reader, in every layout, from a slice and through `build(Read)`.
+//! Arbitrary bytes → the reader, in one layout chosen by the length (`one_layout`), from a slice and through `build(Read)`.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    msgpack_arrow_fuzz::checks::decode(data);
+    use msgpack_arrow_fuzz::checks::{LAYOUTS, decode_in, one_layout};
+    decode_in(data, one_layout(data, &LAYOUTS));
 });

@@ -2,5 +2,6 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    msgpack_arrow_fuzz::checks::index(data);
+    use msgpack_arrow_fuzz::checks::{INDEX_LAYOUTS, index_in, one_layout};
+    index_in(data, one_layout(data, &INDEX_LAYOUTS));
 });

@@ -2,5 +2,6 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    msgpack_arrow_fuzz::checks::roundtrip(data);
+    use msgpack_arrow_fuzz::checks::{LAYOUTS, roundtrip_in, one_layout};
+    roundtrip_in(data, one_layout(data, &LAYOUTS));
 });

@@ -2,5 +2,6 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    msgpack_arrow_fuzz::checks::salvage(data);
+    use msgpack_arrow_fuzz::checks::{LAYOUTS, salvage_in, one_layout};
+    salvage_in(data, one_layout(data, &LAYOUTS));
 });

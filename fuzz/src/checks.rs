@@ -23,11 +23,22 @@ pub const LAYOUTS: [Layout; 4] = [
     Layout::Values,
 ];
 
+/// The one layout a fuzz execution reads its input in, chosen by the input's length: a replay
+/// (`tests/it/fuzz_regressions.rs`) checks every layout, but a fuzz execution doing all four costs
+/// four times as much, and the fuzzer reaches every layout anyway by changing lengths.
+pub fn one_layout(data: &[u8], from: &'static [Layout]) -> &'static [Layout] {
+    let i = data.len() / 2 % from.len();
+    &from[i..=i]
+}
+
 /// Small batches and a low depth limit: many batch boundaries and depth errors per input.
 fn builder(layout: Layout, v: usize, dialects: &[Dialect]) -> ReaderBuilder {
+    let parallel = v % 128 == 0;
     ReaderBuilder::new()
         .with_layout(layout)
-        .with_batch_size(1 + v % 4)
+        // batches of 65-68 rows when parallel: each handful of batches is a round trip to the
+        // thread pool, and at 1-4 rows an input of thousands of tiny values spent its time there
+        .with_batch_size(1 + v % 4 + if parallel { 64 } else { 0 })
         .with_max_depth(8 + v % 8)
         .with_object_arrays(if v % 2 == 1 {
             ObjectArrays::Raw
@@ -42,11 +53,12 @@ fn builder(layout: Layout, v: usize, dialects: &[Dialect]) -> ReaderBuilder {
         .with_dialect(dialects[v / 5 % dialects.len()])
         // ext values of code 42 as np.save bytes (`wire::npy`) on one length in three
         .with_npy_ext((v % 3 == 1).then_some(42))
-        // the parallel decoder on one length in eight; one thread elsewhere, since a thread pool
-        // handing out batches of 1-4 rows costs more than decoding them (throughput)
-        .with_threads(Some(if v % 8 == 0 { 2 } else { 1 }))
+        // the parallel decoder on one length in 128; one thread elsewhere: handing batches of
+        // 1-4 rows to a thread pool costs a cross-thread round trip each, and with one length in
+        // eight (or 32) the pool's threads took 45% (49%) of a fuzz process's time
+        .with_threads(Some(if parallel { 2 } else { 1 }))
         // and on half of those, decoding during the schema walk (a whole read's path)
-        .with_eager(v % 16 == 0)
+        .with_eager(v % 256 == 0)
 }
 
 /// A `Read` that hands out at most 7 bytes per call, so the streaming reader refills at every
@@ -119,9 +131,14 @@ fn drain(r: Result<Reader>) -> Option<(SchemaRef, Layout, Vec<RecordBatch>)> {
 /// them, so beyond that the types may differ by design (ints then integral floats: Int64 from a
 /// stream, Float64 from a slice).
 pub fn decode(data: &[u8]) {
+    decode_in(data, &LAYOUTS)
+}
+
+/// [`decode`] in the given layouts only.
+pub fn decode_in(data: &[u8], layouts: &[Layout]) {
     let v = data.len();
     let dialects = [Dialect::Auto, Dialect::MsgpackNumpy, Dialect::Openpi];
-    for layout in LAYOUTS {
+    for &layout in layouts {
         let b = builder(layout, v, &dialects);
         let from_slice = drain(b.clone().build_from_slice(data));
         let from_read = drain(b.clone().build(Trickle::new(data)));
@@ -152,11 +169,16 @@ pub fn decode(data: &[u8]) {
 /// as the same table: column names, types (field names and nullability aside) and values, floats
 /// compared bit for bit.
 pub fn roundtrip(data: &[u8]) {
+    roundtrip_in(data, &LAYOUTS)
+}
+
+/// [`roundtrip`] in the given layouts only.
+pub fn roundtrip_in(data: &[u8], layouts: &[Layout]) {
     let v = data.len();
     // openpi maps are written back as msgpack-numpy maps, which an openpi-only reader would not
     // recognise: round trips use the dialects that read back what the writer writes.
     let dialects = [Dialect::Auto, Dialect::MsgpackNumpy];
-    for layout in LAYOUTS {
+    for &layout in layouts {
         let Some((schema, used, batches)) =
             drain(builder(layout, v, &dialects).build_from_slice(data))
         else {
@@ -296,6 +318,11 @@ fn seed(data: &[u8]) -> usize {
 /// layout and schema, the rows kept are the first rows of the whole read, and the slice and the
 /// `Read` agree.
 pub fn salvage(data: &[u8]) {
+    salvage_in(data, &LAYOUTS)
+}
+
+/// [`salvage`] in the given layouts only.
+pub fn salvage_in(data: &[u8], layouts: &[Layout]) {
     let v = data.len();
     if v < 2 {
         return;
@@ -303,7 +330,7 @@ pub fn salvage(data: &[u8]) {
     let cut = 1 + seed(data) % (v - 1);
     let part = &data[..cut];
     let dialects = [Dialect::Auto, Dialect::MsgpackNumpy, Dialect::Openpi];
-    for layout in LAYOUTS {
+    for &layout in layouts {
         let b = builder(layout, v, &dialects).with_on_truncated(OnTruncated::Keep);
         let whole = drain(b.clone().build_from_slice(data));
         let kept = drain(b.clone().build_from_slice(part));
@@ -340,6 +367,14 @@ fn rows(b: &[RecordBatch]) -> usize {
 /// With the true index the rows are those of the same file read without it; a damaged index is
 /// an error or a read, never a panic.
 pub fn index(data: &[u8]) {
+    index_in(data, &INDEX_LAYOUTS)
+}
+
+/// The layouts an index applies to (a stream of top-level values).
+pub const INDEX_LAYOUTS: [Layout; 3] = [Layout::Auto, Layout::Records, Layout::Values];
+
+/// [`index`] in the given layouts only.
+pub fn index_in(data: &[u8], layouts: &[Layout]) {
     use msgpack_arrow::io::index::{offsets_of, sidecar};
     let v = data.len();
     let dir = scratch();
@@ -378,7 +413,7 @@ pub fn index(data: &[u8]) {
     std::fs::write(sidecar(&path), bytes).expect("write the fuzz index");
     let k = 1 + s % 4;
     let dialects = [Dialect::Auto, Dialect::MsgpackNumpy];
-    for layout in [Layout::Auto, Layout::Records, Layout::Values] {
+    for &layout in layouts {
         let b = builder(layout, v, &dialects).with_skip_rows(k);
         let indexed = drain(b.clone().build_from_path(&path));
         if true_index {
