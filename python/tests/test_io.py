@@ -122,6 +122,58 @@ def test_fixed_shape_tensor_extension():
     np.testing.assert_array_equal(t["emb"].combine_chunks().to_numpy_ndarray(), np.arange(24, dtype="<f4").reshape(4, 2, 3))
 
 
+def _unpack_all(b: bytes) -> list:
+    import msgpack
+
+    return list(msgpack.Unpacker(io.BytesIO(b), object_hook=mn.decode, raw=False))
+
+
+@pytest.mark.parametrize("dtype", ["<f4", ">i2", "<c8"])
+def test_tensor_extensions_write_back_as_the_ndarrays_read(dtype):
+    """Canonical tensor extension columns (tensor="extension") write back as ndarrays of their
+    shapes, byte for byte what msgpack_numpy wrote: fixed shapes, ragged ones with empty rows
+    (a (0, 5) row keeps its 5), top-level and inside a map, and a columns-layout file. Complex
+    elements are not fixed-width numbers: they stay nested lists, and write back the same."""
+    rng = np.random.default_rng(3)
+
+    def arr(*shape):
+        return (rng.random(shape) * 100).astype(dtype)
+
+    fixed = [{"t": arr(2, 3)} for _ in range(4)]
+    ragged = [{"t": arr(2, 3)}, {"t": arr(2, 0)}, {"t": arr(0, 5)}, {"t": arr(1, 4)}]
+    # inside a map the (0, 5) row is left out: a nested column has no per-row shape record, so
+    # an empty row's later axes are only kept at the top level
+    nested = [{"m": {"t": a["t"], "k": i}} for i, a in enumerate(ragged) if a["t"].shape != (0, 5)]
+    for records in (fixed, ragged, nested):
+        data = b"".join(mn.packb(r) for r in records)
+        t = pa.table(ma.read_arrow(data, tensor="extension"))
+        out = ma.write_msgpack(t, None)
+        assert out == data
+        for got, want_row in zip(_unpack_all(out), records):
+            g = got["m"]["t"] if "m" in got else got["t"]
+            w = want_row["m"]["t"] if "m" in want_row else want_row["t"]
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+    columns = mn.packb({"t": arr(4, 2, 3), "id": np.arange(4)})
+    assert ma.write_msgpack(pa.table(ma.read_arrow(columns, tensor="extension")), None, layout="columns") == columns
+
+
+def test_pyarrow_fixed_shape_tensor_writes_ndarrays_of_its_shape():
+    """A table pyarrow made (no msgpack metadata) writes each row as an ndarray of the tensor's
+    shape; a permuted tensor is refused rather than written transposed."""
+    want = np.arange(24, dtype="<f8").reshape(4, 2, 3)
+    t = pa.table({"x": pa.FixedShapeTensorArray.from_numpy_ndarray(want)})
+    rows = _unpack_all(ma.write_msgpack(t, None))
+    assert len(rows) == 4
+    for i, r in enumerate(rows):
+        assert r["x"].dtype == np.dtype("<f8") and r["x"].shape == (2, 3)
+        np.testing.assert_array_equal(r["x"], want[i])
+    perm = pa.fixed_shape_tensor(pa.float64(), [2, 3], permutation=[1, 0])
+    storage = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(12, dtype="<f8")), 6)
+    with pytest.raises(Exception, match="permutation"):
+        ma.write_msgpack(pa.table({"x": pa.ExtensionArray.from_storage(perm, storage)}), None)
+
+
 def test_read_arrow_is_reusable(want):
     s = ma.read_arrow(DATA)
     assert s.num_rows == 50 and len(s) == 50 and s.columns == ["id", "v", "s"] and s.layout == "records"

@@ -340,6 +340,9 @@ pub(crate) fn tensor_type(
     if shape.is_empty() {
         return Ok(elem);
     }
+    // the canonical tensor types hold fixed-width numbers: pyarrow refuses to import one whose
+    // elements are complex pairs, strings, structs or bools, so those stay nested lists
+    let mode = if elem.is_numeric() { mode } else { TensorMode::Array };
     let fixed: Option<Vec<usize>> = shape.iter().copied().collect();
     match (mode, fixed) {
         (TensorMode::Array, Some(dims)) => {
@@ -722,9 +725,7 @@ impl Inferrer {
                 }
                 Err(_) => false,
             },
-            (Kind::Map, Ty::Struct(fields)) => {
-                !self.maybe_special(c) && self.fits_map(fields, c, depth)
-            }
+            (Kind::Map, Ty::Struct(fields)) => self.fits_map(fields, c, depth),
             (
                 Kind::Map,
                 Ty::Nd {
@@ -735,7 +736,9 @@ impl Inferrer {
         }
     }
 
-    /// A user map whose keys are all in `fields`, once each, with values that fit them.
+    /// A user map whose keys are all in `fields`, once each, with values that fit them, and none
+    /// of them a special map's key (a map that may be an ndarray or a complex takes the slow path;
+    /// checked here, key by key, rather than in a walk of its own over every record).
     fn fits_map(
         &mut self,
         fields: &IndexMap<String, Ty>,
@@ -748,6 +751,7 @@ impl Inferrer {
         if n > fields.len() {
             return false;
         }
+        let may_be_special = n <= MAX_SPECIAL_KEYS;
         // keys seen, as a bitset over `fields`: a repeated key is an error the slow path reports
         let mut seen = [0u64; 4];
         let mut seen_more = Vec::new();
@@ -762,6 +766,9 @@ impl Inferrer {
             let Ok((key, _)) = c.read_str_or_bin() else {
                 return false;
             };
+            if may_be_special && key_id(key, self.opts.dialect) != 0 {
+                return false;
+            }
             // keys mostly come in the order of the first row: try the next field first (equal
             // bytes to a known name are valid UTF-8)
             let i = match fields.get_index(guess) {
@@ -790,30 +797,6 @@ impl Inferrer {
             }
         }
         true
-    }
-
-    /// Whether the map at `c` may be special (an ndarray, a complex): it has one of their keys.
-    fn maybe_special(&self, c: &Cursor<'_>) -> bool {
-        let mut d = c.clone();
-        let Ok(n) = d.read_map_len() else {
-            return true;
-        };
-        if n > MAX_SPECIAL_KEYS {
-            return false;
-        }
-        for _ in 0..n {
-            if !matches!(d.peek_kind(), Ok(Kind::Str | Kind::Bin)) {
-                return false;
-            }
-            match d.read_str_or_bin() {
-                Ok((k, _)) if key_id(k, self.opts.dialect) == 0 => {}
-                _ => return true,
-            }
-            if d.skip(self.opts.max_depth).is_err() {
-                return true;
-            }
-        }
-        false
     }
 
     /// An ndarray with a header seen before (or learnt now) whose dtype and shape fit `acc`.

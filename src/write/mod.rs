@@ -23,6 +23,7 @@
 //! contained (a stream of objects, one top-level array, one bare ndarray).
 
 mod access;
+pub(crate) mod canonical;
 mod columns;
 mod elements;
 mod encoder;
@@ -141,6 +142,30 @@ impl WriterBuilder {
             Some(s) => (Arc::new(s), true),
             None => (schema, false),
         };
+        // canonical tensor extensions: written as the nested lists of their shape
+        let mut canon = Vec::with_capacity(schema.fields().len());
+        let mut fields = Vec::with_capacity(schema.fields().len());
+        for f in schema.fields() {
+            match canonical::field(f)? {
+                Some((g, c)) => {
+                    fields.push(Arc::new(g));
+                    canon.push(Some(c));
+                }
+                None => {
+                    fields.push(f.clone());
+                    canon.push(None);
+                }
+            }
+        }
+        let schema = if canon.iter().any(Option::is_some) {
+            Arc::new(arrow_schema::Schema::new_with_metadata(
+                fields,
+                schema.metadata().clone(),
+            ))
+        } else {
+            canon.clear();
+            schema
+        };
         let md = schema.metadata();
         let meta_layout = md.get(meta::LAYOUT).and_then(|s| s.parse::<Layout>().ok());
         let layout = match self.layout {
@@ -215,6 +240,7 @@ impl WriterBuilder {
             keys: Vec::new(),
             written: Vec::new(),
             retype,
+            canon,
         })
     }
 }
@@ -244,6 +270,8 @@ pub struct Writer<W: Write> {
     written: Vec<bool>,
     /// the schema was unwrapped from the numpy extension: batches get its nested field metadata
     retype: bool,
+    /// per column, a canonical tensor extension converted to nested lists (empty: none)
+    canon: Vec<Option<canonical::Canon>>,
 }
 
 impl<W: Write> std::fmt::Debug for Writer<W> {
@@ -266,6 +294,13 @@ impl<W: Write> Writer<W> {
             &retyped
         } else {
             batch
+        };
+        let converted;
+        let batch = if self.canon.is_empty() {
+            batch
+        } else {
+            converted = self.canonical(batch)?;
+            &converted
         };
         self.check(batch)?;
         if self.layout == Layout::Values && self.schema.fields().is_empty() {
@@ -331,6 +366,48 @@ impl<W: Write> Writer<W> {
             .map(|(c, f)| extension::retype(c, f.data_type()))
             .collect();
         record_batch(&self.schema, cols, batch.num_rows())
+    }
+
+    /// A batch with its canonical tensor columns as nested lists; a column holding rows without
+    /// elements gets their shapes in its field's `msgpack_numpy.empty_shapes` (the batch's schema,
+    /// which [`Self::field_of`] reads for these columns).
+    fn canonical(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        if batch.num_columns() != self.canon.len() {
+            return Ok(batch.clone()); // `check` names the difference
+        }
+        let mut fields = Vec::with_capacity(self.canon.len());
+        let mut cols = Vec::with_capacity(self.canon.len());
+        for (i, (c, col)) in self.canon.iter().zip(batch.columns()).enumerate() {
+            let f = self.schema.field(i);
+            match c {
+                Some(c) if col.data_type() != f.data_type() => {
+                    let mut empties = Vec::new();
+                    let a = canonical::array(col, c, f.data_type(), &mut empties)
+                        .map_err(|e| e.prepend_path(f.name()))?;
+                    fields.push(Arc::new(if empties.is_empty() {
+                        f.clone()
+                    } else {
+                        canonical::with_empty_shapes(f, self.rows, &empties)
+                    }));
+                    cols.push(a);
+                }
+                _ => {
+                    fields.push(Arc::new(f.clone()));
+                    cols.push(col.clone());
+                }
+            }
+        }
+        let schema = arrow_schema::Schema::new_with_metadata(fields, self.schema.metadata().clone());
+        record_batch(&Arc::new(schema), cols, batch.num_rows())
+    }
+
+    /// The field column `i` of `batch` is encoded with: the writer's, or for a canonical tensor
+    /// column the batch's own (it carries the batch's empty-row shapes).
+    fn field_of<'a>(&'a self, batch: &'a RecordBatch, i: usize) -> &'a Field {
+        match self.canon.get(i) {
+            Some(Some(_)) => batch.schema_ref().field(i),
+            _ => self.schema.field(i),
+        }
     }
 
     fn check(&self, batch: &RecordBatch) -> Result<()> {
@@ -488,11 +565,14 @@ impl<W: Write> Writer<W> {
     }
 
     fn encoders(&self, batch: &RecordBatch, row0: u64) -> Result<Vec<Box<dyn ColumnEncoder>>> {
-        self.schema
-            .fields()
+        batch
+            .columns()
             .iter()
-            .zip(batch.columns())
-            .map(|(f, c)| make_top_encoder(f, c, row0).map_err(|e| e.prepend_path(f.name())))
+            .enumerate()
+            .map(|(i, c)| {
+                let f = self.field_of(batch, i);
+                make_top_encoder(f, c, row0).map_err(|e| e.prepend_path(f.name()))
+            })
             .collect()
     }
 
@@ -609,7 +689,7 @@ impl<W: Write> Writer<W> {
 
     /// One value per row (the single column).
     fn encode_values(&mut self, batch: &RecordBatch, row0: u64) -> Result<()> {
-        let field = self.schema.field(0).clone();
+        let field = self.field_of(batch, 0).clone();
         let mut enc = make_top_encoder(&field, batch.column(0), row0)
             .map_err(|e| e.prepend_path(field.name()))?;
         self.reserve(enc.size_hint());

@@ -185,13 +185,10 @@ pub(crate) fn read_member(
         (meta::KIND.to_string(), "ndarray".to_string()),
     ]);
     if !tail.is_empty() {
+        // as the reader's tensor_type: canonical tensors of fixed-width numbers only
+        let numeric = leaf.data_type().is_numeric();
         match tensor {
-            TensorMode::Array => {
-                for &d in tail.iter().rev() {
-                    leaf = wrap_fsl(leaf, d)?;
-                }
-            }
-            TensorMode::Extension => {
+            TensorMode::Extension if numeric => {
                 let n = tail.iter().product();
                 leaf = wrap_fsl(leaf, n)?;
                 md.insert(
@@ -202,6 +199,11 @@ pub(crate) fn read_member(
                     meta::EXTENSION_METADATA.into(),
                     serde_json::json!({ "shape": tail }).to_string(),
                 );
+            }
+            _ => {
+                for &d in tail.iter().rev() {
+                    leaf = wrap_fsl(leaf, d)?;
+                }
             }
         }
     }

@@ -103,6 +103,17 @@ pub(crate) fn make_encoder(field: &Field, arr: &ArrayRef) -> Result<Box<dyn Colu
         let vals = arrow_select::take::take(d.values().as_ref(), d.keys(), None)?;
         return make_encoder(field, &vals);
     }
+    // a canonical tensor extension inside a struct or list (top-level columns are converted by
+    // the writer before they get here): its rows as ndarrays of their shapes
+    if let Some((g, c)) = crate::write::canonical::field(field)? {
+        let mut empties = Vec::new();
+        let a = crate::write::canonical::array(arr, &c, g.data_type(), &mut empties)?;
+        let (_, dtype) = field_meta(&g);
+        let mut t = TensorEnc::new(&a, dtype.as_ref(), true, true, &meta_dims(&g))?
+            .with_widths_of(&g, dtype.as_ref());
+        t.overrides.extend(empties);
+        return Ok(Box::new(t));
+    }
     let (kind, dtype) = field_meta(field);
     match kind {
         Some("ndarray") => {
