@@ -342,7 +342,11 @@ pub(crate) fn tensor_type(
     }
     // the canonical tensor types hold fixed-width numbers: pyarrow refuses to import one whose
     // elements are complex pairs, strings, structs or bools, so those stay nested lists
-    let mode = if elem.is_numeric() { mode } else { TensorMode::Array };
+    let mode = if elem.is_numeric() {
+        mode
+    } else {
+        TensorMode::Array
+    };
     let fixed: Option<Vec<usize>> = shape.iter().copied().collect();
     match (mode, fixed) {
         (TensorMode::Array, Some(dims)) => {
@@ -699,6 +703,31 @@ impl Inferrer {
         if depth >= self.opts.max_depth {
             return false;
         }
+        // the common one-marker values, decided from the marker byte alone (the helpers below
+        // each look the marker up again): a third of a scalar record stream's walk
+        let (buf, p) = (c.buf(), c.pos());
+        if let Some(&b) = buf.get(p) {
+            let n = match (b, acc) {
+                (0xc0, _) => 1,
+                (0xc2 | 0xc3, Ty::Bool) => 1,
+                (0x00..=0x7f, Ty::Int { .. } | Ty::F64) => 1,
+                (0xe0..=0xff, Ty::Int { neg: true, .. } | Ty::F64) => 1,
+                (0xcb, Ty::F64) => 9,
+                (0xca, Ty::F32 | Ty::F64) => 5,
+                (0xa0..=0xbf, Ty::Str) => {
+                    let n = 1 + (b & 0x1f) as usize;
+                    match buf.get(p + 1..p + n) {
+                        Some(s) if std::str::from_utf8(s).is_ok() => n,
+                        _ => 0,
+                    }
+                }
+                _ => 0,
+            };
+            if n > 0 && p + n <= buf.len() {
+                c.set_pos(p + n);
+                return true;
+            }
+        }
         let Ok(kind) = c.peek_kind() else {
             return false;
         };
@@ -760,11 +789,25 @@ impl Inferrer {
         }
         let mut guess = 0usize;
         for _ in 0..n {
-            if !matches!(c.peek_kind(), Ok(Kind::Str | Kind::Bin)) {
-                return false;
-            }
-            let Ok((key, _)) = c.read_str_or_bin() else {
-                return false;
+            let (buf, p) = (c.buf(), c.pos());
+            let key = match buf.get(p) {
+                // a fixstr key, as most are
+                Some(&b @ 0xa0..=0xbf) => match buf.get(p + 1..p + 1 + (b & 0x1f) as usize) {
+                    Some(k) => {
+                        c.set_pos(p + 1 + k.len());
+                        k
+                    }
+                    None => return false,
+                },
+                _ => {
+                    if !matches!(c.peek_kind(), Ok(Kind::Str | Kind::Bin)) {
+                        return false;
+                    }
+                    let Ok((key, _)) = c.read_str_or_bin() else {
+                        return false;
+                    };
+                    key
+                }
             };
             if may_be_special && key_id(key, self.opts.dialect) != 0 {
                 return false;

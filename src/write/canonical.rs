@@ -85,7 +85,10 @@ pub(crate) fn field(f: &Field) -> Result<Option<(Field, Canon)>> {
         }
         (Some(VARIABLE), DataType::Struct(fs)) => {
             let (data, shape) = (fs.find("data"), fs.find("shape"));
-            let (item, ndim) = match (data.map(|d| d.1.data_type()), shape.map(|s| s.1.data_type())) {
+            let (item, ndim) = match (
+                data.map(|d| d.1.data_type()),
+                shape.map(|s| s.1.data_type()),
+            ) {
                 (Some(DataType::List(item)), Some(DataType::FixedSizeList(i, n)))
                     if i.data_type() == &DataType::Int32 && fs.len() == 2 && *n > 0 =>
                 {
@@ -164,7 +167,12 @@ pub(crate) fn array(
                     unreachable!("fixed_type made it")
                 };
                 let nulls = (k == 0).then(|| l.nulls().cloned()).flatten();
-                cur = Arc::new(FixedSizeListArray::try_new(item.clone(), d as i32, cur, nulls)?);
+                cur = Arc::new(FixedSizeListArray::try_new(
+                    item.clone(),
+                    d as i32,
+                    cur,
+                    nulls,
+                )?);
             }
             Ok(cur)
         }
@@ -179,8 +187,14 @@ fn variable(
     empties: &mut Vec<(usize, Vec<usize>)>,
 ) -> Result<ArrayRef> {
     let s = a.as_struct();
-    let data = s.column_by_name("data").expect("checked in field()").as_list::<i32>();
-    let shape = s.column_by_name("shape").expect("checked in field()").as_fixed_size_list();
+    let data = s
+        .column_by_name("data")
+        .expect("checked in field()")
+        .as_list::<i32>();
+    let shape = s
+        .column_by_name("shape")
+        .expect("checked in field()")
+        .as_fixed_size_list();
     let dims = shape.values().as_primitive::<Int32Type>();
     let offs = data.value_offsets();
     let nulls: Option<NullBuffer> = s.logical_nulls();
@@ -197,7 +211,11 @@ fn variable(
             // one entry per axis spanning whatever the row's data holds (never written)
             for (k, l) in levels.iter_mut().enumerate() {
                 let last = *l.last().expect("starts with 0");
-                l.push(if k + 1 == ndim { last + (b0 - a0) } else { last + 1 });
+                l.push(if k + 1 == ndim {
+                    last + (b0 - a0)
+                } else {
+                    last + 1
+                });
             }
             continue;
         }

@@ -397,7 +397,8 @@ impl<W: Write> Writer<W> {
                 }
             }
         }
-        let schema = arrow_schema::Schema::new_with_metadata(fields, self.schema.metadata().clone());
+        let schema =
+            arrow_schema::Schema::new_with_metadata(fields, self.schema.metadata().clone());
         record_batch(&Arc::new(schema), cols, batch.num_rows())
     }
 

@@ -281,24 +281,41 @@ where
     #[inline]
     fn decode(&mut self, c: &mut Cursor<'_>) -> Result<()> {
         let p = c.pos();
-        let v = match c.peek_kind()? {
-            Kind::Int => match c.read_int()? {
-                Int::I(v) => T::Native::from_num(Num::I(v)),
-                Int::U(v) => T::Native::from_num(Num::U(v)),
+        // a positive fixint or a float64, read from the marker byte at once (the common cases;
+        // the general path looks the marker up in each helper)
+        let buf = c.buf();
+        let quick = match buf.get(p) {
+            Some(&b @ 0x00..=0x7f) => Some((T::Native::from_num(Num::I(b as i64)), 1)),
+            Some(0xcb) => buf
+                .get(p + 1..p + 9)
+                .and_then(|s| s.try_into().ok())
+                .map(|s: [u8; 8]| (T::Native::from_num(Num::F(f64::from_be_bytes(s))), 9)),
+            _ => None,
+        };
+        let v = match quick {
+            Some((v, n)) => {
+                c.set_pos(p + n);
+                v
+            }
+            None => match c.peek_kind()? {
+                Kind::Int => match c.read_int()? {
+                    Int::I(v) => T::Native::from_num(Num::I(v)),
+                    Int::U(v) => T::Native::from_num(Num::U(v)),
+                },
+                Kind::F64 => T::Native::from_num(Num::F(c.read_f64()?)),
+                Kind::F32 => T::Native::from_f32(c.read_f32()?),
+                // Python's bool is an int (a column given a numeric type: schema overrides)
+                Kind::Bool => T::Native::from_num(Num::I(c.read_bool()? as i64)),
+                Kind::Nil => {
+                    c.read_nil()?;
+                    self.append_null();
+                    return Ok(());
+                }
+                Kind::Map => {
+                    T::Native::from_num(numpy_scalar(c, &self.ctx, &T::DATA_TYPE.to_string())?)
+                }
+                _ => return Err(found(c, &T::DATA_TYPE.to_string())),
             },
-            Kind::F64 => T::Native::from_num(Num::F(c.read_f64()?)),
-            Kind::F32 => T::Native::from_f32(c.read_f32()?),
-            // Python's bool is an int (a column given a numeric type: schema overrides)
-            Kind::Bool => T::Native::from_num(Num::I(c.read_bool()? as i64)),
-            Kind::Nil => {
-                c.read_nil()?;
-                self.append_null();
-                return Ok(());
-            }
-            Kind::Map => {
-                T::Native::from_num(numpy_scalar(c, &self.ctx, &T::DATA_TYPE.to_string())?)
-            }
-            _ => return Err(found(c, &T::DATA_TYPE.to_string())),
         };
         match v {
             Some(v) => {

@@ -84,13 +84,25 @@ impl StructDecoder {
         self.gen += 1;
         for i in 0..n {
             let kp = c.pos();
-            let key = match c.peek_kind()? {
-                Kind::Str | Kind::Bin => c.read_str_or_bin()?.0,
-                _ => {
-                    c.set_pos(kp);
-                    crate::read::infer::read_key(c)?;
-                    unreachable!("read_key errors on non-string keys")
+            let buf = c.buf();
+            let fix = match buf.get(kp) {
+                // a fixstr key, as most are
+                Some(&b @ 0xa0..=0xbf) => buf.get(kp + 1..kp + 1 + (b & 0x1f) as usize),
+                _ => None,
+            };
+            let key = match fix {
+                Some(k) => {
+                    c.set_pos(kp + 1 + k.len());
+                    k
                 }
+                None => match c.peek_kind()? {
+                    Kind::Str | Kind::Bin => c.read_str_or_bin()?.0,
+                    _ => {
+                        c.set_pos(kp);
+                        crate::read::infer::read_key(c)?;
+                        unreachable!("read_key errors on non-string keys")
+                    }
+                },
             };
             // records usually repeat the key order: try the same position first
             let col = if self.names.get(i).is_some_and(|k| key_eq(k, key)) {
