@@ -1,6 +1,6 @@
 """Every shape a user meets, each beside its peers in one run: time to the first rows, a read
-repeated in a warm process, wide column maps, small arrays, writes, Parquet export, memory of a
-streamed glob of wide tensor files, and one file decoded on 1 and 2 threads.
+repeated in a warm process, wide column maps, small arrays, records of scalars, writes, Parquet
+export, memory of a streamed glob of wide tensor files, and one file decoded on 1 and 2 threads.
 
 Every measurement runs in its own Python process (``fresh``: min of the repeats, each a new
 process) and, where it makes sense, repeated inside one process (``warm``: min of the repeats
@@ -63,6 +63,32 @@ def ms(s: float | None) -> str:
         return "–"
     v = s * 1000
     return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def make_scalars(d: Path, n: int) -> None:
+    """`n` records of six scalar-ish fields (what an event log or a metrics dump holds), the same
+    records as NDJSON, and the table as Feather: the peers of the scalar-records workload."""
+    import json
+
+    import msgpack
+    import numpy as np
+    import pyarrow.feather as feather
+
+    import msgpack_arrow as ma
+
+    p = d / f"scalars_{n}.msgpack"
+    if p.exists():
+        return
+    rng = np.random.default_rng(1)
+    xs = rng.random(n)
+    pk = msgpack.Packer()
+    recs = ({"id": i, "name": f"user-{i % 5000}", "x": float(xs[i]), "flag": bool(i & 1), "tags": [i % 7, i % 11],
+             "ts": 1_700_000_000 + i} for i in range(n))
+    with open(p, "wb") as f, open(p.with_suffix(".ndjson"), "w") as j:
+        for r in recs:
+            f.write(pk.pack(r))
+            j.write(json.dumps(r) + "\n")
+    feather.write_feather(ma.read_msgpack(p).to_arrow(), str(p.with_suffix(".feather")), compression="uncompressed")
 
 
 def make_data(d: Path, n: int, wide: tuple[int, int], small: int, glob: tuple[int, int, int]) -> None:
@@ -135,6 +161,8 @@ def main() -> None:
     work = Path(a.work or os.path.join(tempfile.gettempdir(), f"msgpack-arrow-shapes-{'quick' if quick else 'full'}"))
     work.mkdir(parents=True, exist_ok=True)
     make_data(work, n, wide, small, glob)
+    scalars = 2000 if quick else 1_000_000
+    make_scalars(work, scalars)
     cli = [a.cli or str(Path(sys.executable).with_name("msgpack-arrow"))]
     a.out = a.out or str(work / "SHAPES.md" if quick else Path(__file__).with_name("SHAPES.md"))
     T, F = str(work / "T.msgpack"), str(work / "T.feather")
@@ -195,6 +223,22 @@ def main() -> None:
         ("msgpack_numpy + np.stack", fresh(ss, "np.stack(list(mn.Unpacker(io.BytesIO(b))))", R), warm(ss, "np.stack(list(mn.Unpacker(io.BytesIO(b))))", R)),
     ]
     rep.table(f"{small:,} float32 arrays of 100 (a bare ndarray stream)", "", sm_rows, sm_rows[0][0])
+
+    # 4b. records of scalars: the walk and the decoders on small values, no tensor payload to copy
+    p = work / f"scalars_{scalars}.msgpack"
+    sc = f"P = {str(p)!r}; J = {str(p.with_suffix('.ndjson'))!r}; F = {str(p.with_suffix('.feather'))!r}"
+    sc_rows = [
+        ("msgpack-arrow read_msgpack(path)", fresh(sc, "ma.read_msgpack(P)", R), warm(sc, "ma.read_msgpack(P)", R)),
+        ("msgpack-arrow scan_msgpack(path).head(10) (first scan)",
+         fresh(sc, "ma.scan_msgpack(P).head(10).collect()", R, dict(os.environ, MSGPACK_ARROW_SCHEMA_CACHE="0")), None),
+        ("polars read_ndjson of the same records", fresh(sc, "pl.read_ndjson(J)", R), warm(sc, "pl.read_ndjson(J)", R)),
+        ("Feather (no mmap) → polars", fresh(sc, "pl.from_arrow(feather.read_table(F, memory_map=False))", R),
+         warm(sc, "pl.from_arrow(feather.read_table(F, memory_map=False))", R)),
+        ("msgpack Unpacker + pl.from_dicts", fresh(sc, "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))))", max(1, R // 2)), None),
+    ]
+    rep.table(f"{scalars:,} records of six scalar fields (id, name, x, flag, tags[2], ts)",
+              f"{p.stat().st_size / 1e6:.0f} MB of msgpack; the NDJSON of the same records is "
+              f"{p.with_suffix('.ndjson').stat().st_size / 1e6:.0f} MB.", sc_rows, sc_rows[0][0])
 
     # 5. writes
     sws = s + "\ndf = ma.read_msgpack(T); t = df.to_arrow()\n" + textwrap.dedent("""
