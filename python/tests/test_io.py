@@ -144,7 +144,8 @@ def test_tensor_extensions_write_back_as_the_ndarrays_read(dtype):
     # inside a map the (0, 5) row is left out: a nested column has no per-row shape record, so
     # an empty row's later axes are only kept at the top level
     nested = [{"m": {"t": a["t"], "k": i}} for i, a in enumerate(ragged) if a["t"].shape != (0, 5)]
-    for records in (fixed, ragged, nested):
+    zero_axis = [{"t": arr(2, 0)} for _ in range(3)]  # a fixed shape holding no element
+    for records in (fixed, ragged, nested, zero_axis):
         data = b"".join(mn.packb(r) for r in records)
         t = pa.table(ma.read_arrow(data, tensor="extension"))
         out = ma.write_msgpack(t, None)

@@ -166,7 +166,12 @@ pub(crate) fn array(
                 let DataType::FixedSizeList(item, _) = t else {
                     unreachable!("fixed_type made it")
                 };
-                let nulls = (k == 0).then(|| l.nulls().cloned()).flatten();
+                let mut nulls = (k == 0).then(|| l.nulls().cloned()).flatten();
+                if d == 0 && nulls.is_none() {
+                    // a list of size 0 takes its length from its validity, as its values have none
+                    let len = shape[..k].iter().fold(l.len(), |a, &x| a * x);
+                    nulls = Some(NullBuffer::new_valid(len));
+                }
                 cur = Arc::new(FixedSizeListArray::try_new(
                     item.clone(),
                     d as i32,
