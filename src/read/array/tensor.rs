@@ -393,13 +393,9 @@ impl ArrayDecoder for TensorDecoder {
         let values = to_arrow(&self.native_dt, buf.into(), elems, true, None)?;
         match (self.repr, &self.fixed) {
             (Repr::Nested, Some(_)) => nest_fixed(&t, values, nulls, rows),
+            // one FixedSizeList level; nest_fixed keeps the row count of a size-0 one (shape (2, 0))
             (Repr::FixedTensor, Some(_)) => match &t {
-                DataType::FixedSizeList(f, n) => Ok(Arc::new(FixedSizeListArray::try_new(
-                    f.clone(),
-                    *n,
-                    values,
-                    nulls,
-                )?)),
+                DataType::FixedSizeList(..) => nest_fixed(&t, values, nulls, rows),
                 _ => Err(Error::new(ErrorKind::Layout(format!(
                     "fixed_shape_tensor storage must be a FixedSizeList, not {t}"
                 )))),
