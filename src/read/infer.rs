@@ -714,13 +714,10 @@ impl Inferrer {
                 (0xe0..=0xff, Ty::Int { neg: true, .. } | Ty::F64) => 1,
                 (0xcb, Ty::F64) => 9,
                 (0xca, Ty::F32 | Ty::F64) => 5,
-                (0xa0..=0xbf, Ty::Str) => {
-                    let n = 1 + (b & 0x1f) as usize;
-                    match buf.get(p + 1..p + n) {
-                        Some(s) if std::str::from_utf8(s).is_ok() => n,
-                        _ => 0,
-                    }
-                }
+                (0xa0..=0xbf, Ty::Str) => match c.peek_fixstr() {
+                    Some(s) if std::str::from_utf8(s).is_ok() => 1 + s.len(),
+                    _ => 0,
+                },
                 _ => 0,
             };
             if n > 0 && p + n <= buf.len() {
@@ -789,17 +786,12 @@ impl Inferrer {
         }
         let mut guess = 0usize;
         for _ in 0..n {
-            let (buf, p) = (c.buf(), c.pos());
-            let key = match buf.get(p) {
-                // a fixstr key, as most are
-                Some(&b @ 0xa0..=0xbf) => match buf.get(p + 1..p + 1 + (b & 0x1f) as usize) {
-                    Some(k) => {
-                        c.set_pos(p + 1 + k.len());
-                        k
-                    }
-                    None => return false,
-                },
-                _ => {
+            let key = match c.peek_fixstr() {
+                Some(k) => {
+                    c.set_pos(c.pos() + 1 + k.len());
+                    k
+                }
+                None => {
                     if !matches!(c.peek_kind(), Ok(Kind::Str | Kind::Bin)) {
                         return false;
                     }

@@ -154,6 +154,19 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// The next value's bytes if it is a fixstr (as most map keys and short strings are), read
+    /// from its marker byte alone; not consumed (it is `1 + len` bytes long). `None` for anything
+    /// else, or a fixstr cut short: the general helpers then say what is wrong.
+    #[inline]
+    pub fn peek_fixstr(&self) -> Option<&'a [u8]> {
+        match self.buf.get(self.pos) {
+            Some(&b @ 0xa0..=0xbf) => self
+                .buf
+                .get(self.pos + 1..self.pos + 1 + (b & 0x1f) as usize),
+            _ => None,
+        }
+    }
+
     /// Broad kind of the next value, not consumed.
     #[inline]
     pub fn peek_kind(&self) -> Result<Kind> {

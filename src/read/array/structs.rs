@@ -84,13 +84,7 @@ impl StructDecoder {
         self.gen += 1;
         for i in 0..n {
             let kp = c.pos();
-            let buf = c.buf();
-            let fix = match buf.get(kp) {
-                // a fixstr key, as most are
-                Some(&b @ 0xa0..=0xbf) => buf.get(kp + 1..kp + 1 + (b & 0x1f) as usize),
-                _ => None,
-            };
-            let key = match fix {
+            let key = match c.peek_fixstr() {
                 Some(k) => {
                     c.set_pos(kp + 1 + k.len());
                     k
