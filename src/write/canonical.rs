@@ -1,7 +1,8 @@
 //! Arrow's canonical tensor extensions (`arrow.fixed_shape_tensor`, `arrow.variable_shape_tensor`:
 //! what the reader makes with `TensorMode::Extension`, and what pyarrow, Ray and others write) as
 //! the nested lists the writer takes for ndarrays: one FixedSizeList per axis, or one List per
-//! axis. The element buffers are shared, not copied; only offsets are built for ragged rows.
+//! axis (`types::nest`, as the reader builds them). The element buffers are shared, not copied;
+//! only offsets are built for ragged rows.
 //!
 //! Without this a fixed-shape tensor of shape (2, 3) was written as a 1-d array of 6, and a
 //! variable-shape one as a map of its `data` and `shape` fields.
@@ -11,12 +12,14 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int32Type;
-use arrow_array::{Array, ArrayRef, FixedSizeListArray, ListArray};
-use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
-use arrow_schema::{DataType, Field, FieldRef};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_buffer::NullBuffer;
+use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 
 use crate::error::Result;
+use crate::types::arrow::record_batch;
 use crate::types::meta;
+use crate::types::nest::{nest_fixed, nest_ragged, ragged_offsets};
 use crate::write::unsupported;
 
 const FIXED: &str = "arrow.fixed_shape_tensor";
@@ -25,8 +28,8 @@ const VARIABLE: &str = "arrow.variable_shape_tensor";
 /// How a top-level column is converted.
 #[derive(Debug, Clone)]
 pub(crate) enum Canon {
-    /// FixedSizeList(T, n) of this shape: nested FixedSizeLists.
-    Fixed(Vec<usize>),
+    /// FixedSizeList(T, n) of the shape in its metadata: one FixedSizeList per axis.
+    Fixed,
     /// Struct{data: List(T), shape: FixedSizeList(Int32, ndim)}: `ndim` nested Lists.
     Variable(usize),
 }
@@ -81,7 +84,7 @@ pub(crate) fn field(f: &Field) -> Result<Option<(Field, Canon)>> {
             }
             check_permutation(f, &m, shape.len())?;
             let t = fixed_type(item.clone(), &shape)?;
-            (t, Canon::Fixed(shape.clone()), None)
+            (t, Canon::Fixed, None)
         }
         (Some(VARIABLE), DataType::Struct(fs)) => {
             let (data, shape) = (fs.find("data"), fs.find("shape"));
@@ -153,33 +156,9 @@ pub(crate) fn array(
     empties: &mut Vec<(usize, Vec<usize>)>,
 ) -> Result<ArrayRef> {
     match canon {
-        Canon::Fixed(shape) => {
+        Canon::Fixed => {
             let l = a.as_fixed_size_list();
-            let mut cur = l.values().clone();
-            let mut types = Vec::new();
-            let mut t = target;
-            while let DataType::FixedSizeList(item, _) = t {
-                types.push(t);
-                t = item.data_type();
-            }
-            for (k, (&d, t)) in shape.iter().zip(&types).enumerate().rev() {
-                let DataType::FixedSizeList(item, _) = t else {
-                    unreachable!("fixed_type made it")
-                };
-                let mut nulls = (k == 0).then(|| l.nulls().cloned()).flatten();
-                if d == 0 && nulls.is_none() {
-                    // a list of size 0 takes its length from its validity, as its values have none
-                    let len = shape[..k].iter().fold(l.len(), |a, &x| a * x);
-                    nulls = Some(NullBuffer::new_valid(len));
-                }
-                cur = Arc::new(FixedSizeListArray::try_new(
-                    item.clone(),
-                    d as i32,
-                    cur,
-                    nulls,
-                )?);
-            }
-            Ok(cur)
+            nest_fixed(target, l.values().clone(), l.nulls().cloned(), l.len())
         }
         Canon::Variable(ndim) => variable(a, *ndim, target, empties),
     }
@@ -203,72 +182,101 @@ fn variable(
     let dims = shape.values().as_primitive::<Int32Type>();
     let offs = data.value_offsets();
     let nulls: Option<NullBuffer> = s.logical_nulls();
-    // offsets per axis: axis k lists the entries of axis k-1's entries; the last axis's entries
-    // are runs of the data values, starting where the data list starts
-    let mut levels: Vec<Vec<i32>> = (0..ndim).map(|_| vec![0i32]).collect();
+    // each row's shape, for the offsets of every axis
+    let mut all = Vec::with_capacity(s.len() * ndim);
     for row in 0..s.len() {
-        let (a0, b0) = (offs[row], offs[row + 1]);
-        let null = nulls.as_ref().is_some_and(|n| n.is_null(row));
+        let len = (offs[row + 1] - offs[row]) as usize;
+        if nulls.as_ref().is_some_and(|n| n.is_null(row)) {
+            // never written: a shape spanning whatever its data holds keeps the rows after it
+            // on their values
+            all.push(len);
+            all.extend(std::iter::repeat_n(1, ndim - 1));
+            continue;
+        }
         let d: Vec<usize> = (0..ndim)
             .map(|k| dims.value(row * ndim + k).max(0) as usize)
             .collect();
-        if null {
-            // one entry per axis spanning whatever the row's data holds (never written)
-            for (k, l) in levels.iter_mut().enumerate() {
-                let last = *l.last().expect("starts with 0");
-                l.push(if k + 1 == ndim {
-                    last + (b0 - a0)
-                } else {
-                    last + 1
-                });
-            }
-            continue;
-        }
         let total = d.iter().try_fold(1usize, |x, &y| x.checked_mul(y));
-        if total != Some((b0 - a0) as usize) {
+        if total != Some(len) {
             return Err(unsupported(format!(
-                "{VARIABLE} row {row}: shape {d:?} does not match its {} values",
-                b0 - a0
+                "{VARIABLE} row {row}: shape {d:?} does not match its {len} values"
             )));
         }
-        if total == Some(0) {
+        if len == 0 {
             empties.push((row, d.clone()));
         }
-        // entries at axis k: the product of the axes before it, each holding d[k]
-        let mut count = 1usize;
-        for (k, l) in levels.iter_mut().enumerate() {
-            let last = *l.last().expect("starts with 0");
-            for i in 0..count {
-                l.push(last + ((i + 1) * d[k]) as i32);
+        all.extend(d);
+    }
+    let (start, end) = (offs[0] as usize, offs[s.len()] as usize);
+    let values = data.values().slice(start, end - start);
+    nest_ragged(target, values, ragged_offsets(&all, ndim, s.len())?, nulls)
+}
+
+/// The schema with its canonical tensor columns as nested lists, and how to convert each
+/// column's arrays (empty: there is none).
+pub(crate) fn schema(schema: SchemaRef) -> Result<(SchemaRef, Vec<Option<Canon>>)> {
+    let mut canon = Vec::with_capacity(schema.fields().len());
+    let mut fields = Vec::with_capacity(schema.fields().len());
+    for f in schema.fields() {
+        match field(f)? {
+            Some((g, c)) => {
+                fields.push(Arc::new(g));
+                canon.push(Some(c));
             }
-            count *= d[k];
-        }
-    }
-    // build from the innermost axis out
-    let mut types = Vec::new();
-    let mut t = target;
-    while let DataType::List(item) = t {
-        types.push(item.clone());
-        t = item.data_type();
-    }
-    let mut cur: ArrayRef = data.values().clone();
-    let start = offs[0];
-    for (k, item) in types.iter().enumerate().rev() {
-        let mut o = std::mem::take(&mut levels[k]);
-        if k + 1 == ndim {
-            for x in &mut o {
-                *x += start;
+            None => {
+                fields.push(f.clone());
+                canon.push(None);
             }
         }
-        let o = OffsetBuffer::new(ScalarBuffer::from(o));
-        let n = (k == 0).then(|| nulls.clone()).flatten();
-        cur = Arc::new(ListArray::try_new(item.clone(), o, cur, n)?);
     }
-    Ok(cur)
+    if canon.iter().all(Option::is_none) {
+        return Ok((schema, Vec::new()));
+    }
+    let out = Schema::new_with_metadata(fields, schema.metadata().clone());
+    Ok((Arc::new(out), canon))
+}
+
+/// A batch with its canonical tensor columns as nested lists (`schema` and `canon` from
+/// [`schema`]); a column holding rows without elements gets their shapes in its field's
+/// `msgpack_numpy.empty_shapes`, keyed by file row (the batch starts at row `row0`), in the
+/// batch's own schema.
+pub(crate) fn batch(
+    schema: &SchemaRef,
+    canon: &[Option<Canon>],
+    batch: &RecordBatch,
+    row0: u64,
+) -> Result<RecordBatch> {
+    if batch.num_columns() != canon.len() {
+        return Ok(batch.clone()); // the writer's check names the difference
+    }
+    let mut fields = Vec::with_capacity(canon.len());
+    let mut cols = Vec::with_capacity(canon.len());
+    for (i, (c, col)) in canon.iter().zip(batch.columns()).enumerate() {
+        let f = schema.field(i);
+        match c {
+            Some(c) if col.data_type() != f.data_type() => {
+                let mut empties = Vec::new();
+                let a = array(col, c, f.data_type(), &mut empties)
+                    .map_err(|e| e.prepend_path(f.name()))?;
+                fields.push(Arc::new(if empties.is_empty() {
+                    f.clone()
+                } else {
+                    with_empty_shapes(f, row0, &empties)
+                }));
+                cols.push(a);
+            }
+            _ => {
+                fields.push(Arc::new(f.clone()));
+                cols.push(col.clone());
+            }
+        }
+    }
+    let out = Schema::new_with_metadata(fields, schema.metadata().clone());
+    record_batch(&Arc::new(out), cols, batch.num_rows())
 }
 
 /// `msgpack_numpy.empty_shapes` of `f` with `rows` (batch rows from file row `row0`) added.
-pub(crate) fn with_empty_shapes(f: &Field, row0: u64, rows: &[(usize, Vec<usize>)]) -> Field {
+fn with_empty_shapes(f: &Field, row0: u64, rows: &[(usize, Vec<usize>)]) -> Field {
     let mut map: BTreeMap<String, Vec<usize>> = f
         .metadata()
         .get(meta::EMPTY_SHAPES)

@@ -23,6 +23,7 @@
 //! contained (a stream of objects, one top-level array, one bare ndarray).
 
 mod access;
+mod aligned;
 pub(crate) mod canonical;
 mod columns;
 mod elements;
@@ -42,10 +43,10 @@ use crate::types::arrow::record_batch;
 use crate::types::layout::is_columns_map;
 use crate::types::{extension, meta};
 
-use crate::wire::write::{self as wire, IntVal, Out};
+use crate::wire::write::{self as wire, Out};
+use aligned::{encode_aligned, Item, Segment};
 use columns::{column_encoder, rows_are_ndarrays, ColumnNd};
 use encoder::{make_encoder, make_top_encoder, ColumnEncoder};
-use ndarray::NdProbe;
 
 /// A value this writer has no msgpack-numpy form for.
 pub(crate) fn unsupported(msg: impl Into<String>) -> Error {
@@ -143,29 +144,7 @@ impl WriterBuilder {
             None => (schema, false),
         };
         // canonical tensor extensions: written as the nested lists of their shape
-        let mut canon = Vec::with_capacity(schema.fields().len());
-        let mut fields = Vec::with_capacity(schema.fields().len());
-        for f in schema.fields() {
-            match canonical::field(f)? {
-                Some((g, c)) => {
-                    fields.push(Arc::new(g));
-                    canon.push(Some(c));
-                }
-                None => {
-                    fields.push(f.clone());
-                    canon.push(None);
-                }
-            }
-        }
-        let schema = if canon.iter().any(Option::is_some) {
-            Arc::new(arrow_schema::Schema::new_with_metadata(
-                fields,
-                schema.metadata().clone(),
-            ))
-        } else {
-            canon.clear();
-            schema
-        };
+        let (schema, canon) = canonical::schema(schema)?;
         let md = schema.metadata();
         let meta_layout = md.get(meta::LAYOUT).and_then(|s| s.parse::<Layout>().ok());
         let layout = match self.layout {
@@ -193,10 +172,7 @@ impl WriterBuilder {
                 schema.fields().len()
             ))));
         }
-        let seg = Segment {
-            bin: schema.fields().iter().map(|f| bin_key(f)).collect(),
-            ..Segment::default()
-        };
+        let seg = Segment::new(schema.fields().iter().map(|f| bin_key(f)).collect());
         let openpi = match self.dialect {
             Dialect::Openpi => true,
             Dialect::MsgpackNumpy => false,
@@ -299,7 +275,7 @@ impl<W: Write> Writer<W> {
         let batch = if self.canon.is_empty() {
             batch
         } else {
-            converted = self.canonical(batch)?;
+            converted = canonical::batch(&self.schema, &self.canon, batch, self.rows)?;
             &converted
         };
         self.check(batch)?;
@@ -366,40 +342,6 @@ impl<W: Write> Writer<W> {
             .map(|(c, f)| extension::retype(c, f.data_type()))
             .collect();
         record_batch(&self.schema, cols, batch.num_rows())
-    }
-
-    /// A batch with its canonical tensor columns as nested lists; a column holding rows without
-    /// elements gets their shapes in its field's `msgpack_numpy.empty_shapes` (the batch's schema,
-    /// which [`Self::field_of`] reads for these columns).
-    fn canonical(&self, batch: &RecordBatch) -> Result<RecordBatch> {
-        if batch.num_columns() != self.canon.len() {
-            return Ok(batch.clone()); // `check` names the difference
-        }
-        let mut fields = Vec::with_capacity(self.canon.len());
-        let mut cols = Vec::with_capacity(self.canon.len());
-        for (i, (c, col)) in self.canon.iter().zip(batch.columns()).enumerate() {
-            let f = self.schema.field(i);
-            match c {
-                Some(c) if col.data_type() != f.data_type() => {
-                    let mut empties = Vec::new();
-                    let a = canonical::array(col, c, f.data_type(), &mut empties)
-                        .map_err(|e| e.prepend_path(f.name()))?;
-                    fields.push(Arc::new(if empties.is_empty() {
-                        f.clone()
-                    } else {
-                        canonical::with_empty_shapes(f, self.rows, &empties)
-                    }));
-                    cols.push(a);
-                }
-                _ => {
-                    fields.push(Arc::new(f.clone()));
-                    cols.push(col.clone());
-                }
-            }
-        }
-        let schema =
-            arrow_schema::Schema::new_with_metadata(fields, self.schema.metadata().clone());
-        record_batch(&Arc::new(schema), cols, batch.num_rows())
     }
 
     /// The field column `i` of `batch` is encoded with: the writer's, or for a canonical tensor
@@ -857,149 +799,6 @@ fn slice_rows(batches: &[RecordBatch], start: usize, n: usize) -> Vec<RecordBatc
         at += b.num_rows();
     }
     out
-}
-
-/// One element of a map being assembled in aligned mode, before the next ndarray.
-#[derive(Debug, Clone, Copy)]
-enum Item {
-    /// The map header (entries).
-    MapHdr(usize),
-    /// The key of column `c`.
-    Key(usize),
-    /// An encoded value, `scratch[start..end]`.
-    Val(usize, usize),
-}
-
-/// Aligned mode: the part of a map written since the last ndarray payload. It is held back so that,
-/// when the next ndarray cannot reach a 64-byte boundary by widening inside its own map, the map
-/// header, keys and integers before it can be written wider too (never extra bytes or keys).
-#[derive(Default)]
-struct Segment {
-    items: Vec<Item>,
-    scratch: Vec<u8>,
-    forms: Vec<&'static [u8]>,
-    ints: Vec<Option<IntVal>>,
-    sizes: Vec<u8>,
-    suf: Vec<u128>,
-    /// per column: its key is bin ([`bin_key`]), looked up once
-    bin: Vec<bool>,
-}
-
-impl Segment {
-    /// Write the held items, widened so that an ndarray starting right after them (described by
-    /// `next`) can put its payload on a 64-byte boundary.
-    fn flush(&mut self, out: &mut Out, names: &arrow_schema::Fields, next: Option<NdProbe>) {
-        if self.items.is_empty() {
-            return;
-        }
-        self.forms.clear();
-        self.ints.clear();
-        let mut fixed = 0usize;
-        for it in &self.items {
-            let (f, int): (&'static [u8], Option<IntVal>) = match *it {
-                Item::MapHdr(n) => (wire::coll_forms(n), None),
-                Item::Key(c) => {
-                    let n = names[c].name().len();
-                    fixed += n;
-                    let forms = if self.bin[c] {
-                        wire::bin_forms(n)
-                    } else {
-                        wire::str_forms(n)
-                    };
-                    (forms, None)
-                }
-                Item::Val(s, e) => match wire::read_int(&self.scratch[s..e]) {
-                    Some(v) => (v.forms(), Some(v)),
-                    None => {
-                        fixed += e - s;
-                        (&[0], None)
-                    }
-                },
-            };
-            self.forms.push(f);
-            self.ints.push(int);
-        }
-        let n = self.forms.len();
-        self.suf.clear();
-        self.suf.resize(n + 1, 0);
-        crate::wire::pad::suffix_reach(&self.forms, &mut self.suf);
-        let mut pad = 0;
-        if let Some(p) = next {
-            let start =
-                out.pos() + fixed as u64 + self.forms.iter().map(|f| f[0] as u64).sum::<u64>();
-            for r in 0..128usize {
-                if (self.suf[0] >> r) & 1 == 0 {
-                    continue;
-                }
-                let data = start + r as u64 + p.min as u64;
-                let need = ((crate::wire::pad::ALIGN - data % crate::wire::pad::ALIGN)
-                    % crate::wire::pad::ALIGN) as usize;
-                if (p.reach >> need) & 1 == 1
-                    || (need + 64 < 128 && (p.reach >> (need + 64)) & 1 == 1)
-                {
-                    pad = r;
-                    break;
-                }
-            }
-        }
-        self.sizes.clear();
-        self.sizes.resize(n, 0);
-        crate::wire::pad::pick_sizes(&self.forms, &self.suf, pad, &mut self.sizes);
-        let b = &mut out.buf;
-        for (i, it) in self.items.iter().enumerate() {
-            match *it {
-                Item::MapHdr(k) => wire::map_hdr_sized(b, k, self.sizes[i]),
-                Item::Key(c) => {
-                    let name = names[c].name();
-                    if self.bin[c] {
-                        wire::bin_hdr_sized(b, name.len(), self.sizes[i]);
-                    } else {
-                        wire::str_hdr_sized(b, name.len(), self.sizes[i]);
-                    }
-                    b.extend_from_slice(name.as_bytes());
-                }
-                Item::Val(s, e) => match self.ints[i] {
-                    Some(v) => v.write(b, self.sizes[i]),
-                    None => b.extend_from_slice(&self.scratch[s..e]),
-                },
-            }
-        }
-        self.items.clear();
-        self.scratch.clear();
-    }
-}
-
-/// Aligned mode: encode one map value. An ndarray value flushes the held items widened for it and
-/// is written in place; other values that may hold ndarrays are written in place too; plain values
-/// are held (in `scratch`) so their ints can still be widened for a later ndarray.
-fn encode_aligned(
-    enc: &mut dyn ColumnEncoder,
-    row: usize,
-    seg: &mut Segment,
-    out: &mut Out,
-    names: &arrow_schema::Fields,
-) -> Result<()> {
-    if let Some(p) = enc.nd_probe(row)? {
-        seg.flush(out, names, Some(p));
-        return enc.encode(row, out);
-    }
-    if enc.may_nd() {
-        seg.flush(out, names, None);
-        return enc.encode(row, out);
-    }
-    let mut tmp = Out {
-        buf: std::mem::take(&mut seg.scratch),
-        base: 0,
-        align: false,
-        openpi: out.openpi,
-    };
-    let start = tmp.buf.len();
-    let r = enc.encode(row, &mut tmp);
-    let end = tmp.buf.len();
-    seg.scratch = tmp.buf;
-    r?;
-    seg.items.push(Item::Val(start, end));
-    Ok(())
 }
 
 /// Encode batches into one buffer (layout as [`WriterBuilder::with_layout`]; not aligned).
