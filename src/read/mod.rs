@@ -22,6 +22,7 @@ mod output;
 pub(crate) mod plan;
 mod rows;
 pub(crate) mod source;
+mod split;
 mod stream;
 
 use self::columns::decode_columns;
@@ -107,6 +108,8 @@ pub struct ReaderBuilder {
     /// rows that add nothing to the type so far skip full inference ([`Inferrer::fits_row`]);
     /// off only in tests, which compare both ways
     fast_infer: bool,
+    /// the schema walk of a stream this many bytes long or more is cut into a piece per thread
+    walk_piece_bytes: usize,
     /// with a given schema, a key it does not have is an error
     strict_schema: bool,
     on_truncated: OnTruncated,
@@ -146,6 +149,7 @@ impl ReaderBuilder {
             threads: None,
             release_input: false,
             fast_infer: true,
+            walk_piece_bytes: split::WALK_PIECE_BYTES,
             strict_schema: false,
             on_truncated: OnTruncated::Error,
             n_rows: None,
@@ -183,6 +187,14 @@ impl ReaderBuilder {
         self.numpy_extension = on;
         self
     }
+    /// The smallest piece of a stream the schema walk gives a thread of its own (default 4 MiB).
+    /// Exposed for tests, which walk small inputs in pieces to compare with a walk in one.
+    #[doc(hidden)]
+    pub fn with_walk_piece_bytes(mut self, n: usize) -> Self {
+        self.walk_piece_bytes = n.max(1);
+        self
+    }
+
     /// The most columns (distinct top-level keys) a records file may have (default
     /// [`DEFAULT_MAX_COLUMNS`]): a stream whose records keep bringing new keys would otherwise
     /// build a table whose size is rows × keys. Past it, an error names the limit.

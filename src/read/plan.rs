@@ -319,11 +319,6 @@ pub(crate) fn plan_with(
     match (p.layout, p.container) {
         (Layout::Records | Layout::Values, Container::Stream | Container::Array) => {
             // walk the rows: count them all, infer from the first `limit`
-            let mut ty = if p.layout == Layout::Records {
-                Ty::Struct(Default::default())
-            } else {
-                Ty::Null
-            };
             let (mut left, array) = if p.container == Container::Array {
                 let n = c.read_array_len()?;
                 (n, true)
@@ -340,110 +335,80 @@ pub(crate) fn plan_with(
                 }
             }
             p.first_row = c.pos();
-            let mut rows = 0usize;
-            let mut empties: HashMap<String, serde_json::Map<String, serde_json::Value>> =
-                HashMap::new();
+            let mut seen = RowsSeen::new(p.layout);
             let mut released = 0usize;
             let release_walk = b.release_input && walked.is_none();
-            let mut absent = false;
+            let whole_walk = walked.is_none() && limit == usize::MAX;
+            let rw = RowWalk {
+                b,
+                layout,
+                limit,
+                given_value,
+            };
             // batch `k` (from its start to the row at `c`) has been walked: hand it on with the
             // schema of the rows so far, which cover it (none when that schema is not there yet)
-            let mut hand_on = |p: &Plan, end, rows: usize, ty: &Ty, inf: &Inferrer, empties: &_| {
+            let mut hand_on = |p: &Plan, end, seen: &RowsSeen, inf: &Inferrer| {
                 let (Some(walked), Some(k)) =
                     (walked.as_mut(), p.batch_starts.len().checked_sub(1))
                 else {
                     return;
                 };
-                if let Ok(s) = ty_to_schema(ty.clone(), inf) {
+                if let Ok(s) = ty_to_schema(seen.ty.clone(), inf) {
                     walked(WalkedBatch {
                         k,
                         start: p.batch_starts[k],
                         end,
                         row0: p.batch_rows[k],
-                        rows: rows - p.batch_rows[k],
+                        rows: seen.rows - p.batch_rows[k],
                         layout,
-                        schema: attach_empty_shapes(s, Clone::clone(empties)),
+                        schema: attach_empty_shapes(s, Clone::clone(&seen.empties)),
                     });
                 }
             };
             // at least one row, for a schema even when no rows are asked for (n_rows = 0)
             let most = b.n_rows.map_or(usize::MAX, |n| n.max(1));
-            while left > 0 && !c.is_empty() && rows < most {
-                let at = c.offset();
+            // a large stream, walked whole: pieces of it on every thread at once
+            if whole_walk && most == usize::MAX {
+                let pos = super::split::walk(
+                    &rw,
+                    &c,
+                    array.then_some(left),
+                    &mut inf,
+                    &mut seen,
+                    &mut p,
+                )?;
+                if array {
+                    left -= seen.rows;
+                }
+                released = pos;
+                c.set_pos(pos);
+            }
+            while left > 0 && !c.is_empty() && seen.rows < most {
                 // a mapped file: this walk over every row would otherwise keep the whole file
                 // resident until decoding drops it again
                 released = release_behind(release_walk, data, released, c.pos());
-                let (row0, pos0) = (p.batch_rows.last(), p.batch_starts.last());
-                if row0.is_none_or(|&r0| rows - r0 >= b.batch_size)
-                    || pos0.is_some_and(|&s0| c.pos() - s0 >= b.batch_bytes)
-                {
-                    hand_on(&p, c.pos(), rows, &ty, &inf, &empties);
+                if starts_batch(&p, b, c.pos(), seen.rows) {
+                    hand_on(&p, c.pos(), &seen, &inf);
                     p.batch_starts.push(c.pos());
-                    p.batch_rows.push(rows);
+                    p.batch_rows.push(seen.rows);
                 }
-                // a record with fewer keys than the columns so far: keys are absent, not nil
-                let row_keys = (p.layout == Layout::Records && rows < limit)
-                    .then(|| c.clone().read_map_len().ok())
-                    .flatten();
-                let cols_before = match &ty {
-                    Ty::Struct(f) => f.len(),
-                    _ => 0,
-                };
-                let known = rows < limit
-                    && b.fast_infer
-                    && if p.layout == Layout::Records {
-                        inf.fits_row(&ty, &mut c)
-                    } else {
-                        inf.fits_value(&ty, &mut c)
-                    };
-                if known {
-                    // the row adds nothing to `ty`: nothing to merge
-                } else if rows < limit {
-                    let t = if p.layout == Layout::Records {
-                        if c.peek_kind()? != Kind::Map {
-                            return Err(c
-                                .error(ErrorKind::Layout(format!(
-                                    "records layout: row {rows} is not a map"
-                                )))
-                                .at_record(rows as u64));
-                        }
-                        inf.map(&mut c, 0)
-                    } else if given_value {
-                        inf.given_value(&mut c)
-                    } else {
-                        inf.value(&mut c, 0)
-                    }
-                    .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
-                    note_empty_shapes(&t, rows, &mut empties);
-                    ty = ty
-                        .merge_with(t, inf.opts.raw_conflicts)
-                        .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
-                    if let Ty::Struct(f) = &ty {
-                        if f.len() > b.max_columns {
-                            return Err(Error::new(ErrorKind::TooManyColumns(b.max_columns))
-                                .at_offset(at)
-                                .at_record(rows as u64));
-                        }
-                    }
-                } else {
-                    c.skip(b.max_depth).map_err(|e| e.at_record(rows as u64))?;
-                }
-                if let (Some(k), Ty::Struct(f)) = (row_keys, &ty) {
-                    // this row lacks some column, or brought one the rows before it lacked
-                    if k < f.len() || (rows > 0 && f.len() > cols_before) {
-                        absent = true;
-                    }
-                }
-                rows += 1;
+                rw.row(&mut inf, &mut seen, &mut c)?;
                 if array {
                     left -= 1;
                 }
             }
+            let rows = seen.rows;
             if array && !c.is_empty() && rows < most {
                 return Err(c.error(ErrorKind::Layout("data after the top-level array".into())));
             }
-            hand_on(&p, c.pos(), rows, &ty, &inf, &empties);
+            hand_on(&p, c.pos(), &seen, &inf);
             p.rows = Some(rows);
+            let RowsSeen {
+                ty,
+                empties,
+                absent,
+                ..
+            } = seen;
             match &ty {
                 Ty::Struct(fields) => {
                     given_nd = fields
@@ -536,6 +501,124 @@ pub(crate) fn plan_with(
         )));
     }
     Ok(p)
+}
+
+/// Whether the row at `pos` (the `rows`-th) starts a new batch: a batch ends at `batch_size`
+/// rows or after the row that reaches `batch_bytes` input bytes.
+pub(crate) fn starts_batch(p: &Plan, b: &ReaderBuilder, pos: usize, rows: usize) -> bool {
+    let (row0, pos0) = (p.batch_rows.last(), p.batch_starts.last());
+    row0.is_none_or(|&r0| rows - r0 >= b.batch_size)
+        || pos0.is_some_and(|&s0| pos - s0 >= b.batch_bytes)
+}
+
+/// What a walk over rows has found so far.
+pub(crate) struct RowsSeen {
+    /// the type of the rows (records: a `Struct` of the columns)
+    pub ty: Ty,
+    pub rows: usize,
+    /// row shapes nested Lists lose ([`note_empty_shapes`]), by column
+    pub empties: HashMap<String, serde_json::Map<String, serde_json::Value>>,
+    /// a record lacked a column that others have, or brought one after the first record
+    pub absent: bool,
+}
+
+impl RowsSeen {
+    pub(crate) fn new(layout: Layout) -> Self {
+        RowsSeen {
+            ty: if layout == Layout::Records {
+                Ty::Struct(Default::default())
+            } else {
+                Ty::Null
+            },
+            rows: 0,
+            empties: HashMap::new(),
+            absent: false,
+        }
+    }
+}
+
+/// How each row of a records or values walk is looked at.
+pub(crate) struct RowWalk<'b> {
+    pub b: &'b ReaderBuilder,
+    pub layout: Layout,
+    /// rows after this many are only stepped over ([`ReaderBuilder::with_infer_rows`])
+    pub limit: usize,
+    /// values layout with the type of `value` given
+    pub given_value: bool,
+}
+
+impl RowWalk<'_> {
+    /// Walk the row at `c` (the `seen.rows`-th), adding what it holds to `seen`.
+    pub(crate) fn row(
+        &self,
+        inf: &mut Inferrer,
+        seen: &mut RowsSeen,
+        c: &mut Cursor<'_>,
+    ) -> Result<()> {
+        let (b, rows, at) = (self.b, seen.rows, c.offset());
+        let records = self.layout == Layout::Records;
+        // a record with fewer keys than the columns so far: keys are absent, not nil
+        let row_keys = (records && rows < self.limit)
+            .then(|| c.clone().read_map_len().ok())
+            .flatten();
+        let cols_before = match &seen.ty {
+            Ty::Struct(f) => f.len(),
+            _ => 0,
+        };
+        let known = rows < self.limit
+            && b.fast_infer
+            && if records {
+                inf.fits_row(&seen.ty, c)
+            } else {
+                inf.fits_value(&seen.ty, c)
+            };
+        if known {
+            // the row adds nothing to the type: nothing to merge
+        } else if rows < self.limit {
+            let t = if records {
+                if c.peek_kind()? != Kind::Map {
+                    return Err(c
+                        .error(ErrorKind::Layout(format!(
+                            "records layout: row {rows} is not a map"
+                        )))
+                        .at_record(rows as u64));
+                }
+                inf.map(c, 0)
+            } else if self.given_value {
+                inf.given_value(c)
+            } else {
+                inf.value(c, 0)
+            }
+            .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
+            note_empty_shapes(&t, rows, &mut seen.empties);
+            let ty = std::mem::replace(&mut seen.ty, Ty::Null);
+            seen.ty = ty
+                .merge_with(t, inf.opts.raw_conflicts)
+                .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
+            self.check_columns(&seen.ty)
+                .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
+        } else {
+            c.skip(b.max_depth).map_err(|e| e.at_record(rows as u64))?;
+        }
+        if let (Some(k), Ty::Struct(f)) = (row_keys, &seen.ty) {
+            // this row lacks some column, or brought one the rows before it lacked
+            if k < f.len() || (rows > 0 && f.len() > cols_before) {
+                seen.absent = true;
+            }
+        }
+        seen.rows += 1;
+        Ok(())
+    }
+
+    /// The cap on the number of columns ([`ReaderBuilder::with_max_columns`]).
+    pub(crate) fn check_columns(&self, ty: &Ty) -> Result<()> {
+        match ty {
+            Ty::Struct(f) if f.len() > self.b.max_columns => {
+                Err(Error::new(ErrorKind::TooManyColumns(self.b.max_columns)))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// The numpy dtype (native order) of the numbers at the bottom of nested list types.

@@ -310,3 +310,42 @@ fn a_given_schema_is_used_without_inference_and_values_layout_keeps_one_column()
     assert_eq!(r.schema().field(0).data_type(), &DataType::Null);
     assert_eq!(r.collect_batches().unwrap()[0].num_rows(), 3);
 }
+
+#[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
+fn walking_in_pieces_equals_walking_whole() {
+    // the schema walk of a large stream is cut into a piece per thread: made to happen here on
+    // every file, good and bad, it gives the same schema, batches and errors as one walk
+    let m = manifest();
+    let mut n = 0;
+    for (kind, case) in ["good", "bad"]
+        .iter()
+        .flat_map(|k| m[*k].as_array().unwrap().iter().map(move |c| (*k, c)))
+    {
+        let name = case["name"].as_str().unwrap();
+        let layout: msgpack_arrow::Layout = case["layout"].as_str().unwrap().parse().unwrap();
+        let path = golden_dir().join(kind).join(format!("{name}.msgpack"));
+        let read = |pieces: usize| {
+            let r = ReaderBuilder::new()
+                .with_layout(layout)
+                .with_batch_size(3)
+                .with_threads(Some(pieces))
+                .with_walk_piece_bytes(if pieces > 1 { 64 } else { usize::MAX })
+                .build_from_path(&path)
+                .and_then(|r| Ok((r.schema(), r.collect_batches()?)));
+            match r {
+                Ok((schema, batches)) => format!("{schema:?}\n{batches:?}"),
+                Err(e) => format!("{e} at {:?} record {:?}", e.offset(), e.record()),
+            }
+        };
+        let whole = read(1);
+        for pieces in [2, 4] {
+            assert_eq!(read(pieces), whole, "{kind}/{name}, {pieces} pieces");
+        }
+        n += 1;
+    }
+    assert!(n > 90, "{n}");
+}

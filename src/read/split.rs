@@ -1,0 +1,176 @@
+//! Walking a large stream of rows in pieces, one per thread.
+//!
+//! Exact inference looks at every row before the schema is known, and a msgpack stream has no
+//! index: where a row starts is known only once the row before it has been walked. So the rows
+//! are cut into pieces at guessed offsets. Each piece starts at the first place after its guess
+//! where the bytes the first row starts with (its map header and first key) appear, and is
+//! walked on a thread of its own.
+//!
+//! A guess can be wrong (those bytes inside a string or a binary payload). A piece is used only
+//! when the walk of the piece before it ends exactly where it starts, which makes that place a
+//! row start. The pieces' types are merged in file order: merging is associative, so this is the
+//! type a walk over the rows one by one gives. Batch starts are found again from each row's
+//! offset, so the batches are those of a walk on one thread too. Where anything does not hold
+//! (a wrong guess, an error in a piece, a conflict between pieces) the walk goes on one row at a
+//! time from the end of the last piece that held: errors name the same row and offset as without
+//! pieces.
+
+use rayon::prelude::*;
+
+use super::infer::{Inferrer, Ty};
+use super::plan::{starts_batch, Plan, RowWalk, RowsSeen};
+use super::source::release_behind;
+use crate::error::Result;
+use crate::options::Layout;
+use crate::wire::cursor::{Cursor, Kind};
+
+/// The smallest piece worth a thread of its own, by default
+/// ([`crate::ReaderBuilder::with_walk_piece_bytes`]).
+pub(crate) const WALK_PIECE_BYTES: usize = 4 << 20;
+
+/// One piece, walked.
+struct Piece {
+    start: usize,
+    /// the first row start at or past the piece's end
+    end: usize,
+    inf: Inferrer,
+    seen: RowsSeen,
+    /// where each of its rows starts
+    row_starts: Vec<usize>,
+}
+
+/// Walk the rows from the cursor in pieces, adding what they hold to `inf`, `seen` and `p`'s batch
+/// starts. Returns where the rows that held end: the caller walks on from there, one row at a
+/// time. `array_rows`: the rows left in a top-level array (rows past them are not taken here).
+pub(crate) fn walk(
+    rw: &RowWalk<'_>,
+    c: &Cursor<'_>,
+    array_rows: Option<usize>,
+    inf: &mut Inferrer,
+    seen: &mut RowsSeen,
+    p: &mut Plan,
+) -> Result<usize> {
+    let b = rw.b;
+    let (first, len) = (c.pos(), c.buf().len());
+    let pieces = b
+        .decode_threads()
+        .min((len - first) / b.walk_piece_bytes.max(1));
+    if pieces < 2 || seen.rows > 0 {
+        return Ok(first);
+    }
+    let Some(sync) = row_prefix(rw, c) else {
+        return Ok(first);
+    };
+    // piece i starts at the first `sync` after its guess
+    let mut starts = vec![first];
+    for i in 1..pieces {
+        let guess = (first + (len - first) / pieces * i).max(starts[i - 1] + 1);
+        match memchr::memmem::find(&c.buf()[guess..], sync) {
+            Some(at) => starts.push(guess + at),
+            None => break,
+        }
+    }
+    let bounds: Vec<(usize, usize)> = (0..starts.len())
+        .map(|i| (starts[i], starts.get(i + 1).copied().unwrap_or(len)))
+        .collect();
+    let walked: Vec<Result<Piece>> = bounds
+        .par_iter()
+        .map(|&(start, end)| walk_piece(rw, c, &inf.given, start, end))
+        .collect();
+
+    let raw = inf.opts.raw_conflicts;
+    let mut pos = first;
+    for piece in walked {
+        let Ok(piece) = piece else { break };
+        let fits_array = array_rows.is_none_or(|n| seen.rows + piece.seen.rows <= n);
+        // a piece's row numbers are its own: where it noted shapes, walk it row by row
+        if piece.start != pos || !fits_array || (pos != first && !piece.seen.empties.is_empty()) {
+            break;
+        }
+        let Piece {
+            end,
+            inf: pinf,
+            seen: pseen,
+            row_starts,
+            ..
+        } = piece;
+        if pos == first {
+            *inf = pinf;
+            *seen = RowsSeen { rows: 0, ..pseen };
+        } else {
+            let differ = rw.layout == Layout::Records && keys_differ(&seen.ty, &pseen.ty);
+            let ty = match seen.ty.clone().merge_with(pseen.ty, raw) {
+                Ok(t) if rw.check_columns(&t).is_ok() => t,
+                _ => break,
+            };
+            seen.ty = ty;
+            seen.absent |= pseen.absent || differ;
+            for (k, bin) in pinf.top_keys {
+                inf.top_keys.entry(k).or_insert(bin);
+            }
+            inf.openpi_seen |= pinf.openpi_seen;
+        }
+        for s in row_starts {
+            if starts_batch(p, b, s, seen.rows) {
+                p.batch_starts.push(s);
+                p.batch_rows.push(seen.rows);
+            }
+            seen.rows += 1;
+        }
+        pos = end;
+    }
+    Ok(pos)
+}
+
+/// The bytes every row is expected to start with: the first row's map header and first key.
+/// `None` when the first row is not a map with a key of a few bytes (nothing to find rows by).
+fn row_prefix<'a>(rw: &RowWalk<'_>, c: &Cursor<'a>) -> Option<&'a [u8]> {
+    let mut c = c.clone();
+    let first = c.pos();
+    if c.peek_kind().ok()? != Kind::Map || c.read_map_len().ok()? == 0 {
+        return None;
+    }
+    c.skip(rw.b.max_depth).ok()?;
+    let sync = &c.buf()[first..c.pos()];
+    (sync.len() >= 3).then_some(sync)
+}
+
+/// Walk the rows from `start` up to the first one starting at or past `end`.
+fn walk_piece(
+    rw: &RowWalk<'_>,
+    c: &Cursor<'_>,
+    given: &[String],
+    start: usize,
+    end: usize,
+) -> Result<Piece> {
+    let mut inf = Inferrer::new(rw.b.infer_options());
+    inf.given = given.to_vec();
+    let mut seen = RowsSeen::new(rw.layout);
+    let mut c = c.clone();
+    c.set_pos(start);
+    let mut row_starts = Vec::new();
+    let mut released = start;
+    while c.pos() < end && !c.is_empty() {
+        // a mapped file: pages walked are handed back as the one-thread walk does
+        released = release_behind(rw.b.release_input, c.buf(), released, c.pos());
+        row_starts.push(c.pos());
+        rw.row(&mut inf, &mut seen, &mut c)?;
+    }
+    Ok(Piece {
+        start,
+        end: c.pos(),
+        inf,
+        seen,
+        row_starts,
+    })
+}
+
+/// Whether two records' column sets differ (then some record lacks a column: keys are absent).
+fn keys_differ(a: &Ty, b: &Ty) -> bool {
+    match (a, b) {
+        (Ty::Struct(a), Ty::Struct(b)) => {
+            a.len() != b.len() || b.keys().any(|k| !a.contains_key(k))
+        }
+        _ => false,
+    }
+}
