@@ -28,6 +28,10 @@ use crate::wire::cursor::{Cursor, Kind};
 /// ([`crate::ReaderBuilder::with_walk_piece_bytes`]).
 pub(crate) const WALK_PIECE_BYTES: usize = 4 << 20;
 
+/// The most row starts all pieces keep (4 bytes each): a piece that reaches its share stops
+/// there, and the rows after it are walked one by one. Memory stays bounded whatever the row count.
+const MAX_ROW_STARTS: usize = 32 << 20;
+
 /// One piece, walked.
 struct Piece {
     start: usize,
@@ -35,8 +39,8 @@ struct Piece {
     end: usize,
     inf: Inferrer,
     seen: RowsSeen,
-    /// where each of its rows starts
-    row_starts: Vec<usize>,
+    /// how far each of its rows starts from the one before (the first: from `start`)
+    row_steps: Vec<u32>,
 }
 
 /// Walk the rows from the cursor in pieces, adding what they hold to `inf`, `seen` and `p`'s batch
@@ -75,7 +79,7 @@ pub(crate) fn walk(
         .collect();
     let walked: Vec<Result<Piece>> = bounds
         .par_iter()
-        .map(|&(start, end)| walk_piece(rw, c, &inf.given, start, end))
+        .map(|&(start, end)| walk_piece(rw, c, &inf.given, start, end, MAX_ROW_STARTS / pieces))
         .collect();
 
     let raw = inf.opts.raw_conflicts;
@@ -91,7 +95,7 @@ pub(crate) fn walk(
             end,
             inf: pinf,
             seen: pseen,
-            row_starts,
+            row_steps,
             ..
         } = piece;
         if pos == first {
@@ -110,7 +114,9 @@ pub(crate) fn walk(
             }
             inf.openpi_seen |= pinf.openpi_seen;
         }
-        for s in row_starts {
+        let mut s = pos;
+        for step in row_steps {
+            s += step as usize;
             if starts_batch(p, b, s, seen.rows) {
                 p.batch_starts.push(s);
                 p.batch_rows.push(seen.rows);
@@ -135,25 +141,32 @@ fn row_prefix<'a>(rw: &RowWalk<'_>, c: &Cursor<'a>) -> Option<&'a [u8]> {
     (sync.len() >= 3).then_some(sync)
 }
 
-/// Walk the rows from `start` up to the first one starting at or past `end`.
+/// Walk the rows from `start` up to the first one starting at or past `end`, or up to `most`
+/// rows.
 fn walk_piece(
     rw: &RowWalk<'_>,
     c: &Cursor<'_>,
     given: &[String],
     start: usize,
     end: usize,
+    most: usize,
 ) -> Result<Piece> {
     let mut inf = Inferrer::new(rw.b.infer_options());
     inf.given = given.to_vec();
     let mut seen = RowsSeen::new(rw.layout);
     let mut c = c.clone();
     c.set_pos(start);
-    let mut row_starts = Vec::new();
-    let mut released = start;
-    while c.pos() < end && !c.is_empty() {
+    let mut row_steps = Vec::new();
+    let (mut released, mut last) = (start, start);
+    while c.pos() < end && !c.is_empty() && row_steps.len() < most {
         // a mapped file: pages walked are handed back as the one-thread walk does
         released = release_behind(rw.b.release_input, c.buf(), released, c.pos());
-        row_starts.push(c.pos());
+        // a row of 4 GiB or more: walked one by one (the rows from here are the caller's)
+        let Ok(step) = u32::try_from(c.pos() - last) else {
+            break;
+        };
+        row_steps.push(step);
+        last = c.pos();
         rw.row(&mut inf, &mut seen, &mut c)?;
     }
     Ok(Piece {
@@ -161,7 +174,7 @@ fn walk_piece(
         end: c.pos(),
         inf,
         seen,
-        row_starts,
+        row_steps,
     })
 }
 
