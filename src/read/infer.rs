@@ -890,6 +890,8 @@ impl Inferrer {
         if !valid || lost {
             return None;
         }
+        // as the slow path notes it: the file is written back in the dialect it was read in
+        self.openpi_seen |= nd.openpi;
         if self.headers.len() >= MAX_HEADERS {
             self.headers.remove(0);
         }

@@ -102,6 +102,9 @@ pub(crate) fn walk(
             *inf = pinf;
             *seen = RowsSeen { rows: 0, ..pseen };
         } else {
+            if regrouping_may_differ(&seen.ty, &pseen.ty) {
+                break;
+            }
             let differ = rw.layout == Layout::Records && keys_differ(&seen.ty, &pseen.ty);
             let ty = match seen.ty.clone().merge_with(pseen.ty, raw) {
                 Ok(t) if rw.check_columns(&t).is_ok() => t,
@@ -176,6 +179,41 @@ fn walk_piece(
         seen,
         row_steps,
     })
+}
+
+/// Whether merging `later` (a piece's rows, merged among themselves first) into `acc` may give
+/// another type or error than merging those rows into `acc` one by one. Merging is associative
+/// except where a type absorbs what would otherwise conflict:
+/// - a float absorbs integers, but integers above 2^63-1 and negative ones conflict when they meet
+///   first: a side with either kind of integer facing a float on the other is not merged;
+/// - raw msgpack ([`Ty::Raw`]) absorbs everything, and rows whose column is raw are stepped over
+///   unread by the fast path only where the row's other columns fit: a side holding raw values is
+///   not merged.
+fn regrouping_may_differ(acc: &Ty, later: &Ty) -> bool {
+    if holds_raw(acc) || holds_raw(later) {
+        return true;
+    }
+    match (acc, later) {
+        (Ty::Int { big, neg }, Ty::F32 | Ty::F64) => *big || *neg,
+        (Ty::Struct(a), Ty::Struct(b)) => b
+            .iter()
+            .any(|(k, v)| a.get(k).is_some_and(|u| regrouping_may_differ(u, v))),
+        (Ty::List(a, _), Ty::List(b, _)) => regrouping_may_differ(a, b),
+        (Ty::Map(ak, av), Ty::Map(bk, bv)) => {
+            regrouping_may_differ(ak, bk) || regrouping_may_differ(av, bv)
+        }
+        _ => false,
+    }
+}
+
+fn holds_raw(t: &Ty) -> bool {
+    match t {
+        Ty::Raw => true,
+        Ty::Struct(f) => f.values().any(holds_raw),
+        Ty::List(t, _) => holds_raw(t),
+        Ty::Map(k, v) => holds_raw(k) || holds_raw(v),
+        _ => false,
+    }
 }
 
 /// Whether two records' column sets differ (then some record lacks a column: keys are absent).

@@ -424,6 +424,15 @@ fn fast_inference_equals_full_inference() {
             ("data", bin(&vec![1u8; size])),
         ])
     }
+    // openpi_client.msgpack_numpy's map of an int32 array of one, here with its data last
+    fn openpi_i4() -> Vec<u8> {
+        map(&[
+            ("__ndarray__", vec![0xc3]),
+            ("dtype", s("<i4")),
+            ("shape", list(&[uint(1)])),
+            ("data", bin(&[1, 0, 0, 0])),
+        ])
+    }
     let rec = |entries: &[(&str, Vec<u8>)]| map(entries);
     let a = |v: Vec<u8>| rec(&[("a", v)]);
     let f4 = |shape: &[usize]| nd("<f4", shape, b"");
@@ -584,6 +593,42 @@ fn fast_inference_equals_full_inference() {
                 a(list(&[f4(&[5])])),
             ],
         ),
+        // integers above 2^63-1 and negative ones conflict when they meet before a float
+        (
+            Layout::Records,
+            vec![a(uint(u64::MAX)), a(int(-1)), a(f64v(1.0)), a(int(2))],
+        ),
+        (
+            Layout::Records,
+            vec![a(f64v(1.0)), a(uint(u64::MAX)), a(int(-1)), a(int(2))],
+        ),
+        (
+            Layout::Records,
+            vec![a(int(-1)), a(int(5)), a(uint(u64::MAX)), a(f32v(1.0))],
+        ),
+        // openpi maps (here with their data last) after a msgpack-numpy one: the dialect is noted
+        // by the fast path as by the slow one
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", nd("<i4", &[1], b""))]),
+                rec(&[("e", openpi_i4())]),
+                rec(&[("e", openpi_i4())]),
+                rec(&[("e", openpi_i4())]),
+            ],
+        ),
+        // a column raw from its second row on (conflicts="binary"), then values the slow path
+        // refuses (ext 5) and openpi maps
+        (
+            Layout::Records,
+            vec![
+                rec(&[("m", map(&[])), ("x", int(1))]),
+                rec(&[("m", map(&[])), ("x", s("s"))]),
+                rec(&[("m", map(&[])), ("x", openpi_i4())]),
+                rec(&[("m", map(&[])), ("x", vec![0xc7, 3, 5, 1, 2, 3])]),
+                rec(&[("m", map(&[])), ("x", int(1))]),
+            ],
+        ),
         (Layout::Values, vec![f4(&[3]), f4(&[3]), f4(&[5])]),
         (Layout::Values, vec![int(1), int(2), int(-3), f64v(1.0)]),
         (
@@ -611,9 +656,14 @@ fn fast_inference_equals_full_inference() {
 /// array, alone, three times over, and with payloads holding the bytes rows start with (wrong
 /// guesses of where a piece starts).
 fn walking_in_pieces_equals_walking_whole(cases: &[(Layout, Vec<Vec<u8>>)]) {
-    let run = |layout: Layout, data: &[u8], pieces: usize, max_columns: usize| {
+    let run = |layout: Layout, data: &[u8], pieces: usize, max_columns: usize, binary: bool| {
         let b = ReaderBuilder::new()
             .with_layout(layout)
+            .with_conflicts(if binary {
+                Conflicts::Binary
+            } else {
+                Conflicts::Error
+            })
             .with_batch_size(2)
             .with_max_columns(max_columns)
             .with_threads(Some(pieces))
@@ -643,13 +693,17 @@ fn walking_in_pieces_equals_walking_whole(cases: &[(Layout, Vec<Vec<u8>>)]) {
             rmp::encode::write_array_len(&mut array, rows.len() as u32).unwrap();
             array.extend(rows.concat());
             for data in [&stream, &array] {
-                for max_columns in [DEFAULT_MAX_COLUMNS, 1] {
-                    let whole = run(*layout, data, 1, max_columns);
-                    for pieces in [2, 3, 5] {
+                for (max_columns, binary) in [
+                    (DEFAULT_MAX_COLUMNS, false),
+                    (1, false),
+                    (DEFAULT_MAX_COLUMNS, true),
+                ] {
+                    let whole = run(*layout, data, 1, max_columns, binary);
+                    for pieces in [2, 3, 5, 8] {
                         assert_eq!(
-                            run(*layout, data, pieces, max_columns),
+                            run(*layout, data, pieces, max_columns, binary),
                             whole,
-                            "case {i}, {pieces} pieces, max_columns {max_columns}"
+                            "case {i}, {pieces} pieces, max_columns {max_columns}, binary {binary}"
                         );
                         n += 1;
                     }
