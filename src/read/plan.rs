@@ -517,7 +517,7 @@ pub(crate) struct RowsSeen {
     pub ty: Ty,
     pub rows: usize,
     /// row shapes nested Lists lose ([`note_empty_shapes`]), by column
-    pub empties: HashMap<String, serde_json::Map<String, serde_json::Value>>,
+    pub empties: EmptyShapes,
     /// a record lacked a column that others have, or brought one after the first record
     pub absent: bool,
 }
@@ -590,7 +590,7 @@ impl RowWalk<'_> {
                 inf.value(c, 0)
             }
             .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
-            note_empty_shapes(&t, rows, &mut seen.empties);
+            note_empty_shapes(&t, rows, records, &mut seen.empties);
             let ty = std::mem::replace(&mut seen.ty, Ty::Null);
             seen.ty = ty
                 .merge_with(t, inf.opts.raw_conflicts)
@@ -652,53 +652,89 @@ pub(crate) const MAX_EMPTY_SHAPES: usize = 4096;
 /// written back as one map).
 pub(crate) const MAX_CHUNKS: usize = 4096;
 
-/// Remember row shapes that nested Lists lose (a 0 axis followed by non-zero ones: `(0, 5)`).
-pub(crate) fn note_empty_shapes(
-    t: &Ty,
-    row: usize,
-    out: &mut HashMap<String, serde_json::Map<String, serde_json::Value>>,
-) {
-    let mut note = |name: &str, t: &Ty| {
-        if let Ty::Nd { shape, .. } = t {
-            let lost = shape
+/// Row shapes that nested Lists lose, by the path of their column (a top-level column, or a field
+/// of a struct column, to any depth), then by row: `{row: shape}`.
+pub(crate) type EmptyShapes = HashMap<Vec<String>, serde_json::Map<String, serde_json::Value>>;
+
+/// Remember row shapes that nested Lists lose (a 0 axis followed by non-zero ones: `(0, 5)`), in
+/// a row of the `records` layout (a struct of its columns) or of `values` (the column `value`).
+pub(crate) fn note_empty_shapes(t: &Ty, row: usize, records: bool, out: &mut EmptyShapes) {
+    fn lost(t: &Ty) -> bool {
+        match t {
+            Ty::Nd { shape, .. } => shape
                 .iter()
                 .skip_while(|d| **d != Some(0))
-                .any(|d| d.is_some_and(|d| d > 0));
-            if lost {
-                let m = out.entry(name.to_string()).or_default();
+                .any(|d| d.is_some_and(|d| d > 0)),
+            Ty::Struct(fields) => fields.values().any(lost),
+            _ => false,
+        }
+    }
+    fn note(path: &mut Vec<String>, t: &Ty, row: usize, out: &mut EmptyShapes) {
+        match t {
+            Ty::Nd { shape, .. } if lost(t) => {
+                let m = out.entry(path.clone()).or_default();
                 if m.len() < MAX_EMPTY_SHAPES {
                     m.insert(row.to_string(), serde_json::json!(shape));
                 }
             }
+            Ty::Struct(fields) => {
+                for (k, v) in fields {
+                    path.push(k.clone());
+                    note(path, v, row, out);
+                    path.pop();
+                }
+            }
+            _ => {}
         }
-    };
+    }
+    // most rows have none: nothing is allocated for them
+    if !lost(t) {
+        return;
+    }
     match t {
-        Ty::Struct(fields) => fields.iter().for_each(|(k, v)| note(k, v)),
-        other => note("value", other),
+        Ty::Struct(fields) if records => {
+            for (k, v) in fields {
+                note(&mut vec![k.clone()], v, row, out);
+            }
+        }
+        other => note(&mut vec!["value".to_string()], other, row, out),
     }
 }
 
-pub(crate) fn attach_empty_shapes(
-    schema: Schema,
-    mut empties: HashMap<String, serde_json::Map<String, serde_json::Value>>,
-) -> Schema {
+/// Put the noted shapes in the metadata (`msgpack_numpy.empty_shapes`) of the List fields they
+/// belong to, struct fields included.
+pub(crate) fn attach_empty_shapes(schema: Schema, mut empties: EmptyShapes) -> Schema {
+    fn attach(f: &Field, path: &mut Vec<String>, empties: &mut EmptyShapes) -> Field {
+        path.push(f.name().clone());
+        let out = match f.data_type() {
+            DataType::List(_) => match empties.remove(path.as_slice()) {
+                Some(m) => {
+                    let mut md = f.metadata().clone();
+                    md.insert(
+                        meta::EMPTY_SHAPES.to_string(),
+                        serde_json::Value::Object(m).to_string(),
+                    );
+                    f.clone().with_metadata(md)
+                }
+                None => f.clone(),
+            },
+            DataType::Struct(children) => {
+                let children: Vec<Field> =
+                    children.iter().map(|c| attach(c, path, empties)).collect();
+                f.clone().with_data_type(DataType::Struct(children.into()))
+            }
+            _ => f.clone(),
+        };
+        path.pop();
+        out
+    }
     if empties.is_empty() {
         return schema;
     }
     let fields: Vec<Field> = schema
         .fields()
         .iter()
-        .map(|f| match empties.remove(f.name()) {
-            Some(m) if matches!(f.data_type(), arrow_schema::DataType::List(_)) => {
-                let mut md = f.metadata().clone();
-                md.insert(
-                    meta::EMPTY_SHAPES.to_string(),
-                    serde_json::Value::Object(m).to_string(),
-                );
-                f.as_ref().clone().with_metadata(md)
-            }
-            _ => f.as_ref().clone(),
-        })
+        .map(|f| attach(f, &mut Vec::new(), &mut empties))
         .collect();
     Schema::new_with_metadata(fields, schema.metadata().clone())
 }

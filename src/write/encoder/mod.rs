@@ -92,7 +92,18 @@ pub(crate) fn make_top_encoder(
             return Ok(Box::new(t));
         }
     }
+    // a struct column whose fields (to any depth) carry such shapes: its rows are the file's rows
+    if kind.is_none() && matches!(arr.data_type(), DataType::Struct(_)) && holds_empty_shapes(field)
+    {
+        return Ok(Box::new(StructEnc::new_top(arr, row0)?));
+    }
     make_encoder(field, arr)
+}
+
+/// Whether `field` or a struct field inside it has `msgpack_numpy.empty_shapes`.
+fn holds_empty_shapes(field: &Field) -> bool {
+    field.metadata().contains_key(meta::EMPTY_SHAPES)
+        || matches!(field.data_type(), DataType::Struct(fs) if fs.iter().any(|f| holds_empty_shapes(f)))
 }
 
 /// The encoder for one column (or struct child / list item) of one batch, chosen once from the

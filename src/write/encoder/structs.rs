@@ -6,7 +6,9 @@ use arrow_buffer::NullBuffer;
 
 use crate::error::Result;
 use crate::wire::write::{self as wire, Out};
-use crate::write::encoder::{make_encoder, ColumnEncoder};
+use arrow_schema::Field;
+
+use crate::write::encoder::{make_encoder, make_top_encoder, ColumnEncoder};
 
 /// A map with str keys in field order.
 pub(crate) struct StructEnc {
@@ -20,13 +22,26 @@ pub(crate) struct StructEnc {
 
 impl StructEnc {
     pub(crate) fn new(arr: &ArrayRef) -> Result<Self> {
+        Self::with_children(arr, make_encoder)
+    }
+
+    /// A top-level struct column of a batch starting at file row `row0`: its fields are encoded
+    /// as top-level columns are, with the row shapes their metadata records.
+    pub(crate) fn new_top(arr: &ArrayRef, row0: u64) -> Result<Self> {
+        Self::with_children(arr, |f, c| make_top_encoder(f, c, row0))
+    }
+
+    fn with_children(
+        arr: &ArrayRef,
+        mut make: impl FnMut(&Field, &ArrayRef) -> Result<Box<dyn ColumnEncoder>>,
+    ) -> Result<Self> {
         let sa = arr.as_struct();
         let mut names = Vec::new();
         let mut keys = Vec::new();
         let mut key_ends = Vec::new();
         let mut children = Vec::new();
         for (f, c) in sa.fields().iter().zip(sa.columns()) {
-            children.push(make_encoder(f, c).map_err(|e| e.prepend_path(f.name()))?);
+            children.push(make(f, c).map_err(|e| e.prepend_path(f.name()))?);
             wire::str(&mut keys, f.name());
             key_ends.push(keys.len());
             names.push(f.name().clone());
