@@ -520,6 +520,8 @@ pub(crate) struct RowsSeen {
     pub empties: EmptyShapes,
     /// a record lacked a column that others have, or brought one after the first record
     pub absent: bool,
+    /// the length of the last row walked: how far on the next row probably starts
+    pub last_len: usize,
 }
 
 impl RowsSeen {
@@ -533,8 +535,25 @@ impl RowsSeen {
             rows: 0,
             empties: HashMap::new(),
             absent: false,
+            last_len: 0,
         }
     }
+}
+
+/// Ask for the cache line at `buf[at]` (nothing when `at` is past the end). A hint only.
+#[inline]
+fn prefetch(buf: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(p) = buf.get(at) {
+        // SAFETY: a prefetch reads nothing and cannot fault; the address is inside `buf`.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                (p as *const u8).cast(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (buf, at);
 }
 
 /// How each row of a records or values walk is looked at.
@@ -555,7 +574,11 @@ impl RowWalk<'_> {
         seen: &mut RowsSeen,
         c: &mut Cursor<'_>,
     ) -> Result<()> {
-        let (b, rows, at) = (self.b, seen.rows, c.offset());
+        let (b, rows, at, start) = (self.b, seen.rows, c.offset(), c.pos());
+        // rows of one file tend to be of one length: have the next row's first bytes on their way
+        // from memory while this one is walked (most of a walk over wide rows is waiting on them)
+        prefetch(c.buf(), start + seen.last_len);
+        prefetch(c.buf(), start + seen.last_len + 64);
         let records = self.layout == Layout::Records;
         // a record with fewer keys than the columns so far: keys are absent, not nil
         let row_keys = (records && rows < self.limit)
@@ -607,6 +630,7 @@ impl RowWalk<'_> {
             }
         }
         seen.rows += 1;
+        seen.last_len = c.pos() - start;
         Ok(())
     }
 
