@@ -1,0 +1,346 @@
+//! Inference: the per-row fast path against full inference, and the schema walk in pieces
+//! against a walk in one.
+
+use super::*;
+
+/// Inference with the per-row fast path gives exactly what full inference gives: the same
+/// schema (metadata included) or the same error.
+#[test]
+fn fast_inference_equals_full_inference() {
+    fn int(v: i64) -> Vec<u8> {
+        let mut o = Vec::new();
+        rmp::encode::write_sint(&mut o, v).unwrap();
+        o
+    }
+    fn uint(v: u64) -> Vec<u8> {
+        let mut o = Vec::new();
+        rmp::encode::write_uint(&mut o, v).unwrap();
+        o
+    }
+    fn f32v(v: f32) -> Vec<u8> {
+        let mut o = Vec::new();
+        rmp::encode::write_f32(&mut o, v).unwrap();
+        o
+    }
+    fn f64v(v: f64) -> Vec<u8> {
+        let mut o = Vec::new();
+        rmp::encode::write_f64(&mut o, v).unwrap();
+        o
+    }
+    fn list(items: &[Vec<u8>]) -> Vec<u8> {
+        let mut o = Vec::new();
+        rmp::encode::write_array_len(&mut o, items.len() as u32).unwrap();
+        items.iter().for_each(|i| o.extend(i));
+        o
+    }
+    // as msgpack_numpy.encode writes an ndarray (data last)
+    fn nd(ty: &str, shape: &[usize], kind: &[u8]) -> Vec<u8> {
+        let size: usize = ty[2..].parse().unwrap();
+        let n: usize = shape.iter().product();
+        let dims: Vec<Vec<u8>> = shape.iter().map(|&d| uint(d as u64)).collect();
+        map(&[
+            ("nd", vec![0xc3]),
+            ("type", s(ty)),
+            ("kind", bin(kind)),
+            ("shape", list(&dims)),
+            ("data", bin(&vec![7u8; n * size])),
+        ])
+    }
+    fn scalar(ty: &str) -> Vec<u8> {
+        let size: usize = ty[2..].parse().unwrap();
+        map(&[
+            ("nd", vec![0xc2]),
+            ("type", s(ty)),
+            ("kind", bin(b"")),
+            ("data", bin(&vec![1u8; size])),
+        ])
+    }
+    // openpi_client.msgpack_numpy's map of an int32 array of one, here with its data last
+    fn openpi_i4() -> Vec<u8> {
+        map(&[
+            ("__ndarray__", vec![0xc3]),
+            ("dtype", s("<i4")),
+            ("shape", list(&[uint(1)])),
+            ("data", bin(&[1, 0, 0, 0])),
+        ])
+    }
+    let rec = |entries: &[(&str, Vec<u8>)]| map(entries);
+    let a = |v: Vec<u8>| rec(&[("a", v)]);
+    let f4 = |shape: &[usize]| nd("<f4", shape, b"");
+    let mut truncated = rec(&[("e", f4(&[3]))]);
+    truncated.truncate(truncated.len() - 2);
+    let cases: Vec<(Layout, Vec<Vec<u8>>)> = vec![
+        (Layout::Records, vec![a(int(1)), a(int(2)), a(int(-1))]),
+        (Layout::Records, vec![a(int(1)), a(uint(u64::MAX))]),
+        (
+            Layout::Records,
+            vec![a(int(-1)), a(int(1)), a(uint(u64::MAX))],
+        ),
+        (Layout::Records, vec![a(int(1)), a(f64v(1.5)), a(int(3))]),
+        (Layout::Records, vec![a(f32v(1.5)), a(f32v(2.5)), a(int(1))]),
+        (Layout::Records, vec![a(f64v(1.5)), a(f32v(2.5))]),
+        (
+            Layout::Records,
+            vec![a(vec![0xc0]), a(int(1)), a(vec![0xc0])],
+        ),
+        (Layout::Records, vec![a(s("x")), a(bin(b"y"))]),
+        (
+            Layout::Records,
+            vec![a(vec![0xc3]), a(vec![0xc2]), a(int(0))],
+        ),
+        (
+            Layout::Records,
+            vec![
+                a(int(1)),
+                rec(&[("a", int(2)), ("b", s("x"))]),
+                rec(&[("b", s("y"))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("a", int(1)), ("b", int(2))]),
+                rec(&[("b", int(2)), ("a", int(1))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("a", int(1)), ("b", int(2))]),
+                rec(&[("a", int(1)), ("a", int(2))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", f4(&[3]))]),
+                rec(&[("e", f4(&[3]))]),
+                rec(&[("e", nd(">f4", &[3], b""))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", f4(&[3]))]),
+                rec(&[("e", f4(&[3]))]),
+                rec(&[("e", f4(&[4]))]),
+                rec(&[("e", f4(&[3]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", f4(&[2, 3]))]),
+                rec(&[("e", f4(&[2, 3]))]),
+                rec(&[("e", f4(&[0, 3]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", f4(&[2, 3]))]),
+                rec(&[("e", f4(&[1, 3]))]),
+                rec(&[("e", f4(&[0, 3]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![a(uint(u64::MAX)), a(int(1)), a(int(-1))],
+        ),
+        (Layout::Records, vec![a(f32v(1.0)), a(f64v(1.0))]),
+        (
+            Layout::Records,
+            vec![a(list(&[int(1)])), a(list(&[int(1), s("x")]))],
+        ),
+        (
+            Layout::Records,
+            vec![rec(&[("e", f4(&[3]))]), rec(&[("e", nd("<i4", &[3], b""))])],
+        ),
+        (
+            Layout::Records,
+            vec![rec(&[("e", f4(&[3]))]), rec(&[("e", f4(&[3, 1]))])],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", f4(&[3]))]),
+                rec(&[("e", rec(&[("x", int(1))]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![rec(&[("e", f4(&[3]))]), truncated.clone()],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", f4(&[3]))]),
+                rec(&[("e", nd("|O8", &[3], b"O"))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", scalar("<f8"))]),
+                rec(&[("e", scalar("<f8"))]),
+                rec(&[("e", f4(&[]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("m", rec(&[("x", int(1))]))]),
+                rec(&[("m", rec(&[("x", int(2)), ("y", s("s"))]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("m", rec(&[("x", int(1))]))]),
+                rec(&[("m", f4(&[3]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("m", rec(&[("x", int(1))]))]),
+                rec(&[("m", rec(&[("shape", int(1))]))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                a(list(&[int(1), int(2)])),
+                a(list(&[])),
+                a(list(&[int(-3)])),
+                a(list(&[f64v(0.5)])),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                a(list(&[f4(&[2])])),
+                a(list(&[f4(&[2]), f4(&[2])])),
+                a(list(&[f4(&[5])])),
+            ],
+        ),
+        // integers above 2^63-1 and negative ones conflict when they meet before a float
+        (
+            Layout::Records,
+            vec![a(uint(u64::MAX)), a(int(-1)), a(f64v(1.0)), a(int(2))],
+        ),
+        (
+            Layout::Records,
+            vec![a(f64v(1.0)), a(uint(u64::MAX)), a(int(-1)), a(int(2))],
+        ),
+        (
+            Layout::Records,
+            vec![a(int(-1)), a(int(5)), a(uint(u64::MAX)), a(f32v(1.0))],
+        ),
+        // openpi maps (here with their data last) after a msgpack-numpy one: the dialect is noted
+        // by the fast path as by the slow one
+        (
+            Layout::Records,
+            vec![
+                rec(&[("e", nd("<i4", &[1], b""))]),
+                rec(&[("e", openpi_i4())]),
+                rec(&[("e", openpi_i4())]),
+                rec(&[("e", openpi_i4())]),
+            ],
+        ),
+        // a column raw from its second row on (conflicts="binary"), then values the slow path
+        // refuses (ext 5) and openpi maps
+        (
+            Layout::Records,
+            vec![
+                rec(&[("m", map(&[])), ("x", int(1))]),
+                rec(&[("m", map(&[])), ("x", s("s"))]),
+                rec(&[("m", map(&[])), ("x", openpi_i4())]),
+                rec(&[("m", map(&[])), ("x", vec![0xc7, 3, 5, 1, 2, 3])]),
+                rec(&[("m", map(&[])), ("x", int(1))]),
+            ],
+        ),
+        (Layout::Values, vec![f4(&[3]), f4(&[3]), f4(&[5])]),
+        (Layout::Values, vec![int(1), int(2), int(-3), f64v(1.0)]),
+        (
+            Layout::Values,
+            vec![rec(&[("x", int(1))]), rec(&[("x", int(2))]), f4(&[1])],
+        ),
+    ];
+    for (i, (layout, rows)) in cases.iter().enumerate() {
+        let data: Vec<u8> = rows.concat();
+        let run = |fast: bool| {
+            let mut b = ReaderBuilder::new().with_layout(*layout);
+            b.fast_infer = fast;
+            match b.build_from_slice(&data) {
+                Ok(r) => format!("{:?}", r.schema()),
+                Err(e) => format!("error: {e}"),
+            }
+        };
+        assert_eq!(run(true), run(false), "case {i}");
+    }
+    walking_in_pieces_equals_walking_whole(&cases);
+}
+
+/// The schema walk cut into pieces on several threads (src/read/split.rs) gives what a walk on one
+/// thread gives: schema, batches and errors. Each case is walked as a stream and as a top-level
+/// array, alone, three times over, and with payloads holding the bytes rows start with (wrong
+/// guesses of where a piece starts).
+fn walking_in_pieces_equals_walking_whole(cases: &[(Layout, Vec<Vec<u8>>)]) {
+    let run = |layout: Layout, data: &[u8], pieces: usize, max_columns: usize, binary: bool| {
+        let b = ReaderBuilder::new()
+            .with_layout(layout)
+            .with_conflicts(if binary {
+                Conflicts::Binary
+            } else {
+                Conflicts::Error
+            })
+            .with_batch_size(2)
+            .with_max_columns(max_columns)
+            .with_threads(Some(pieces))
+            .with_walk_piece_bytes(if pieces > 1 { 1 } else { usize::MAX });
+        match b.build_from_slice(data).and_then(|r| {
+            let schema = r.schema();
+            Ok((schema, r.collect_batches()?))
+        }) {
+            Ok((schema, batches)) => format!("{schema:?}\n{batches:?}"),
+            Err(e) => format!("error: {e} at {:?} record {:?}", e.offset(), e.record()),
+        }
+    };
+    let mut n = 0;
+    for (i, (layout, rows)) in cases.iter().enumerate() {
+        // a row whose payload holds the first row's first bytes, so that pieces start inside it
+        let sync: Vec<u8> = rows[0].iter().take(6).copied().collect();
+        let decoy = map(&[("a", bin(&[sync.clone(), sync.clone(), sync].concat()))]);
+        let thrice: Vec<Vec<u8>> = [rows.clone(), rows.clone(), rows.clone()].concat();
+        let mut with_decoys = Vec::new();
+        for r in rows {
+            with_decoys.push(decoy.clone());
+            with_decoys.push(r.clone());
+        }
+        for rows in [rows, &thrice, &with_decoys] {
+            let stream = rows.concat();
+            let mut array = Vec::new();
+            rmp::encode::write_array_len(&mut array, rows.len() as u32).unwrap();
+            array.extend(rows.concat());
+            for data in [&stream, &array] {
+                for (max_columns, binary) in [
+                    (DEFAULT_MAX_COLUMNS, false),
+                    (1, false),
+                    (DEFAULT_MAX_COLUMNS, true),
+                ] {
+                    let whole = run(*layout, data, 1, max_columns, binary);
+                    for pieces in [2, 3, 5, 8] {
+                        assert_eq!(
+                            run(*layout, data, pieces, max_columns, binary),
+                            whole,
+                            "case {i}, {pieces} pieces, max_columns {max_columns}, binary {binary}"
+                        );
+                        n += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(n > 1000, "{n}");
+}
