@@ -829,6 +829,31 @@ def _without_null_dtype(df: pl.DataFrame) -> pl.DataFrame:
     return df.cast(casts) if casts else df
 
 
+def _pieces(df: pl.DataFrame) -> list[pl.DataFrame]:
+    """``df`` cut at every chunk boundary of its columns, each piece one chunk per column.
+
+    Why: Polars' ``DataFrame.__arrow_c_stream__`` first rechunks the frame (in place), a copy of
+    the whole table into fresh memory (300 MB and 77,000 page faults for the embedding table read
+    back in 19 batches, more than the encoding itself). A slice at chunk boundaries exports its
+    chunks as they are. Frames of many small chunks are left whole: their copy is cheap, and a
+    piece costs a slice and an export.
+    """
+    cuts: set[int] = set()
+    for s in df.get_columns():
+        at = 0
+        for n in s.chunk_lengths()[:-1]:
+            at += n
+            cuts.add(at)
+    if not cuts or df.height < _PIECE_MIN_ROWS * (len(cuts) + 1):
+        return [df]
+    edges = [0, *sorted(cuts), df.height]
+    return [df.slice(a, b - a) for a, b in zip(edges, edges[1:])]
+
+
+#: The least mean rows per piece for which :func:`_pieces` cuts a frame.
+_PIECE_MIN_ROWS = 1024
+
+
 def write_msgpack(
     df: pl.DataFrame | pl.LazyFrame | ArrowStream | Any,
     target: PathLike | IO[bytes] | None,
@@ -913,7 +938,7 @@ def write_msgpack(
     whole = isinstance(df, pl.DataFrame)
     if whole:
         _check_writable(df)
-        df = _without_null_dtype(df)
+        df = _pieces(_without_null_dtype(df))
     # index=True without a path target: a ValueError from the writer, before anything is written
     opts = dict(layout=layout, aligned=aligned, whole_table=whole, missing=missing, dialect=dialect, index=index)
     if storage_options is not None:

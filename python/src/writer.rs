@@ -15,13 +15,13 @@ use msgpack_arrow::types::extension;
 use msgpack_arrow::{mark_ragged_ndarrays, Layout, Writer, WriterBuilder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyList};
 
 use crate::errors::{guarded, to_pyerr, Failure, Op};
 use crate::stream::{import_schema, import_stream};
 
-/// Write the batches of `data` (an object with `__arrow_c_stream__`, or such a capsule) as
-/// msgpack-numpy.
+/// Write the batches of `data` (an object with `__arrow_c_stream__`, or such a capsule; with
+/// `whole_table`, also a list of them, the pieces of one table) as msgpack-numpy.
 ///
 /// With `path`, the file appears only when complete (a temporary file beside it, renamed over it);
 /// a failed write leaves any previous file untouched. Without `path`, the bytes are returned.
@@ -51,13 +51,22 @@ pub fn write<'py>(
         .with_missing(parse_missing(missing)?)
         .with_dialect(parse_dialect(dialect)?);
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
-    let stream = import_stream(data)?;
     // `whole_table` (a DataFrame, in memory anyway): its batches (imported without a copy) are
     // looked at first, for List columns that held ndarrays (msgpack_arrow::mark_ragged_ndarrays)
     let mut stream: Box<dyn RecordBatchReader + Send> = if whole_table {
-        let schema = stream.schema();
+        let (schema, streams) = import_pieces(data)?;
         let batches = py
-            .detach(|| guarded(|| Ok(stream.collect::<Result<Vec<RecordBatch>, _>>()?)))
+            .detach(|| {
+                guarded(|| {
+                    let mut all = Vec::new();
+                    for s in streams {
+                        for b in s {
+                            all.push(b?);
+                        }
+                    }
+                    Ok(all)
+                })
+            })
             .map_err(err)?;
         let schema = mark_ragged_ndarrays(&schema, &batches);
         if path.is_none() && target.is_none() {
@@ -69,7 +78,7 @@ pub fn write<'py>(
             schema,
         ))
     } else {
-        Box::new(stream)
+        Box::new(import_stream(data)?)
     };
     let schema = stream.schema();
     let builder = builder.with_layout(default_layout(layout, &schema));
@@ -96,6 +105,31 @@ pub fn write<'py>(
             Ok(Some(PyBytes::new(py, &bytes)))
         }
     }
+}
+
+/// The streams of a whole table: `data` itself, or a list of the pieces Python cut a DataFrame into
+/// at its chunk boundaries (`_pieces`: Polars' own export copies a frame of several chunks into
+/// one first). The pieces share one schema, that of the first.
+fn import_pieces(data: &Bound<'_, PyAny>) -> PyResult<(SchemaRef, Vec<RecordBatchStreamReader>)> {
+    let streams = match data.cast::<PyList>() {
+        Ok(list) => list
+            .iter()
+            .map(|p| import_stream(&p))
+            .collect::<PyResult<Vec<_>>>()?,
+        Err(_) => vec![import_stream(data)?],
+    };
+    let Some(schema) = streams.first().map(|s| s.schema()) else {
+        return Err(PyValueError::new_err(
+            "no table to write (an empty list of pieces)",
+        ));
+    };
+    if let Some(other) = streams.iter().find(|s| s.schema() != schema) {
+        return Err(PyValueError::new_err(format!(
+            "the pieces of the table differ in schema: {schema:?} and {:?}",
+            other.schema()
+        )));
+    }
+    Ok((schema, streams))
 }
 
 /// A table in memory as `bytes`, encoded into the `bytes` object itself: a first pass only

@@ -209,6 +209,31 @@ def test_write_targets(tmp_path, want):
     assert ma.write_msgpack(want["id"], None) == b"".join(mn.packb({"id": i}) for i in range(50))
 
 
+def test_write_of_a_frame_in_chunks_is_msgpack_numpys_and_leaves_the_chunks(tmp_path):
+    # columns chunked differently (id in 3 chunks, v in 2, s in 1): the frame is written in pieces
+    # cut at every boundary, and the caller's frame keeps its chunks (Polars' own export rechunks it)
+    n = 6000
+    ids = pl.concat([pl.Series("id", range(a, a + 2000)) for a in range(0, n, 2000)], rechunk=False)
+    v = pl.concat(
+        [pl.Series("v", [[float(i)] * 3 for i in range(a, a + 3000)], dtype=pl.Array(pl.Float64, 3)) for a in (0, 3000)],
+        rechunk=False,
+    )
+    df = pl.DataFrame([ids, v, pl.Series("s", [str(i) for i in range(n)])])
+    chunks = df.n_chunks("all")
+    assert chunks == [3, 2, 1]
+    ref = b"".join(mn.packb({"id": i, "v": np.full(3, i, dtype="<f8"), "s": str(i)}) for i in range(n))
+    assert ma.write_msgpack(df, None) == ref
+    buf = io.BytesIO()
+    ma.write_msgpack(df, buf)
+    assert buf.getvalue() == ref
+    ma.write_msgpack(df, tmp_path / "out.msgpack")
+    assert (tmp_path / "out.msgpack").read_bytes() == ref
+    assert ma.write_msgpack(df, None, layout="columns") == mn.packb(
+        {"id": np.arange(n), "v": np.repeat(np.arange(n, dtype="<f8"), 3).reshape(n, 3), "s": [str(i) for i in range(n)]}
+    )
+    assert df.n_chunks("all") == chunks
+
+
 def test_write_layouts_and_alignment(want):
     for layout in ["records", "columns"]:
         assert_frame_equal(ma.read_msgpack(ma.write_msgpack(want, None, layout=layout), layout=layout), want)
