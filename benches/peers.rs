@@ -280,7 +280,8 @@ fn decode_with(
 ) -> Vec<RecordBatch> {
     let mut b = ReaderBuilder::new().with_layout(layout);
     if let Some(n) = batch_size {
-        b = b.with_batch_size(n);
+        // one batch of `n` rows, as the crate gives one Vec: no byte bound cuts it
+        b = b.with_batch_size(n).with_batch_bytes(usize::MAX);
     }
     if let Some(s) = schema {
         b = b.with_schema(s);
