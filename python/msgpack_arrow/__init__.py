@@ -33,6 +33,7 @@ from ._internal import REMOTE, ArrowStream, Reader, __version__
 from ._internal import expand_url as _expand_url
 from ._internal import write as _write
 from ._internal import write_iter as _write_iter
+from ._export import pieces as _pieces
 from .exceptions import DecodeError, EncodeError, MsgpackArrowError, TruncatedInputWarning, _Positioned
 
 # registers the `msgpack` namespace of pl.Expr and pl.Series (decode/encode blobs)
@@ -827,31 +828,6 @@ def _without_null_dtype(df: pl.DataFrame) -> pl.DataFrame:
     (every value nil)."""
     casts = {n: _no_null(t) for n, t in df.schema.items() if _no_null(t) != t}
     return df.cast(casts) if casts else df
-
-
-def _pieces(df: pl.DataFrame) -> list[pl.DataFrame]:
-    """``df`` cut at every chunk boundary of its columns, each piece one chunk per column.
-
-    Why: Polars' ``DataFrame.__arrow_c_stream__`` first rechunks the frame (in place), a copy of
-    the whole table into fresh memory (300 MB and 77,000 page faults for the embedding table read
-    back in 19 batches, more than the encoding itself). A slice at chunk boundaries exports its
-    chunks as they are. Frames of many small chunks are left whole: their copy is cheap, and a
-    piece costs a slice and an export.
-    """
-    cuts: set[int] = set()
-    for s in df.get_columns():
-        at = 0
-        for n in s.chunk_lengths()[:-1]:
-            at += n
-            cuts.add(at)
-    if not cuts or df.height < _PIECE_MIN_ROWS * (len(cuts) + 1):
-        return [df]
-    edges = [0, *sorted(cuts), df.height]
-    return [df.slice(a, b - a) for a, b in zip(edges, edges[1:])]
-
-
-#: The least mean rows per piece for which :func:`_pieces` cuts a frame.
-_PIECE_MIN_ROWS = 1024
 
 
 def write_msgpack(

@@ -32,6 +32,7 @@ import polars as pl
 from polars.plugins import register_plugin_function
 
 from . import _internal
+from ._export import pieces
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
@@ -131,14 +132,14 @@ def _no_null(dt: Any) -> Any:
     return dt
 
 
-def _frame(s: pl.Series) -> pl.DataFrame:
+def _frame(s: pl.Series) -> list[pl.DataFrame]:
     dt = _no_null(s.dtype)
-    return (s.cast(dt) if dt != s.dtype else s).to_frame()
+    return pieces((s.cast(dt) if dt != s.dtype else s).to_frame())
 
 
-def _blob_frame(s: pl.Series) -> pl.DataFrame:
+def _blob_frame(s: pl.Series) -> list[pl.DataFrame]:
     # an all-null Series of dtype Null (pl.Series([None, None])) holds no blob: Binary nulls
-    return (s.cast(pl.Binary) if s.dtype == pl.Null else s).to_frame()
+    return pieces((s.cast(pl.Binary) if s.dtype == pl.Null else s).to_frame())
 
 
 @pl.api.register_expr_namespace("msgpack")

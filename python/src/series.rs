@@ -8,19 +8,19 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader};
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::blobs::{self, BlobError, Blobs};
 use crate::errors::{guarded, positioned_error, to_pyerr, Op};
-use crate::stream::{check_c_names, import_schema, import_stream, ArrowStream};
+use crate::stream::{check_c_names, import_pieces, import_schema, ArrowStream};
 
-/// The single column of an Arrow stream: its name and chunks.
+/// The single column of an Arrow stream (or of the pieces of one, see [`import_pieces`]): its
+/// name and chunks.
 fn one_column(data: &Bound<'_, PyAny>) -> PyResult<(String, Vec<ArrayRef>)> {
-    let mut stream = import_stream(data)?;
-    let schema = stream.schema();
+    let (schema, streams) = import_pieces(data)?;
     if schema.fields().len() != 1 {
         return Err(PyValueError::new_err(format!(
             "expected one column, got {}",
@@ -29,7 +29,7 @@ fn one_column(data: &Bound<'_, PyAny>) -> PyResult<(String, Vec<ArrayRef>)> {
     }
     let name = schema.field(0).name().clone();
     let mut chunks = Vec::new();
-    for b in &mut stream {
+    for b in streams.into_iter().flatten() {
         let b =
             b.map_err(|e| PyValueError::new_err(format!("cannot read the Arrow stream: {e}")))?;
         chunks.push(b.column(0).clone());

@@ -12,7 +12,7 @@ use arrow_schema::{ArrowError, DataType, SchemaRef};
 use msgpack_arrow::types::meta;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyList};
 
 const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
 const SCHEMA_CAPSULE: &CStr = c"arrow_schema";
@@ -148,6 +148,34 @@ pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader
     // destructor does not release it a second time.
     unsafe { RecordBatchStreamReader::from_raw(ptr.as_ptr().cast::<FFI_ArrowArrayStream>()) }
         .map_err(|e| PyValueError::new_err(format!("cannot import the Arrow stream: {e}")))
+}
+
+/// The streams of a whole table: `data` itself, or a list of the pieces Python cut a DataFrame into
+/// at its chunk boundaries (`msgpack_arrow._export.pieces`: Polars' own export copies a frame of
+/// several chunks into one first). The pieces share one schema, that of the first.
+pub fn import_pieces(
+    data: &Bound<'_, PyAny>,
+) -> PyResult<(SchemaRef, Vec<RecordBatchStreamReader>)> {
+    use arrow_array::RecordBatchReader;
+    let streams = match data.cast::<PyList>() {
+        Ok(list) => list
+            .iter()
+            .map(|p| import_stream(&p))
+            .collect::<PyResult<Vec<_>>>()?,
+        Err(_) => vec![import_stream(data)?],
+    };
+    let Some(schema) = streams.first().map(|s| s.schema()) else {
+        return Err(PyValueError::new_err(
+            "no table to write (an empty list of pieces)",
+        ));
+    };
+    if let Some(other) = streams.iter().find(|s| s.schema() != schema) {
+        return Err(PyValueError::new_err(format!(
+            "the pieces of the table differ in schema: {schema:?} and {:?}",
+            other.schema()
+        )));
+    }
+    Ok((schema, streams))
 }
 
 /// The schema of an object with `__arrow_c_schema__` (a pyarrow Schema, a [`crate::reader::PyReader`],

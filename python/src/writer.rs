@@ -15,10 +15,10 @@ use msgpack_arrow::types::extension;
 use msgpack_arrow::{mark_ragged_ndarrays, Layout, Writer, WriterBuilder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::PyBytes;
 
 use crate::errors::{guarded, to_pyerr, Failure, Op};
-use crate::stream::{import_schema, import_stream};
+use crate::stream::{import_pieces, import_schema, import_stream};
 
 /// Write the batches of `data` (an object with `__arrow_c_stream__`, or such a capsule; with
 /// `whole_table`, also a list of them, the pieces of one table) as msgpack-numpy.
@@ -105,31 +105,6 @@ pub fn write<'py>(
             Ok(Some(PyBytes::new(py, &bytes)))
         }
     }
-}
-
-/// The streams of a whole table: `data` itself, or a list of the pieces Python cut a DataFrame into
-/// at its chunk boundaries (`_pieces`: Polars' own export copies a frame of several chunks into
-/// one first). The pieces share one schema, that of the first.
-fn import_pieces(data: &Bound<'_, PyAny>) -> PyResult<(SchemaRef, Vec<RecordBatchStreamReader>)> {
-    let streams = match data.cast::<PyList>() {
-        Ok(list) => list
-            .iter()
-            .map(|p| import_stream(&p))
-            .collect::<PyResult<Vec<_>>>()?,
-        Err(_) => vec![import_stream(data)?],
-    };
-    let Some(schema) = streams.first().map(|s| s.schema()) else {
-        return Err(PyValueError::new_err(
-            "no table to write (an empty list of pieces)",
-        ));
-    };
-    if let Some(other) = streams.iter().find(|s| s.schema() != schema) {
-        return Err(PyValueError::new_err(format!(
-            "the pieces of the table differ in schema: {schema:?} and {:?}",
-            other.schema()
-        )));
-    }
-    Ok((schema, streams))
 }
 
 /// A table in memory as `bytes`, encoded into the `bytes` object itself: a first pass only

@@ -353,6 +353,23 @@ def test_chunked_input():
     assert_series_equal(enc.msgpack.encode().msgpack.decode(), want)
 
 
+def test_big_chunks_are_decoded_as_they_are():
+    # chunks big enough to go to the extension one by one (not copied into one first): the values
+    # and the row an error names are those of the whole column
+    arrays = [np.arange(4, dtype="<f4") + i for i in range(4500)]
+    s = pl.concat([pl.Series("b", [mn.packb(a) for a in arrays[i : i + 1500]]) for i in (0, 1500, 3000)], rechunk=False)
+    assert s.n_chunks() == 3
+    want = pl.Series("b", np.stack(arrays), dtype=pl.Array(pl.Float32, 4))
+    assert_series_equal(s.msgpack.decode(), want)
+    assert s.msgpack.infer_dtype() == pl.Array(pl.Float32, 4)
+    enc = pl.concat([want.slice(i, 1500) for i in (0, 1500, 3000)], rechunk=False)
+    assert enc.msgpack.encode().to_list() == [mn.packb(a) for a in arrays]
+    bad = pl.concat([s.slice(0, 3000), pl.Series("b", [mn.packb("x")] * 1500)], rechunk=False)
+    with pytest.raises(ma.DecodeError) as e:
+        bad.msgpack.decode()
+    assert e.value.record == 3000
+
+
 # ---- errors ------------------------------------------------------------------------------------------
 
 
