@@ -165,9 +165,7 @@ pub fn import_pieces(
         Err(_) => vec![import_stream(data)?],
     };
     let Some(schema) = streams.first().map(|s| s.schema()) else {
-        return Err(PyValueError::new_err(
-            "no table to write (an empty list of pieces)",
-        ));
+        return Err(PyValueError::new_err("an empty list of pieces: no table"));
     };
     if let Some(other) = streams.iter().find(|s| s.schema() != schema) {
         return Err(PyValueError::new_err(format!(

@@ -58,13 +58,10 @@ pub fn write<'py>(
         let batches = py
             .detach(|| {
                 guarded(|| {
-                    let mut all = Vec::new();
-                    for s in streams {
-                        for b in s {
-                            all.push(b?);
-                        }
-                    }
-                    Ok(all)
+                    Ok(streams
+                        .into_iter()
+                        .flatten()
+                        .collect::<Result<Vec<RecordBatch>, _>>()?)
                 })
             })
             .map_err(err)?;
