@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgpack
 import msgpack_numpy as mn
 import numpy as np
 import polars as pl
@@ -60,6 +61,57 @@ def test_infer_rows_and_n_rows_stop_before_a_later_conflict():
     assert ma.read_msgpack(data, n_rows=1)["a"].to_list() == [1]
     with pytest.raises(ma.DecodeError, match="type conflict"):
         ma.read_msgpack(data)
+
+
+def _objects(data: bytes) -> list:
+    """The top-level objects msgpack_numpy's reader sees, ndarrays as lists."""
+    unpacker = msgpack.Unpacker(object_hook=mn.decode, raw=False)
+    unpacker.feed(data)
+
+    def plain(v):
+        if isinstance(v, np.ndarray):
+            return v.tolist()
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return v
+
+    return [plain(o) for o in unpacker]
+
+
+ARRAYS = [np.arange(3, dtype=np.float32) + i for i in range(5)]
+CONTAINERS = {
+    # one top-level array: its elements are the rows
+    "one array of ndarrays": mn.packb(ARRAYS),
+    "one array of ints": msgpack.packb(list(range(7))),
+    # several: each is one row (its elements walk as rows until the next array is met)
+    "arrays of ndarrays": mn.packb(ARRAYS[:3]) + mn.packb(ARRAYS[3:]),
+    "arrays of ints": msgpack.packb([1, 2, 3]) + msgpack.packb([4, 5]) + msgpack.packb([6]),
+    # elements that could not be rows of one column, in arrays that are rows of one
+    "arrays of mixed elements": msgpack.packb([1, [2]]) + msgpack.packb([3, [4]]),
+    "an empty array, then another": msgpack.packb([]) + msgpack.packb([1, 2]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTAINERS))
+@pytest.mark.parametrize("n_rows", [None, 1, 2])
+def test_top_level_arrays_are_rows_unless_one_is_alone(name, n_rows):
+    data = CONTAINERS[name]
+    objects = _objects(data)
+    rows = objects[0] if len(objects) == 1 else objects
+    want = rows if n_rows is None else rows[:n_rows]
+    if name == "arrays of mixed elements":
+        # a column holds one type: an int and a list in one row conflict
+        with pytest.raises(ma.DecodeError, match="conflict"):
+            ma.read_msgpack(data, n_rows=n_rows)
+        return
+    readers = {
+        "read_msgpack": lambda: ma.read_msgpack(data, n_rows=n_rows),
+        "scan_msgpack": lambda: ma.scan_msgpack(data, n_rows=n_rows).collect(),
+        "read_arrow": lambda: pl.DataFrame(ma.read_arrow(data, n_rows=n_rows)),
+    }
+    for how, read in readers.items():
+        got = read()["value"].to_list()
+        assert got == want, how
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

@@ -4,9 +4,11 @@
 //! Exact inference walks every row before the schema is known, and decoding used to start only
 //! after it: the walk bounded the read on any number of cores. Here each batch is decoded (on the
 //! thread pool) as soon as the walk is past it, with the schema inferred through its last row. A
-//! batch is kept when the whole walk ends with the same fields, which is every batch of a file whose
-//! types are settled by its first batch; any other is decoded again with the final schema when it is
-//! asked for, so the output is the same either way.
+//! batch is kept when the whole walk ends with the same fields and the batch starts where the
+//! plan's does (a first top-level array is walked as the only object until something follows it,
+//! and the plan is then made again): every batch of a file whose types are settled by its first
+//! batch. Any other is decoded again with the final schema when it is asked for, so the output is
+//! the same either way.
 //!
 //! The walk stays at most [`LEAD`] batches per thread ahead of the decoding, so the pages it has
 //! mapped and not yet handed back are a few batches' worth: each batch's decoder drops its pages
@@ -96,7 +98,7 @@ pub(crate) fn plan_ahead(b: &ReaderBuilder, data: &[u8]) -> Result<(Plan, Ahead)
                     release_pages(data, w.start, w.end);
                 }
                 // an error is left for the decode that follows to find again, in its place
-                let _ = tx.send((w.k, w.schema, batch.ok()));
+                let _ = tx.send((w.k, w.start, w.schema, batch.ok()));
             });
         };
         plan_with(b, data, Some(&mut walked))
@@ -106,9 +108,10 @@ pub(crate) fn plan_ahead(b: &ReaderBuilder, data: &[u8]) -> Result<(Plan, Ahead)
         .map(|_| Mutex::new(None))
         .collect();
     let fields = plan.schema.as_ref().map(|s| s.fields().clone());
-    for (k, schema, batch) in rx {
+    for (k, start, schema, batch) in rx {
         if let (Some(batch), Some(slot)) = (batch, ahead.get_mut(k)) {
-            if fields.as_ref() == Some(schema.fields()) {
+            // the plan's batch (a walk made again starts its batches elsewhere), of its fields
+            if plan.batch_starts[k] == start && fields.as_ref() == Some(schema.fields()) {
                 *slot.get_mut().expect("not shared yet") = Some(batch);
             }
         }

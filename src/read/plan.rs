@@ -254,19 +254,59 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
 pub(crate) fn plan_with(
     b: &ReaderBuilder,
     data: &[u8],
-    mut walked: Option<&mut dyn FnMut(WalkedBatch)>,
+    walked: Option<&mut dyn FnMut(WalkedBatch)>,
 ) -> Result<Plan> {
-    let single = {
+    // Whether the first object is the only one decides whether a top-level array's elements are
+    // the rows. Knowing it takes a walk to the array's end, which the walk of its rows makes
+    // anyway: so a first array is taken as the only object and the row walk checks what follows
+    // it. Where that does not hold (data after it, or an error that a stream of arrays might not
+    // give), the first object is skipped to know, and the plan made again.
+    // (an empty first array is skipped at once: its plan has no walk to check with)
+    let first_is_array = {
         let mut c = Cursor::new(data, 0);
-        c.is_empty() || {
-            c.skip(b.max_depth)?;
-            // one top-level array is walked whole here: drop what it mapped in
-            if b.release_input {
-                release_pages(data, 0, c.pos());
-            }
-            c.is_empty()
-        }
+        c.peek_kind().ok() == Some(Kind::Array) && c.read_array_len().is_ok_and(|n| n > 0)
     };
+    // (batches handed to `walked` on the way are the first array's elements: none starts where
+    // a batch of the plan made again starts, at the first object, and its caller checks that)
+    if first_is_array {
+        return match plan_single(b, data, walked, Single::Assumed) {
+            Err(e) if only_object(b, data)? => Err(e),
+            Err(_) => plan_single(b, data, None, Single::Known(false)),
+            ok => ok,
+        };
+    }
+    let single = only_object(b, data)?;
+    plan_single(b, data, walked, Single::Known(single))
+}
+
+/// Whether the input holds one object at most (walking the first one).
+fn only_object(b: &ReaderBuilder, data: &[u8]) -> Result<bool> {
+    let mut c = Cursor::new(data, 0);
+    Ok(c.is_empty() || {
+        c.skip(b.max_depth)?;
+        // one top-level array is walked whole here: drop what it mapped in
+        if b.release_input {
+            release_pages(data, 0, c.pos());
+        }
+        c.is_empty()
+    })
+}
+
+/// Whether the first object is the only one: known, or assumed (a first top-level array; the
+/// walk of its rows then fails if anything follows it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Single {
+    Known(bool),
+    Assumed,
+}
+
+fn plan_single(
+    b: &ReaderBuilder,
+    data: &[u8],
+    mut walked: Option<&mut dyn FnMut(WalkedBatch)>,
+    single_is: Single,
+) -> Result<Plan> {
+    let single = single_is != Single::Known(false);
     let Some(mut p) = plan_first(b, data, single)? else {
         return Ok(Plan {
             layout: if b.layout == Layout::Auto {
@@ -338,7 +378,8 @@ pub(crate) fn plan_with(
             let mut seen = RowsSeen::new(p.layout);
             let mut released = 0usize;
             let release_walk = b.release_input && walked.is_none();
-            let whole_walk = walked.is_none() && limit == usize::MAX;
+            // (pieces count their rows from 0: a limit other than all or none would be misplaced)
+            let whole_walk = walked.is_none() && (limit == usize::MAX || limit == 0);
             let rw = RowWalk {
                 b,
                 layout,
@@ -398,7 +439,14 @@ pub(crate) fn plan_with(
                 }
             }
             let rows = seen.rows;
-            if array && !c.is_empty() && rows < most {
+            if array && single_is == Single::Assumed && left > 0 {
+                // the walk stopped early (n_rows): what follows the array is still to be seen
+                for _ in 0..left {
+                    c.skip(b.max_depth)?;
+                }
+                left = 0;
+            }
+            if array && !c.is_empty() && (rows < most || left == 0) {
                 return Err(c.error(ErrorKind::Layout("data after the top-level array".into())));
             }
             hand_on(&p, c.pos(), &seen, &inf);

@@ -467,6 +467,27 @@ impl<'a> Cursor<'a> {
                 }
             }
             left -= 1;
+            // the common case from the marker byte and its length bytes alone: a complete value
+            // that is not an ext. Anything else (cut short, ext, reserved) goes the general way
+            // below, which says what is wrong.
+            if let Some((len, items)) = fast_len(self.buf, self.pos) {
+                let start = self.pos;
+                // (each item takes a byte at least: more items than bytes is a cut the general
+                // way reports)
+                if self.buf.len() - start >= len + items.unwrap_or(0) {
+                    self.vstart = start;
+                    self.pos = start + len;
+                    if let Some(n) = items {
+                        if pending.len() + 1 >= max_depth {
+                            self.pos = start;
+                            return Err(self.error(ErrorKind::TooDeep(max_depth)));
+                        }
+                        pending.push(left);
+                        left = n;
+                    }
+                    continue;
+                }
+            }
             let m = self.peek_marker()?;
             let start = self.pos;
             self.vstart = start;
@@ -535,6 +556,36 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The byte length of the value at `pos` up to its items, and for an array or map the number of
+/// items that follow (a map's keys and values); `None` for an ext, the reserved byte, or length
+/// bytes cut short. Lengths come from the bytes alone: whether they are there is the caller's.
+#[inline(always)]
+fn fast_len(buf: &[u8], pos: usize) -> Option<(usize, Option<usize>)> {
+    let b = *buf.get(pos)?;
+    let be = |n: usize| -> Option<usize> {
+        let s = buf.get(pos + 1..pos + 1 + n)?;
+        Some(s.iter().fold(0usize, |a, &x| (a << 8) | x as usize))
+    };
+    Some(match b {
+        0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => (1, None),
+        0xa0..=0xbf => (1 + (b & 0x1f) as usize, None),
+        0x90..=0x9f => (1, Some((b & 0x0f) as usize)),
+        0x80..=0x8f => (1, Some((b & 0x0f) as usize * 2)),
+        0xcc | 0xd0 => (2, None),
+        0xcd | 0xd1 => (3, None),
+        0xca | 0xce | 0xd2 => (5, None),
+        0xcb | 0xcf | 0xd3 => (9, None),
+        0xc4 | 0xd9 => (2 + be(1)?, None),
+        0xc5 | 0xda => (3 + be(2)?, None),
+        0xc6 | 0xdb => (5 + be(4)?, None),
+        0xdc => (3, Some(be(2)?)),
+        0xdd => (5, Some(be(4)?)),
+        0xde => (3, Some(be(2)? * 2)),
+        0xdf => (5, Some(be(4)? * 2)),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -549,6 +600,65 @@ mod tests {
         // array32 claiming 4 billion elements
         let b = [0xdd, 0xff, 0xff, 0xff, 0xff];
         assert!(Cursor::new(&b, 0).read_array_len().is_err());
+    }
+
+    /// One value of every marker family, as rmp writes them (each length form of str, bin, ext,
+    /// array and map, ints and floats of every width), nested in an array and a map.
+    fn every_marker() -> Vec<u8> {
+        use rmp::encode::*;
+        let mut v = Vec::new();
+        let long = vec![b'x'; 70_000];
+        write_map_len(&mut v, 1).unwrap();
+        write_str(&mut v, "all").unwrap();
+        write_array_len(&mut v, 34).unwrap();
+        write_nil(&mut v).unwrap();
+        write_bool(&mut v, true).unwrap();
+        write_pfix(&mut v, 7).unwrap();
+        write_nfix(&mut v, -3).unwrap();
+        write_u8(&mut v, 200).unwrap();
+        write_u16(&mut v, 60_000).unwrap();
+        write_u32(&mut v, 4_000_000_000).unwrap();
+        write_u64(&mut v, u64::MAX).unwrap();
+        write_i8(&mut v, -100).unwrap();
+        write_i16(&mut v, -30_000).unwrap();
+        write_i32(&mut v, -2_000_000_000).unwrap();
+        write_i64(&mut v, i64::MIN).unwrap();
+        write_f32(&mut v, 1.5).unwrap();
+        write_f64(&mut v, -2.25).unwrap();
+        for n in [3, 40, 300, 70_000] {
+            write_str(&mut v, std::str::from_utf8(&long[..n]).unwrap()).unwrap();
+            write_bin(&mut v, &long[..n]).unwrap();
+        }
+        for n in [1, 2, 4, 8, 16, 3, 300, 70_000] {
+            write_ext_meta(&mut v, n, 5).unwrap();
+            v.extend_from_slice(&long[..n as usize]);
+        }
+        write_array_len(&mut v, 20).unwrap(); // array16
+        v.extend(std::iter::repeat_n(0xc0, 20));
+        write_map_len(&mut v, 17).unwrap(); // map16
+        v.extend(std::iter::repeat_n(0x01, 34));
+        v.extend([0xdd, 0, 0, 0, 1, 0xc3]); // array32 of one
+        v.extend([0xdf, 0, 0, 0, 1, 0x01, 0x02]); // map32 of one pair
+        v
+    }
+
+    #[test]
+    fn skip_steps_over_every_marker_and_names_every_cut() {
+        let v = every_marker();
+        let mut c = Cursor::new(&v, 0);
+        c.skip(64).unwrap();
+        assert_eq!(c.pos(), v.len(), "skip ends where rmp's value ends");
+        // cut anywhere: the error is a cut, from the start of a value, that reaches the cut
+        for cut in 0..v.len() {
+            let e = Cursor::new(&v[..cut], 1000).skip(64).unwrap_err();
+            match e.kind() {
+                ErrorKind::Truncated { need, have } => {
+                    assert!(need > have, "cut {cut}: {e}");
+                    assert_eq!(e.offset().unwrap() - 1000 + have, cut as u64, "cut {cut}: {e}");
+                }
+                _ => panic!("cut {cut}: {e}"),
+            }
+        }
     }
 
     #[test]
