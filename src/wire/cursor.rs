@@ -654,7 +654,11 @@ mod tests {
             match e.kind() {
                 ErrorKind::Truncated { need, have } => {
                     assert!(need > have, "cut {cut}: {e}");
-                    assert_eq!(e.offset().unwrap() - 1000 + have, cut as u64, "cut {cut}: {e}");
+                    assert_eq!(
+                        e.offset().unwrap() - 1000 + have,
+                        cut as u64,
+                        "cut {cut}: {e}"
+                    );
                 }
                 _ => panic!("cut {cut}: {e}"),
             }
