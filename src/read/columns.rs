@@ -7,7 +7,7 @@ use crate::types::{meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Kind};
 use crate::wire::ndarray::{probe, Special};
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_buffer::Buffer;
 use arrow_schema::{Field, Schema, SchemaRef};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -176,7 +176,7 @@ pub(crate) fn decode_column_value(
     let bytes = if dt.swap_width() == 0 && nd.in_place() {
         buf.slice_with_length(nd.data_pos, nd.data.len())
     } else {
-        let mut m = MutableBuffer::new(nd.data.len());
+        let mut m = crate::types::buffers::output_buffer(nd.data.len());
         crate::types::buffers::advise_huge_pages(&mut m);
         crate::types::buffers::extend_native(&dt, &nd.data, &mut m);
         m.into()

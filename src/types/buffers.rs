@@ -49,6 +49,23 @@ pub fn advise_huge_range(start: *mut u8, len: usize) {
     let _ = (start, len);
 }
 
+/// An empty output buffer of `capacity` bytes, from a plain allocation (`malloc`: 16-byte
+/// aligned, enough for every type we decode to) rather than the 64-byte aligned one
+/// `MutableBuffer::new` makes: glibc pads an aligned request past the block of the same size the
+/// last read freed, so a process reading again and again got fresh pages (faulted in and zeroed
+/// by the kernel) every time, and its heap grew by the holes.
+pub(crate) fn output_buffer(capacity: usize) -> MutableBuffer {
+    if capacity == 0 {
+        return MutableBuffer::new(0);
+    }
+    let v = Vec::<u8>::with_capacity(capacity.max(16));
+    // an allocator that gives less (none we know of, at 16 bytes or more) gets the aligned kind
+    if v.as_ptr().align_offset(16) != 0 {
+        return MutableBuffer::new(capacity);
+    }
+    MutableBuffer::from(v)
+}
+
 /// Copy `src` (elements of `dt` in file order) to the end of `dst`, in native order.
 #[inline]
 pub(crate) fn extend_native(dt: &NumpyDtype, src: &[u8], dst: &mut MutableBuffer) {
@@ -110,7 +127,7 @@ fn scalar_buffer<T: ArrowNativeType>(bytes: Buffer) -> ScalarBuffer<T> {
         ScalarBuffer::new(bytes, 0, n)
     } else {
         // msgpack payloads are usually misaligned; ScalarBuffer::new would panic on them.
-        let mut m = MutableBuffer::new(bytes.len());
+        let mut m = output_buffer(bytes.len());
         advise_huge_pages(&mut m);
         m.extend_from_slice(&bytes);
         ScalarBuffer::new(m.into(), 0, n)
@@ -125,7 +142,7 @@ fn prim<T: ArrowPrimitiveType>(bytes: Buffer, nulls: Option<NullBuffer>) -> Arra
 }
 
 fn owned_swapped(bytes: &Buffer, w: usize) -> Buffer {
-    let mut m = MutableBuffer::new(bytes.len());
+    let mut m = output_buffer(bytes.len());
     advise_huge_pages(&mut m);
     m.extend_from_slice(bytes);
     swap_in_place(m.as_slice_mut(), w);
@@ -249,7 +266,7 @@ pub(crate) fn to_arrow(
                 let per: usize = f.shape.iter().product();
                 let w = f.dtype.itemsize() * per;
                 if !f.name.is_empty() {
-                    let mut m = MutableBuffer::new(w * n);
+                    let mut m = output_buffer(w * n);
                     for i in 0..n {
                         m.extend_from_slice(&bytes[i * item + off..i * item + off + w]);
                     }

@@ -356,7 +356,7 @@ impl ArrayDecoder for TensorDecoder {
             let want = rows.saturating_mul(self.row_bytes);
             // cap what we trust up front: the rest grows as bytes really arrive
             if self.buf.capacity() == 0 {
-                self.buf = MutableBuffer::new(want.min(1 << 31));
+                self.buf = crate::types::buffers::output_buffer(want.min(1 << 31));
                 crate::types::buffers::advise_huge_pages(&mut self.buf);
             } else {
                 self.buf.reserve(want.min(1 << 31));

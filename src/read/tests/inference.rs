@@ -7,25 +7,27 @@ use super::*;
 /// schema (metadata included) or the same error.
 #[test]
 fn fast_inference_equals_full_inference() {
-    fn int(v: i64) -> Vec<u8> {
+    // one value, as rmp writes it
+    fn enc(write: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
         let mut o = Vec::new();
-        rmp::encode::write_sint(&mut o, v).unwrap();
+        write(&mut o);
         o
+    }
+    fn int(v: i64) -> Vec<u8> {
+        enc(|o| {
+            rmp::encode::write_sint(o, v).unwrap();
+        })
     }
     fn uint(v: u64) -> Vec<u8> {
-        let mut o = Vec::new();
-        rmp::encode::write_uint(&mut o, v).unwrap();
-        o
+        enc(|o| {
+            rmp::encode::write_uint(o, v).unwrap();
+        })
     }
     fn f32v(v: f32) -> Vec<u8> {
-        let mut o = Vec::new();
-        rmp::encode::write_f32(&mut o, v).unwrap();
-        o
+        enc(|o| rmp::encode::write_f32(o, v).unwrap())
     }
     fn f64v(v: f64) -> Vec<u8> {
-        let mut o = Vec::new();
-        rmp::encode::write_f64(&mut o, v).unwrap();
-        o
+        enc(|o| rmp::encode::write_f64(o, v).unwrap())
     }
     fn list(items: &[Vec<u8>]) -> Vec<u8> {
         let mut o = Vec::new();

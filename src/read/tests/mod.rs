@@ -7,6 +7,17 @@ use arrow_schema::Field;
 
 mod inference;
 
+/// Batches written with the default writer, as the reader's schema says.
+fn write_back(schema: arrow_schema::SchemaRef, batches: &[arrow_array::RecordBatch]) -> Vec<u8> {
+    let mut w = crate::WriterBuilder::new()
+        .build(Vec::new(), schema)
+        .unwrap();
+    for b in batches {
+        w.write(b).unwrap();
+    }
+    w.finish().unwrap()
+}
+
 #[test]
 fn conflicting_columns_kept_as_raw_msgpack_and_written_back_as_they_were() {
     // {"w": [1, 2] | [[3]] | nil, "x": 1 | "a" | 2, "ok": i}: lists of different depth, int and str
@@ -59,13 +70,11 @@ fn conflicting_columns_kept_as_raw_msgpack_and_written_back_as_they_were() {
         b.column_by_name("ok").unwrap().data_type(),
         &arrow_schema::DataType::Int64
     );
-    let mut w = crate::WriterBuilder::new()
-        .build(Vec::new(), schema)
-        .unwrap();
-    for b in &batches {
-        w.write(b).unwrap();
-    }
-    assert_eq!(w.finish().unwrap(), data, "written back byte for byte");
+    assert_eq!(
+        write_back(schema, &batches),
+        data,
+        "written back byte for byte"
+    );
 }
 
 #[test]
@@ -103,13 +112,11 @@ fn integer_keyed_maps_are_map_columns_written_back_as_they_were() {
     assert!(arrow_array::Array::is_null(m, 3));
     let keys = m.keys().as_primitive::<arrow_array::types::Int64Type>();
     assert_eq!(keys.values(), &[1, -3, 7]);
-    let mut w = crate::WriterBuilder::new()
-        .build(Vec::new(), schema)
-        .unwrap();
-    for b in &batches {
-        w.write(b).unwrap();
-    }
-    assert_eq!(w.finish().unwrap(), data, "written back byte for byte");
+    assert_eq!(
+        write_back(schema, &batches),
+        data,
+        "written back byte for byte"
+    );
     // keys of mixed types in one map stay an error that says where
     let bad = b"\x81\xa1m\x82\x01\x01\xa1k\x02";
     let e = ReaderBuilder::new().build_from_slice(bad).unwrap_err();
