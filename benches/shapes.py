@@ -118,6 +118,10 @@ def make_data(d: Path, n: int, wide: tuple[int, int], small: int, glob: tuple[in
         with open(p, "wb") as f:
             for a in rng.random((small, 100), dtype=np.float32):
                 f.write(mn.packb(a))
+    # the same arrays as one list, as `msgpack_numpy.packb(list_of_arrays)` writes them
+    p = d / "small_list.msgpack"
+    if not p.exists():
+        p.write_bytes(mn.packb(list(rng.random((small, 100), dtype=np.float32))))
     files, rows, dim = glob
     g = d / "glob"
     if not g.exists():
@@ -223,6 +227,17 @@ def main() -> None:
         ("msgpack_numpy + np.stack", fresh(ss, "np.stack(list(mn.Unpacker(io.BytesIO(b))))", R), warm(ss, "np.stack(list(mn.Unpacker(io.BytesIO(b))))", R)),
     ]
     rep.table(f"{small:,} float32 arrays of 100 (a bare ndarray stream)", "", sm_rows, sm_rows[0][0])
+    p = str(work / "small_list.msgpack")
+    ss = f"P = {p!r}; b = open(P, 'rb').read()"
+    sl_rows = [
+        ("msgpack-arrow read_msgpack(path)", fresh(ss, "ma.read_msgpack(P)", R), warm(ss, "ma.read_msgpack(P)", R)),
+        ("msgpack-arrow read_msgpack(bytes)", fresh(ss, "ma.read_msgpack(b)", R), warm(ss, "ma.read_msgpack(b)", R)),
+        ("floor: mmap + one copy of the file", fresh(ss, "np.array(np.memmap(P, mode='r'))", R), warm(ss, "np.array(np.memmap(P, mode='r'))", R)),
+        ("msgpack_numpy.unpackb + np.stack", fresh(ss, "np.stack(mn.unpackb(b))", R), warm(ss, "np.stack(mn.unpackb(b))", R)),
+    ]
+    rep.table(f"{small:,} float32 arrays of 100 in one top-level array (msgpack_numpy.packb of a list)",
+              "Where the array ends (and so whether its elements are the rows) is known only at its end: the "
+              "walk of its rows finds it.", sl_rows, sl_rows[0][0])
 
     # 4b. records of scalars: the walk and the decoders on small values, no tensor payload to copy
     p = work / f"scalars_{scalars}.msgpack"
