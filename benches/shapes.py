@@ -217,24 +217,21 @@ def main() -> None:
         ]
         rep.table(f"A columns map of {rr} rows × {cc:,} float64 columns", "", w_rows, "msgpack-arrow")
 
-    # 4. small arrays
-    p = str(work / "small.msgpack")
-    ss = f"P = {p!r}; b = open(P, 'rb').read()"
-    sm_rows = [
-        ("msgpack-arrow read_msgpack(path)", fresh(ss, "ma.read_msgpack(P)", R), warm(ss, "ma.read_msgpack(P)", R)),
-        ("msgpack-arrow read_msgpack(bytes)", fresh(ss, "ma.read_msgpack(b)", R), warm(ss, "ma.read_msgpack(b)", R)),
-        ("floor: mmap + one copy of the file", fresh(ss, "np.array(np.memmap(P, mode='r'))", R), warm(ss, "np.array(np.memmap(P, mode='r'))", R)),
-        ("msgpack_numpy + np.stack", fresh(ss, "np.stack(list(mn.Unpacker(io.BytesIO(b))))", R), warm(ss, "np.stack(list(mn.Unpacker(io.BytesIO(b))))", R)),
-    ]
+    # 4. small arrays, as a stream and as one top-level array
+    def small_rows(path: str, peer: str, peer_stmt: str) -> list:
+        ss = f"P = {path!r}; b = open(P, 'rb').read()"
+        both = lambda stmt: (fresh(ss, stmt, R), warm(ss, stmt, R))  # noqa: E731
+        return [
+            ("msgpack-arrow read_msgpack(path)", *both("ma.read_msgpack(P)")),
+            ("msgpack-arrow read_msgpack(bytes)", *both("ma.read_msgpack(b)")),
+            ("floor: mmap + one copy of the file", *both("np.array(np.memmap(P, mode='r'))")),
+            (peer, *both(peer_stmt)),
+        ]
+
+    sm_rows = small_rows(str(work / "small.msgpack"), "msgpack_numpy + np.stack",
+                         "np.stack(list(mn.Unpacker(io.BytesIO(b))))")
     rep.table(f"{small:,} float32 arrays of 100 (a bare ndarray stream)", "", sm_rows, sm_rows[0][0])
-    p = str(work / "small_list.msgpack")
-    ss = f"P = {p!r}; b = open(P, 'rb').read()"
-    sl_rows = [
-        ("msgpack-arrow read_msgpack(path)", fresh(ss, "ma.read_msgpack(P)", R), warm(ss, "ma.read_msgpack(P)", R)),
-        ("msgpack-arrow read_msgpack(bytes)", fresh(ss, "ma.read_msgpack(b)", R), warm(ss, "ma.read_msgpack(b)", R)),
-        ("floor: mmap + one copy of the file", fresh(ss, "np.array(np.memmap(P, mode='r'))", R), warm(ss, "np.array(np.memmap(P, mode='r'))", R)),
-        ("msgpack_numpy.unpackb + np.stack", fresh(ss, "np.stack(mn.unpackb(b))", R), warm(ss, "np.stack(mn.unpackb(b))", R)),
-    ]
+    sl_rows = small_rows(str(work / "small_list.msgpack"), "msgpack_numpy.unpackb + np.stack", "np.stack(mn.unpackb(b))")
     rep.table(f"{small:,} float32 arrays of 100 in one top-level array (msgpack_numpy.packb of a list)",
               "Where the array ends (and so whether its elements are the rows) is known only at its end: the "
               "walk of its rows finds it.", sl_rows, sl_rows[0][0])

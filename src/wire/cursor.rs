@@ -454,6 +454,26 @@ impl<'a> Cursor<'a> {
         Ok(())
     }
 
+    /// [`Self::skip`] goes into the container at `start` of `n` items: what is left of the level
+    /// above waits on `pending`, up to `max_depth` levels.
+    #[inline]
+    fn enter(
+        &mut self,
+        pending: &mut Vec<usize>,
+        left: &mut usize,
+        n: usize,
+        start: usize,
+        max_depth: usize,
+    ) -> Result<()> {
+        if pending.len() + 1 >= max_depth {
+            self.pos = start;
+            return Err(self.error(ErrorKind::TooDeep(max_depth)));
+        }
+        pending.push(*left);
+        *left = n;
+        Ok(())
+    }
+
     /// Skip one value of any type, checking lengths; nesting is bounded by `max_depth`.
     pub fn skip(&mut self, max_depth: usize) -> Result<()> {
         // An explicit stack of "values still to skip" keeps deep nesting off the call stack.
@@ -478,12 +498,7 @@ impl<'a> Cursor<'a> {
                     self.vstart = start;
                     self.pos = start + len;
                     if let Some(n) = items {
-                        if pending.len() + 1 >= max_depth {
-                            self.pos = start;
-                            return Err(self.error(ErrorKind::TooDeep(max_depth)));
-                        }
-                        pending.push(left);
-                        left = n;
+                        self.enter(&mut pending, &mut left, n, start, max_depth)?;
                     }
                     continue;
                 }
@@ -535,12 +550,7 @@ impl<'a> Cursor<'a> {
                     } else {
                         self.read_array_len()?
                     };
-                    if pending.len() + 1 >= max_depth {
-                        self.pos = start;
-                        return Err(self.error(ErrorKind::TooDeep(max_depth)));
-                    }
-                    pending.push(left);
-                    left = n;
+                    self.enter(&mut pending, &mut left, n, start, max_depth)?;
                     continue;
                 }
                 Marker::Reserved => {
