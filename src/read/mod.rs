@@ -511,10 +511,11 @@ impl ReaderBuilder {
                     Some(_) => usize::MAX,
                     None => DEFAULT_STREAM_INFER_BYTES,
                 };
-                // buffer `infer` objects to infer from
+                // buffer `infer` objects to infer from, and two at least: the plan of one object
+                // alone would take a top-level array's elements for the rows
                 let mut end = 0usize;
                 let mut n = 0usize;
-                while n < infer && (n == 0 || end < max_bytes) {
+                while (n < infer && (n == 0 || end < max_bytes)) || n < 2 {
                     match s.fill_object(end) {
                         Ok(Some(e)) => {
                             end = e;
@@ -527,7 +528,7 @@ impl ReaderBuilder {
                         Err(e) => return Err(e),
                     }
                 }
-                me.infer_rows = Some(n.max(1));
+                me.infer_rows = Some(n.min(infer).max(1));
                 // a stream's skipped rows are decoded, then dropped
                 let skip = std::mem::take(&mut me.skip_rows);
                 let plan = plan(&me, &s.buf[..end])?;

@@ -266,10 +266,15 @@ pub(crate) fn plan_with(
         let mut c = Cursor::new(data, 0);
         c.peek_kind().ok() == Some(Kind::Array) && c.read_array_len().is_ok_and(|n| n > 0)
     };
+    // Only where rows are walked (a columns read walks its maps, not rows), and with one level of
+    // nesting less for the elements, as the array they sit in is one: a too-deep element fails
+    // the walk, and the skip of the whole array then says where, as before.
     // (batches handed to `walked` on the way are the first array's elements: none starts where
     // a batch of the plan made again starts, at the first object, and its caller checks that)
-    if first_is_array {
-        return match plan_single(b, data, walked, Single::Assumed) {
+    if first_is_array && b.layout != Layout::Columns && b.max_depth > 1 {
+        let mut inner = b.clone();
+        inner.max_depth = b.max_depth - 1;
+        return match plan_single(&inner, data, walked, Single::Assumed) {
             Err(e) if only_object(b, data)? => Err(e),
             Err(_) => plan_single(b, data, None, Single::Known(false)),
             ok => ok,

@@ -107,6 +107,30 @@ fn deep_nesting_is_bounded_and_configurable() {
         e.to_string().starts_with("nesting deeper than 10 levels"),
         "{e}"
     );
+    // the limit counts a top-level array as a level whether it is alone (its elements are the
+    // rows) or one row of a stream: d nested arrays read below the limit and fail at it, at the
+    // array that reaches it
+    for alone in [true, false] {
+        for d in 1..7usize {
+            let mut v = vec![0x91u8; d];
+            v.push(0x01);
+            if !alone {
+                v.extend_from_within(..);
+            }
+            let r = ReaderBuilder::new()
+                .with_max_depth(4)
+                .build_from_slice(&v)
+                .and_then(|r| r.collect::<msgpack_arrow::Result<Vec<_>>>());
+            match r {
+                Ok(_) => assert!(d < 4, "depth {d} read, alone {alone}"),
+                Err(e) => {
+                    assert!(d >= 4, "depth {d}, alone {alone}: {e}");
+                    assert!(matches!(e.kind(), ErrorKind::TooDeep(4)), "{e}");
+                    assert_eq!(e.offset(), Some(3), "depth {d}, alone {alone}");
+                }
+            }
+        }
+    }
     // maps too
     let mut m = Vec::new();
     for _ in 0..50_000 {

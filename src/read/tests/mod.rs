@@ -697,3 +697,33 @@ fn eager_reads_equal_reads_that_decode_after_the_walk() {
     assert_eq!(e1, e2);
     assert!(e1.contains("record 270"), "{e1}");
 }
+
+#[test]
+fn a_stream_of_arrays_read_from_a_reader_is_one_row_per_array() {
+    // [1, 2, 3] [4, 5] [6]: each top-level array is one row, however few objects are buffered to
+    // infer from (one, with infer_rows = 1)
+    let mut data = Vec::new();
+    for a in [&[1i64, 2, 3][..], &[4, 5], &[6]] {
+        rmp::encode::write_array_len(&mut data, a.len() as u32).unwrap();
+        for &v in a {
+            rmp::encode::write_sint(&mut data, v).unwrap();
+        }
+    }
+    for infer in [None, Some(1), Some(2)] {
+        let r = ReaderBuilder::new()
+            .with_infer_rows(infer)
+            .build(std::io::Cursor::new(data.clone()))
+            .unwrap();
+        let batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+        let col = arrow_select::concat::concat(
+            &batches
+                .iter()
+                .map(|b| b.column(0).as_ref())
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let l = col.as_list::<i32>();
+        assert_eq!(arrow_array::Array::len(l), 3, "infer_rows {infer:?}");
+        assert_eq!(l.value_offsets(), &[0, 3, 5, 6], "infer_rows {infer:?}");
+    }
+}
