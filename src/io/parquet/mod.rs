@@ -20,6 +20,7 @@ use crate::error::Result;
 use crate::io::compress::io_error;
 use crate::io::{projection_indices, sorted_projection, BatchIter, Compression};
 
+mod tensor_leaf;
 mod writer;
 pub use writer::{ParquetWriter, MAX_ROW_GROUP_ROWS};
 

@@ -12,14 +12,23 @@ use std::io::Write;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
+use arrow_array::ArrayRef;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
+use bytes::Bytes;
+use parquet::arrow::arrow_writer::{
+    compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowLeafColumn,
+    ArrowRowGroupWriterFactory,
+};
 use parquet::arrow::ArrowWriter;
+use parquet::column::writer::ColumnCloseResult;
+use parquet::errors::ParquetError;
+use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::types::ColumnDescPtr;
 use rayon::prelude::*;
 
-use super::{writer_properties_for, MAX_ROW_GROUP_BYTES};
+use super::{tensor_leaf, writer_properties_for, MAX_ROW_GROUP_BYTES};
 use crate::error::{Error, Result};
 use crate::io::Compression;
 
@@ -29,13 +38,12 @@ pub const MAX_ROW_GROUP_ROWS: usize = 1024 * 1024;
 /// Arrow bytes of row groups being encoded at once, at most (whatever the core count).
 const MAX_IN_FLIGHT_BYTES: usize = 512 << 20;
 
-type Encoded = parquet::errors::Result<Vec<ArrowColumnChunk>>;
+type Encoded = parquet::errors::Result<Vec<Chunk>>;
 
 /// A Parquet writer that encodes row groups in parallel. `write` batches, then `finish`.
 pub struct ParquetWriter<W: Write + Send> {
     file: SerializedFileWriter<W>,
-    factory: Arc<ArrowRowGroupWriterFactory>,
-    schema: SchemaRef,
+    group: Arc<GroupEncoder>,
     /// rows of the row group being gathered
     pending: Vec<RecordBatch>,
     pending_rows: usize,
@@ -70,10 +78,15 @@ impl<W: Write + Send> ParquetWriter<W> {
         let props = writer_properties_for(&schema, compression)?;
         let (file, factory) =
             ArrowWriter::try_new(w, schema.clone(), Some(props))?.into_serialized_writer()?;
+        let group = Arc::new(GroupEncoder {
+            factory,
+            leaves: file.schema_descr().columns().to_vec(),
+            props: file.properties().clone(),
+            schema,
+        });
         Ok(ParquetWriter {
             file,
-            factory: Arc::new(factory),
-            schema,
+            group,
             pending: Vec::new(),
             pending_rows: 0,
             pending_bytes: 0,
@@ -138,17 +151,17 @@ impl<W: Write + Send> ParquetWriter<W> {
         let batches = std::mem::take(&mut self.pending);
         self.pending_rows = 0;
         self.pending_bytes = 0;
-        let (factory, schema, index) = (self.factory.clone(), self.schema.clone(), self.groups);
+        let (group, index) = (self.group.clone(), self.groups);
         self.groups += 1;
         let (tx, rx) = sync_channel(1);
         if rayon::current_thread_index().is_some() {
             // Already on the pool (files converted in parallel, one per worker): waiting there for
             // a job queued behind every busy worker would deadlock. Encode here; the group's
             // columns still go to the pool, which lends waiting workers other work.
-            let _ = tx.send(encode_group(&factory, &schema, index, &batches));
+            let _ = tx.send(group.encode(index, &batches));
         } else {
             rayon::spawn(move || {
-                let _ = tx.send(encode_group(&factory, &schema, index, &batches));
+                let _ = tx.send(group.encode(index, &batches));
             });
         }
         self.in_flight.push_back(rx);
@@ -165,7 +178,10 @@ impl<W: Write + Send> ParquetWriter<W> {
             .map_err(|_| Error::from(std::io::Error::other("a Parquet encoding thread ended")))??;
         let mut group = self.file.next_row_group()?;
         for c in chunks {
-            c.append_to_row_group(&mut group)?;
+            match c {
+                Chunk::Arrow(c) => c.append_to_row_group(&mut group)?,
+                Chunk::Tensor(bytes, close) => group.append_column(&bytes, close)?,
+            }
         }
         group.close()?;
         Ok(())
@@ -181,35 +197,88 @@ impl<W: Write + Send> ParquetWriter<W> {
     }
 }
 
-/// Encode one row group: its leaf columns in parallel, each through all of the group's batches.
-fn encode_group(
-    factory: &ArrowRowGroupWriterFactory,
-    schema: &SchemaRef,
-    index: usize,
-    batches: &[RecordBatch],
-) -> Encoded {
-    let writers = factory.create_column_writers(index)?;
-    // the leaves of every batch, in the writers' order (a nested field has several)
-    let mut leaves: Vec<Vec<_>> = writers.iter().map(|_| Vec::new()).collect();
-    for b in batches {
-        let mut k = 0;
-        for (field, col) in schema.fields().iter().zip(b.columns()) {
-            for leaf in compute_leaves(field, col)? {
-                leaves[k].push(leaf);
-                k += 1;
+/// A leaf column chunk of a row group, encoded.
+enum Chunk {
+    Arrow(ArrowColumnChunk),
+    /// a tensor leaf encoded by [`tensor_leaf::encode`]: its bytes, from offset 0
+    Tensor(Bytes, ColumnCloseResult),
+}
+
+/// The work of one leaf column of a row group.
+enum Job {
+    Arrow(Box<ArrowColumnWriter>, Vec<ArrowLeafColumn>),
+    Tensor(ColumnDescPtr, Vec<usize>, Vec<ArrayRef>),
+}
+
+/// What encoding a row group needs, shared by the threads that encode them.
+struct GroupEncoder {
+    factory: ArrowRowGroupWriterFactory,
+    /// the file's leaf columns, in order
+    leaves: Vec<ColumnDescPtr>,
+    props: WriterPropertiesPtr,
+    schema: SchemaRef,
+}
+
+impl GroupEncoder {
+    /// Encode row group `index`: its leaf columns in parallel, each through all of the group's
+    /// batches. Tensor columns without nulls skip `compute_leaves` (see [`tensor_leaf`]).
+    fn encode(&self, index: usize, batches: &[RecordBatch]) -> Encoded {
+        let (schema, props) = (&self.schema, &self.props);
+        let mut writers = self.factory.create_column_writers(index)?.into_iter();
+        let mut jobs = Vec::with_capacity(writers.len());
+        let mut leaf = 0;
+        for (i, field) in schema.fields().iter().enumerate() {
+            let dense = tensor_leaf::tensor_dims(field).and_then(|dims| {
+                let parts: Option<Vec<_>> = batches
+                    .iter()
+                    .map(|b| tensor_leaf::dense_values(b.column(i), &dims))
+                    .collect();
+                Some((dims, parts?))
+            });
+            if let Some((dims, parts)) = dense {
+                writers.next(); // its general writer, unused
+                jobs.push(Job::Tensor(self.leaves[leaf].clone(), dims, parts));
+                leaf += 1;
+                continue;
+            }
+            // the leaves of this field in every batch (a nested field has several)
+            let mut leaves: Vec<Vec<ArrowLeafColumn>> = Vec::new();
+            for b in batches {
+                for (k, l) in compute_leaves(field, b.column(i))?.into_iter().enumerate() {
+                    if leaves.len() <= k {
+                        leaves.push(Vec::new());
+                    }
+                    leaves[k].push(l);
+                }
+            }
+            for ls in leaves {
+                let w = writers.next().ok_or_else(|| {
+                    ParquetError::General(format!(
+                        "no column writer for a leaf of {}",
+                        field.name()
+                    ))
+                })?;
+                jobs.push(Job::Arrow(Box::new(w), ls));
+                leaf += 1;
             }
         }
+        let chunks: Vec<Chunk> = jobs
+            .into_par_iter()
+            .map(|job| match job {
+                Job::Arrow(mut w, ls) => {
+                    for l in &ls {
+                        w.write(l)?;
+                    }
+                    Ok(Chunk::Arrow(w.close()?))
+                }
+                Job::Tensor(d, dims, parts) => {
+                    let (bytes, close) = tensor_leaf::encode(d, props.clone(), &dims, &parts)?;
+                    Ok(Chunk::Tensor(bytes, close))
+                }
+            })
+            .collect::<parquet::errors::Result<_>>()?;
+        Ok(chunks)
     }
-    writers
-        .into_par_iter()
-        .zip(leaves.into_par_iter())
-        .map(|(mut w, ls)| {
-            for l in &ls {
-                w.write(l)?;
-            }
-            w.close()
-        })
-        .collect()
 }
 
 #[cfg(test)]

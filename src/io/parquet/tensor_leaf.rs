@@ -1,0 +1,265 @@
+//! The values of a tensor column (a FixedSizeList, nested for more dimensions, of f32/f64/i32/i64)
+//! with no null anywhere, encoded straight from its Arrow buffer.
+//!
+//! Why: `compute_leaves` describes every value of a list column with a `usize` index, a definition
+//! and a repetition level, and the column writer then gathers the values through those indices.
+//! For a column that is 99% of a table's bytes that is 12 bytes of bookkeeping written and read
+//! per 4-byte value, a third of the encode. Without nulls the levels are known in advance: every
+//! value is fully defined, and a row's repetition levels repeat from row to row. So one row's
+//! pattern is built once and the values are passed as the slice they already are. The column
+//! chunk is the same Parquet as the `ArrowWriter`'s (same pages, levels, statistics, encodings),
+//! written through the crate's own column writer.
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::{DataType, Field};
+use bytes::Bytes;
+use parquet::column::writer::{get_column_writer, ColumnCloseResult, ColumnWriter};
+use parquet::file::properties::WriterPropertiesPtr;
+use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
+use parquet::schema::types::ColumnDescPtr;
+
+/// Levels handed to the column writer per call (one row's pattern repeated to about this length).
+const LEVELS_PER_CALL: usize = 1 << 16;
+
+/// The dimensions of `field` if it is a tensor column this module encodes: FixedSizeLists (of
+/// nonzero sizes) around a f32, f64, i32 or i64 leaf.
+pub fn tensor_dims(field: &Field) -> Option<Vec<usize>> {
+    let mut dims = Vec::new();
+    let mut t = field.data_type();
+    while let DataType::FixedSizeList(item, n) = t {
+        if *n <= 0 {
+            return None;
+        }
+        dims.push(*n as usize);
+        t = item.data_type();
+    }
+    let leaf = matches!(
+        t,
+        DataType::Float32 | DataType::Float64 | DataType::Int32 | DataType::Int64
+    );
+    (leaf && !dims.is_empty()).then_some(dims)
+}
+
+/// The leaf values of `col` (a column of a type [`tensor_dims`] accepts), if neither the lists nor
+/// the values hold a null; `None` sends the column the general way.
+pub fn dense_values(col: &ArrayRef, dims: &[usize]) -> Option<ArrayRef> {
+    let mut a = col.clone();
+    let mut rows = col.len();
+    for &n in dims {
+        let list = a.as_fixed_size_list_opt()?;
+        if list.null_count() > 0 {
+            return None;
+        }
+        let values = list.values().clone();
+        rows *= n;
+        // a slice of a FixedSizeListArray slices its values; anything else goes the general way
+        if values.len() != rows {
+            return None;
+        }
+        a = values;
+    }
+    (a.null_count() == 0).then_some(a)
+}
+
+/// Encode the column chunk of one tensor leaf from `parts` (each [`dense_values`] of a batch):
+/// the chunk's bytes, starting at offset 0, and what closing the writer reported.
+pub fn encode(
+    descr: ColumnDescPtr,
+    props: WriterPropertiesPtr,
+    dims: &[usize],
+    parts: &[ArrayRef],
+) -> parquet::errors::Result<(Bytes, ColumnCloseResult)> {
+    let per_row: usize = dims.iter().product();
+    // The writer cuts its input into mini-batches of `write_batch_size` levels, each taken on to
+    // the next row's start, and decides on a page's end after each. A call that holds a whole
+    // number of them cuts where one call for the whole batch would: the same pages as ArrowWriter's.
+    let mini = props.write_batch_size().max(1).div_ceil(per_row);
+    let rows_per_call = (LEVELS_PER_CALL / per_row / mini).max(1) * mini;
+    let max_def = descr.max_def_level();
+    if descr.max_rep_level() as usize != dims.len() {
+        return Err(parquet::errors::ParquetError::General(format!(
+            "tensor column {}: {} repetition levels for {} dimensions",
+            descr.path(),
+            descr.max_rep_level(),
+            dims.len()
+        )));
+    }
+    // Every value is defined to the deepest level; value j of a row repeats at the outermost
+    // dimension it starts a new element of (0 for the row's first value).
+    let def = vec![max_def; rows_per_call * per_row];
+    let mut rep = Vec::with_capacity(rows_per_call * per_row);
+    for _ in 0..rows_per_call {
+        for j in 0..per_row {
+            rep.push(row_rep_level(dims, j));
+        }
+    }
+    let defined = (max_def > 0).then_some(&def[..]);
+
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let mut sink = TrackedWrite::new(Vec::with_capacity(total * 4 + 4096));
+    let close = {
+        let pages = Box::new(SerializedPageWriter::new(&mut sink));
+        let mut w = get_column_writer(descr, props, pages);
+        for p in parts {
+            let mut at = 0;
+            while at < p.len() {
+                let n = (p.len() - at).min(rows_per_call * per_row);
+                let (d, r) = (defined.map(|d| &d[..n]), Some(&rep[..n]));
+                match &mut w {
+                    ColumnWriter::FloatColumnWriter(t) => {
+                        let v = p.as_primitive::<Float32Type>().values();
+                        t.write_batch(&v[at..at + n], d, r)?
+                    }
+                    ColumnWriter::DoubleColumnWriter(t) => {
+                        let v = p.as_primitive::<Float64Type>().values();
+                        t.write_batch(&v[at..at + n], d, r)?
+                    }
+                    ColumnWriter::Int32ColumnWriter(t) => {
+                        let v = p.as_primitive::<Int32Type>().values();
+                        t.write_batch(&v[at..at + n], d, r)?
+                    }
+                    ColumnWriter::Int64ColumnWriter(t) => {
+                        let v = p.as_primitive::<Int64Type>().values();
+                        t.write_batch(&v[at..at + n], d, r)?
+                    }
+                    _ => {
+                        return Err(parquet::errors::ParquetError::General(format!(
+                            "tensor column {}: unexpected physical type",
+                            p.data_type()
+                        )))
+                    }
+                };
+                at += n;
+            }
+        }
+        w.close()?
+    };
+    Ok((Bytes::from(sink.into_inner()?), close))
+}
+
+/// The repetition level of the `j`th value of a row of a tensor of `dims` (outermost first).
+fn row_rep_level(dims: &[usize], j: usize) -> i16 {
+    if j == 0 {
+        return 0;
+    }
+    // the outermost dimension whose element starts at j: its stride divides j
+    let mut stride: usize = dims.iter().product();
+    for (level, &n) in dims.iter().enumerate() {
+        stride /= n;
+        if j % stride == 0 {
+            return level as i16 + 1;
+        }
+    }
+    dims.len() as i16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    use arrow_array::{FixedSizeListArray, Float32Array, Float64Array, Int32Array, Int64Array};
+    use arrow_array::{RecordBatch, StringArray};
+    use arrow_buffer::NullBuffer;
+    use arrow_schema::Schema;
+    use parquet::arrow::ArrowWriter;
+
+    use crate::io::parquet::{writer_properties_for, ParquetWriter};
+    use crate::io::Compression;
+
+    /// A FixedSizeList column of `dims` around `values`, with `nulls` on the rows.
+    fn tensor(values: ArrayRef, dims: &[usize], nulls: Option<NullBuffer>) -> ArrayRef {
+        let mut a = values;
+        for (k, &n) in dims.iter().enumerate().rev() {
+            let item = Arc::new(Field::new("item", a.data_type().clone(), true));
+            let rows_nulls = if k == 0 { nulls.clone() } else { None };
+            a = Arc::new(FixedSizeListArray::new(item, n as i32, a, rows_nulls));
+        }
+        a
+    }
+
+    fn table(rows: usize, tensor_nulls: bool) -> RecordBatch {
+        let f32s = Float32Array::from_iter_values((0..rows * 768).map(|i| (i as f32 * 0.37).sin()));
+        let f64s = Float64Array::from_iter_values((0..rows * 12).map(|i| (i as f64).sqrt()));
+        let i32s = Int32Array::from_iter_values((0..rows * 5).map(|i| (i % 97) as i32 - 40));
+        let i64s = Int64Array::from_iter_values((0..rows * 8).map(|i| i as i64 * 1_000_003));
+        let nulls = tensor_nulls.then(|| NullBuffer::from_iter((0..rows).map(|r| r % 5 != 2)));
+        let cols: Vec<(&str, ArrayRef)> = vec![
+            ("id", Arc::new(Int64Array::from_iter_values(0..rows as i64))),
+            ("emb", tensor(Arc::new(f32s), &[768], nulls.clone())),
+            ("m", tensor(Arc::new(f64s), &[3, 4], None)),
+            ("k", tensor(Arc::new(i32s), &[5], nulls)),
+            (
+                "label",
+                Arc::new(StringArray::from_iter_values(
+                    (0..rows).map(|r| format!("r{r}")),
+                )),
+            ),
+            ("cube", tensor(Arc::new(i64s), &[2, 2, 2], None)),
+        ];
+        let schema = Schema::new(
+            cols.iter()
+                .map(|(n, c)| Field::new(*n, c.data_type().clone(), true))
+                .collect::<Vec<_>>(),
+        );
+        RecordBatch::try_new(Arc::new(schema), cols.into_iter().map(|(_, c)| c).collect()).unwrap()
+    }
+
+    /// The tensor columns written from their buffers give the very bytes arrow-rs's own
+    /// `ArrowWriter` writes for the same batches, with and without nulls (which go its way).
+    #[test]
+    fn tensor_columns_encode_as_arrow_writer_does() {
+        for nulls in [false, true] {
+            let t = table(3000, nulls);
+            let schema = t.schema();
+            // uneven batches, one a slice starting mid-table
+            let batches = [
+                t.slice(0, 1),
+                t.slice(1, 1200),
+                t.slice(1201, 7),
+                t.slice(1208, 1792),
+            ];
+
+            let props = writer_properties_for(&schema, Compression::default()).unwrap();
+            let mut want = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
+            let mut ours =
+                ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default()).unwrap();
+            for b in &batches {
+                want.write(b).unwrap();
+                ours.write(b).unwrap();
+            }
+            let want = want.into_inner().unwrap();
+            let ours = ours.finish().unwrap();
+            assert!(ours.len() > 3000 * 768, "{} bytes", ours.len());
+            assert!(
+                ours == want,
+                "nulls {nulls}: {} vs {} bytes",
+                ours.len(),
+                want.len()
+            );
+        }
+    }
+
+    #[test]
+    fn repetition_levels_start_each_dimension() {
+        assert_eq!(
+            (0..4).map(|j| row_rep_level(&[4], j)).collect::<Vec<_>>(),
+            [0, 1, 1, 1]
+        );
+        // 2 x 3: rows of 3 values, the second row starts at j = 3
+        assert_eq!(
+            (0..6)
+                .map(|j| row_rep_level(&[2, 3], j))
+                .collect::<Vec<_>>(),
+            [0, 2, 2, 1, 2, 2]
+        );
+        assert_eq!(
+            (0..8)
+                .map(|j| row_rep_level(&[2, 2, 2], j))
+                .collect::<Vec<_>>(),
+            [0, 3, 2, 3, 1, 3, 2, 3]
+        );
+    }
+}
