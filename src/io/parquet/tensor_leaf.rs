@@ -1,4 +1,4 @@
-//! The values of a tensor column (a FixedSizeList, nested for more dimensions, of f32/f64/i32/i64)
+//! The values of a tensor column (a FixedSizeList, nested for more dimensions, of f16/f32/f64/i32/i64)
 //! with no null anywhere, encoded straight from its Arrow buffer.
 //!
 //! Why: `compute_leaves` describes every value of a list column with a `usize` index, a definition
@@ -11,11 +11,12 @@
 //! written through the crate's own column writer.
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
+use arrow_array::types::{Float16Type, Float32Type, Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType, Field};
 use bytes::Bytes;
 use parquet::column::writer::{get_column_writer, ColumnCloseResult, ColumnWriter};
+use parquet::data_type::{ByteArray, FixedLenByteArray};
 use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
@@ -24,7 +25,7 @@ use parquet::schema::types::ColumnDescPtr;
 const LEVELS_PER_CALL: usize = 1 << 16;
 
 /// The dimensions of `field` if it is a tensor column this module encodes: FixedSizeLists (of
-/// nonzero sizes) around a f32, f64, i32 or i64 leaf.
+/// nonzero sizes) around a f16, f32, f64, i32 or i64 leaf.
 pub fn tensor_dims(field: &Field) -> Option<Vec<usize>> {
     let mut dims = Vec::new();
     let mut t = field.data_type();
@@ -37,7 +38,11 @@ pub fn tensor_dims(field: &Field) -> Option<Vec<usize>> {
     }
     let leaf = matches!(
         t,
-        DataType::Float32 | DataType::Float64 | DataType::Int32 | DataType::Int64
+        DataType::Float16
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::Int32
+            | DataType::Int64
     );
     (leaf && !dims.is_empty()).then_some(dims)
 }
@@ -124,6 +129,19 @@ pub fn encode(
                         let v = p.as_primitive::<Int64Type>().values();
                         t.write_batch(&v[at..at + n], d, r)?
                     }
+                    ColumnWriter::FixedLenByteArrayColumnWriter(t) => {
+                        // f16: the writer takes each value as its own `Bytes`. A slice of a
+                        // static table of all 65,536 of them costs no allocation nor refcount.
+                        let v = p.as_primitive::<Float16Type>().values();
+                        let values: Vec<FixedLenByteArray> = v[at..at + n]
+                            .iter()
+                            .map(|x| {
+                                let b = 2 * x.to_bits() as usize;
+                                ByteArray::from(Bytes::from_static(&F16_LE[b..b + 2])).into()
+                            })
+                            .collect();
+                        t.write_batch(&values, d, r)?
+                    }
                     _ => {
                         return Err(parquet::errors::ParquetError::General(format!(
                             "tensor column {}: unexpected physical type",
@@ -138,6 +156,18 @@ pub fn encode(
     };
     Ok((Bytes::from(sink.into_inner()?), close))
 }
+
+/// Every f16 bit pattern, little-endian, in order: value `k` is bytes `2k..2k + 2`.
+static F16_LE: [u8; 1 << 17] = {
+    let mut t = [0u8; 1 << 17];
+    let mut k = 0;
+    while k < 1 << 16 {
+        t[2 * k] = k as u8;
+        t[2 * k + 1] = (k >> 8) as u8;
+        k += 1;
+    }
+    t
+};
 
 /// The repetition level of the `j`th value of a row of a tensor of `dims` (outermost first).
 fn row_rep_level(dims: &[usize], j: usize) -> i16 {
@@ -160,7 +190,8 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    use arrow_array::{FixedSizeListArray, Float32Array, Float64Array, Int32Array, Int64Array};
+    use arrow_array::{FixedSizeListArray, Float16Array, Float32Array, Float64Array};
+    use arrow_array::{Int32Array, Int64Array};
     use arrow_array::{RecordBatch, StringArray};
     use arrow_buffer::NullBuffer;
     use arrow_schema::Schema;
@@ -185,6 +216,9 @@ mod tests {
         let f64s = Float64Array::from_iter_values((0..rows * 12).map(|i| (i as f64).sqrt()));
         let i32s = Int32Array::from_iter_values((0..rows * 5).map(|i| (i % 97) as i32 - 40));
         let i64s = Int64Array::from_iter_values((0..rows * 8).map(|i| i as i64 * 1_000_003));
+        let f16s = Float16Array::from_iter_values(
+            (0..rows * 6).map(|i| half::f16::from_f32((i as f32 * 0.11).cos())),
+        );
         let nulls = tensor_nulls.then(|| NullBuffer::from_iter((0..rows).map(|r| r % 5 != 2)));
         let cols: Vec<(&str, ArrayRef)> = vec![
             ("id", Arc::new(Int64Array::from_iter_values(0..rows as i64))),
@@ -198,6 +232,7 @@ mod tests {
                 )),
             ),
             ("cube", tensor(Arc::new(i64s), &[2, 2, 2], None)),
+            ("half", tensor(Arc::new(f16s), &[2, 3], None)),
         ];
         let schema = Schema::new(
             cols.iter()
