@@ -1,6 +1,6 @@
 """Every shape a user meets, each beside its peers in one run: time to the first rows, a read
 repeated in a warm process, wide column maps, small arrays, records of scalars, writes, Parquet
-export, memory of a streamed glob of wide tensor files, and one file decoded on 1 and 2 threads.
+export (of T, float16 tensors, a wide map, scalar records and small arrays), memory of a streamed glob of wide tensor files, and one file decoded on 1 and 2 threads.
 
 Every measurement runs in its own Python process (``fresh``: min of the repeats, each a new
 process) and, where it makes sense, repeated inside one process (``warm``: min of the repeats
@@ -122,6 +122,11 @@ def make_data(d: Path, n: int, wide: tuple[int, int], small: int, glob: tuple[in
     p = d / "small_list.msgpack"
     if not p.exists():
         p.write_bytes(mn.packb(list(rng.random((small, 100), dtype=np.float32))))
+    p = d / "half.msgpack"
+    if not p.exists():
+        with open(p, "wb") as f:
+            for i in range(n):
+                f.write(mn.packb({"id": i, "emb": rng.standard_normal(256).astype(np.float16)}))
     files, rows, dim = glob
     g = d / "glob"
     if not g.exists():
@@ -273,15 +278,29 @@ def main() -> None:
     ]
     rep.table("Write T", "", wr_rows, wr_rows[0][0])
 
-    # 6. Parquet
-    pq = str(work / "T.parquet")
-    pl_pq = str(work / "T.polars.parquet")
-    conv = cmd(cli + ["convert", T, "-o", pq, "-q", "--no-fsync"], R)
-    pol = fresh(s + f"\ndf = ma.read_msgpack(T); P = {pl_pq!r}", "df.write_parquet(P)", R)
-    rep.table("msgpack → Parquet (zstd)", f"Sizes: msgpack-arrow {os.path.getsize(pq) / 1e6:.1f} MB, polars {os.path.getsize(pl_pq) / 1e6:.1f} MB. "
+    # 6. Parquet: T, then other shapes, each beside polars writing the same table from memory
+    def parquet_rows(src: str, stem: str) -> tuple[list, str]:
+        ours, theirs = str(work / f"{stem}.parquet"), str(work / f"{stem}.polars.parquet")
+        conv = cmd(cli + ["convert", src, "-o", ours, "-q", "--no-fsync"], R)
+        feat = cmd(cli + ["convert", src, "-o", str(work / f"{stem}.cli.feather"), "-q", "--no-fsync"], R)
+        pol = fresh(f"df = ma.read_msgpack({src!r}); P = {theirs!r}", "df.write_parquet(P)", R)
+        sizes = f"msgpack-arrow {os.path.getsize(ours) / 1e6:.2f} MB, polars {os.path.getsize(theirs) / 1e6:.2f} MB"
+        return [("msgpack-arrow CLI convert (decode + encode)", conv, None),
+                ("polars write_parquet (from memory)", pol, None),
+                ("for scale: msgpack-arrow CLI convert to Feather (decode + plain write)", feat, None)], sizes
+
+    pq_rows, sizes = parquet_rows(T, "T")
+    rep.table("msgpack → Parquet (zstd)", f"Sizes: {sizes}. "
               "Ours is the whole CLI process (decode included); polars writes a table already in memory.",
-              [("msgpack-arrow CLI convert (decode + encode)", conv, None), ("polars write_parquet (from memory)", pol, None)],
-              "msgpack-arrow CLI convert (decode + encode)")
+              pq_rows, pq_rows[0][0])
+    for src, stem, what in [
+        (str(work / "half.msgpack"), "half", f"{n:,} records of an id and a float16[256] tensor"),
+        (str(work / f"wide_{wide[0]}x{wide[1]}.msgpack"), "wide", f"a columns map of {wide[0]} × {wide[1]:,} float64"),
+        (str(work / f"scalars_{scalars}.msgpack"), "scalars", f"{scalars:,} records of six scalar fields"),
+        (str(work / "small.msgpack"), "small", f"{small:,} float32 arrays of 100"),
+    ]:
+        rows, sizes = parquet_rows(src, stem)
+        rep.table(f"msgpack → Parquet (zstd): {what}", f"Sizes: {sizes}.", rows, rows[0][0])
 
     # 7. memory of a streamed glob of wide tensor files
     g = str(work / "glob" / "*.msgpack")
