@@ -12,20 +12,18 @@ use std::io::Write;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
-use arrow_array::ArrayRef;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 use parquet::arrow::arrow_writer::{
-    compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowLeafColumn,
-    ArrowRowGroupWriterFactory,
+    compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory,
 };
 use parquet::arrow::ArrowWriter;
 use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::ParquetError;
 use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::types::ColumnDescPtr;
+use parquet::schema::types::{ColumnDescPtr, SchemaDescriptor};
 use rayon::prelude::*;
 
 use super::{tensor_leaf, writer_properties_for, MAX_ROW_GROUP_BYTES};
@@ -78,12 +76,12 @@ impl<W: Write + Send> ParquetWriter<W> {
         let props = writer_properties_for(&schema, compression)?;
         let (file, factory) =
             ArrowWriter::try_new(w, schema.clone(), Some(props))?.into_serialized_writer()?;
-        let group = Arc::new(GroupEncoder {
+        let group = Arc::new(GroupEncoder::new(
             factory,
-            leaves: file.schema_descr().columns().to_vec(),
-            props: file.properties().clone(),
+            file.schema_descr(),
+            file.properties().clone(),
             schema,
-        });
+        ));
         Ok(ParquetWriter {
             file,
             group,
@@ -204,80 +202,95 @@ enum Chunk {
     Tensor(Bytes, ColumnCloseResult),
 }
 
-/// The work of one leaf column of a row group.
-enum Job {
-    Arrow(Box<ArrowColumnWriter>, Vec<ArrowLeafColumn>),
-    Tensor(ColumnDescPtr, Vec<usize>, Vec<ArrayRef>),
-}
-
 /// What encoding a row group needs, shared by the threads that encode them.
 struct GroupEncoder {
     factory: ArrowRowGroupWriterFactory,
     /// the file's leaf columns, in order
     leaves: Vec<ColumnDescPtr>,
+    /// how many leaf columns each field has (a nested field has several)
+    leaf_counts: Vec<usize>,
     props: WriterPropertiesPtr,
     schema: SchemaRef,
 }
 
 impl GroupEncoder {
-    /// Encode row group `index`: its leaf columns in parallel, each through all of the group's
-    /// batches. Tensor columns without nulls skip `compute_leaves` (see [`tensor_leaf`]).
-    fn encode(&self, index: usize, batches: &[RecordBatch]) -> Encoded {
-        let (schema, props) = (&self.schema, &self.props);
-        let mut writers = self.factory.create_column_writers(index)?.into_iter();
-        let mut jobs = Vec::with_capacity(writers.len());
-        let mut leaf = 0;
-        for (i, field) in schema.fields().iter().enumerate() {
-            let dense = tensor_leaf::tensor_dims(field).and_then(|dims| {
-                let parts: Option<Vec<_>> = batches
-                    .iter()
-                    .map(|b| tensor_leaf::dense_values(b.column(i), &dims))
-                    .collect();
-                Some((dims, parts?))
-            });
-            if let Some((dims, parts)) = dense {
-                writers.next(); // its general writer, unused
-                jobs.push(Job::Tensor(self.leaves[leaf].clone(), dims, parts));
-                leaf += 1;
-                continue;
-            }
-            // the leaves of this field in every batch (a nested field has several)
-            let mut leaves: Vec<Vec<ArrowLeafColumn>> = Vec::new();
-            for b in batches {
-                for (k, l) in compute_leaves(field, b.column(i))?.into_iter().enumerate() {
-                    if leaves.len() <= k {
-                        leaves.push(Vec::new());
-                    }
-                    leaves[k].push(l);
-                }
-            }
-            for ls in leaves {
-                let w = writers.next().ok_or_else(|| {
-                    ParquetError::General(format!(
-                        "no column writer for a leaf of {}",
-                        field.name()
-                    ))
-                })?;
-                jobs.push(Job::Arrow(Box::new(w), ls));
-                leaf += 1;
+    fn new(
+        factory: ArrowRowGroupWriterFactory,
+        descr: &SchemaDescriptor,
+        props: WriterPropertiesPtr,
+        schema: SchemaRef,
+    ) -> Self {
+        let mut leaf_counts = vec![0; schema.fields().len()];
+        for leaf in 0..descr.num_columns() {
+            if let Some(n) = leaf_counts.get_mut(descr.get_column_root_idx(leaf)) {
+                *n += 1;
             }
         }
-        let chunks: Vec<Chunk> = jobs
+        GroupEncoder {
+            factory,
+            leaves: descr.columns().to_vec(),
+            leaf_counts,
+            props,
+            schema,
+        }
+    }
+
+    /// Encode row group `index`: its fields in parallel, each through all of the group's batches.
+    fn encode(&self, index: usize, batches: &[RecordBatch]) -> Encoded {
+        let mut writers = self.factory.create_column_writers(index)?.into_iter();
+        let mut jobs = Vec::with_capacity(self.leaf_counts.len());
+        let mut leaf = 0;
+        for (i, &n) in self.leaf_counts.iter().enumerate() {
+            jobs.push((i, leaf, writers.by_ref().take(n).collect::<Vec<_>>()));
+            leaf += n;
+        }
+        let per_field: Vec<Vec<Chunk>> = jobs
             .into_par_iter()
-            .map(|job| match job {
-                Job::Arrow(mut w, ls) => {
-                    for l in &ls {
-                        w.write(l)?;
-                    }
-                    Ok(Chunk::Arrow(w.close()?))
-                }
-                Job::Tensor(d, dims, parts) => {
-                    let (bytes, close) = tensor_leaf::encode(d, props.clone(), &dims, &parts)?;
-                    Ok(Chunk::Tensor(bytes, close))
-                }
-            })
+            .map(|(i, leaf, ws)| self.encode_field(i, leaf, ws, batches))
             .collect::<parquet::errors::Result<_>>()?;
-        Ok(chunks)
+        Ok(per_field.into_iter().flatten().collect())
+    }
+
+    /// The column chunks of field `i` (first leaf `leaf`): a tensor without nulls from its buffer
+    /// (see [`tensor_leaf`]), anything else through `compute_leaves` and `writers`, one batch at
+    /// a time so that only one batch's levels exist at once.
+    fn encode_field(
+        &self,
+        i: usize,
+        leaf: usize,
+        mut writers: Vec<ArrowColumnWriter>,
+        batches: &[RecordBatch],
+    ) -> parquet::errors::Result<Vec<Chunk>> {
+        let field = &self.schema.fields()[i];
+        if let Some(dims) = tensor_leaf::tensor_dims(field) {
+            let parts: Option<Vec<_>> = batches
+                .iter()
+                .map(|b| tensor_leaf::dense_values(b.column(i), &dims))
+                .collect();
+            if let Some(parts) = parts {
+                let d = self.leaves[leaf].clone();
+                let (bytes, close) = tensor_leaf::encode(d, self.props.clone(), &dims, &parts)?;
+                return Ok(vec![Chunk::Tensor(bytes, close)]);
+            }
+        }
+        for b in batches {
+            let leaves = compute_leaves(field, b.column(i))?;
+            if leaves.len() != writers.len() {
+                return Err(ParquetError::General(format!(
+                    "{}: {} leaf columns for {} writers",
+                    field.name(),
+                    leaves.len(),
+                    writers.len()
+                )));
+            }
+            for (w, l) in writers.iter_mut().zip(&leaves) {
+                w.write(l)?;
+            }
+        }
+        writers
+            .into_iter()
+            .map(|w| Ok(Chunk::Arrow(w.close()?)))
+            .collect()
     }
 }
 
