@@ -12,7 +12,7 @@
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float16Type, Float32Type, Float64Type, Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef};
+use arrow_array::{Array, ArrayRef, ArrowPrimitiveType};
 use arrow_schema::{DataType, Field};
 use bytes::Bytes;
 use parquet::column::writer::{get_column_writer, ColumnCloseResult, ColumnWriter};
@@ -102,8 +102,11 @@ pub fn encode(
     }
     let defined = (max_def > 0).then_some(&def[..]);
 
-    let total: usize = parts.iter().map(|p| p.len()).sum();
-    let mut sink = TrackedWrite::new(Vec::with_capacity(total * 4 + 4096));
+    let total: usize = parts
+        .iter()
+        .map(|p| p.len() * p.data_type().primitive_width().unwrap_or(4))
+        .sum();
+    let mut sink = TrackedWrite::new(Vec::with_capacity(total + 4096));
     let close = {
         let pages = Box::new(SerializedPageWriter::new(&mut sink));
         let mut w = get_column_writer(descr, props, pages);
@@ -114,25 +117,25 @@ pub fn encode(
                 let (d, r) = (defined.map(|d| &d[..n]), Some(&rep[..n]));
                 match &mut w {
                     ColumnWriter::FloatColumnWriter(t) => {
-                        let v = p.as_primitive::<Float32Type>().values();
+                        let v = values::<Float32Type>(p)?;
                         t.write_batch(&v[at..at + n], d, r)?
                     }
                     ColumnWriter::DoubleColumnWriter(t) => {
-                        let v = p.as_primitive::<Float64Type>().values();
+                        let v = values::<Float64Type>(p)?;
                         t.write_batch(&v[at..at + n], d, r)?
                     }
                     ColumnWriter::Int32ColumnWriter(t) => {
-                        let v = p.as_primitive::<Int32Type>().values();
+                        let v = values::<Int32Type>(p)?;
                         t.write_batch(&v[at..at + n], d, r)?
                     }
                     ColumnWriter::Int64ColumnWriter(t) => {
-                        let v = p.as_primitive::<Int64Type>().values();
+                        let v = values::<Int64Type>(p)?;
                         t.write_batch(&v[at..at + n], d, r)?
                     }
                     ColumnWriter::FixedLenByteArrayColumnWriter(t) => {
                         // f16: the writer takes each value as its own `Bytes`. A slice of a
                         // static table of all 65,536 of them costs no allocation nor refcount.
-                        let v = p.as_primitive::<Float16Type>().values();
+                        let v = values::<Float16Type>(p)?;
                         let values: Vec<FixedLenByteArray> = v[at..at + n]
                             .iter()
                             .map(|x| {
@@ -155,6 +158,19 @@ pub fn encode(
         w.close()?
     };
     Ok((Bytes::from(sink.into_inner()?), close))
+}
+
+/// The values of `p`, which the leaf's physical type says are `T`s (an error, not a panic, if a
+/// batch does not match the writer's schema).
+fn values<T: ArrowPrimitiveType>(p: &ArrayRef) -> parquet::errors::Result<&[T::Native]> {
+    match p.as_primitive_opt::<T>() {
+        Some(a) => Ok(a.values()),
+        None => Err(parquet::errors::ParquetError::General(format!(
+            "tensor values are {}, not {}",
+            p.data_type(),
+            T::DATA_TYPE
+        ))),
+    }
 }
 
 /// Every f16 bit pattern, little-endian, in order: value `k` is bytes `2k..2k + 2`.
@@ -200,17 +216,26 @@ mod tests {
     use crate::io::parquet::{writer_properties_for, ParquetWriter};
     use crate::io::Compression;
 
-    /// A FixedSizeList column of `dims` around `values`, with `nulls` on the rows.
-    fn tensor(values: ArrayRef, dims: &[usize], nulls: Option<NullBuffer>) -> ArrayRef {
+    /// A FixedSizeList column of `dims` around `values`, with `nulls` on the rows; `nullable`
+    /// items at every level or none.
+    fn tensor(
+        values: ArrayRef,
+        dims: &[usize],
+        nulls: Option<NullBuffer>,
+        nullable: bool,
+    ) -> ArrayRef {
         let mut a = values;
         for (k, &n) in dims.iter().enumerate().rev() {
-            let item = Arc::new(Field::new("item", a.data_type().clone(), true));
+            let item = Arc::new(Field::new("item", a.data_type().clone(), nullable));
             let rows_nulls = if k == 0 { nulls.clone() } else { None };
             a = Arc::new(FixedSizeListArray::new(item, n as i32, a, rows_nulls));
         }
         a
     }
 
+    /// Tensors of every leaf type and of one to three dimensions (sizes of 1 among them; rows of
+    /// more values than a mini-batch), beside scalar columns; the tensors of `emb` and `k` with
+    /// null rows if `tensor_nulls`, and `strict` not nullable at any level.
     fn table(rows: usize, tensor_nulls: bool) -> RecordBatch {
         let f32s = Float32Array::from_iter_values((0..rows * 768).map(|i| (i as f32 * 0.37).sin()));
         let f64s = Float64Array::from_iter_values((0..rows * 12).map(|i| (i as f64).sqrt()));
@@ -219,27 +244,69 @@ mod tests {
         let f16s = Float16Array::from_iter_values(
             (0..rows * 6).map(|i| half::f16::from_f32((i as f32 * 0.11).cos())),
         );
+        let long = Float32Array::from_iter_values((0..rows * 1100).map(|i| (i % 1013) as f32));
+        let ones = Int32Array::from_iter_values((0..rows).map(|i| i as i32));
+        let cols4 = Float64Array::from_iter_values((0..rows * 4).map(|i| -(i as f64)));
+        let strict = Float32Array::from_iter_values((0..rows * 3).map(|i| i as f32 / 3.0));
         let nulls = tensor_nulls.then(|| NullBuffer::from_iter((0..rows).map(|r| r % 5 != 2)));
-        let cols: Vec<(&str, ArrayRef)> = vec![
-            ("id", Arc::new(Int64Array::from_iter_values(0..rows as i64))),
-            ("emb", tensor(Arc::new(f32s), &[768], nulls.clone())),
-            ("m", tensor(Arc::new(f64s), &[3, 4], None)),
-            ("k", tensor(Arc::new(i32s), &[5], nulls)),
+        let cols: Vec<(&str, ArrayRef, bool)> = vec![
+            (
+                "id",
+                Arc::new(Int64Array::from_iter_values(0..rows as i64)),
+                true,
+            ),
+            (
+                "emb",
+                tensor(Arc::new(f32s), &[768], nulls.clone(), true),
+                true,
+            ),
+            ("m", tensor(Arc::new(f64s), &[3, 4], None, true), true),
+            ("k", tensor(Arc::new(i32s), &[5], nulls, true), true),
             (
                 "label",
                 Arc::new(StringArray::from_iter_values(
                     (0..rows).map(|r| format!("r{r}")),
                 )),
+                true,
             ),
-            ("cube", tensor(Arc::new(i64s), &[2, 2, 2], None)),
-            ("half", tensor(Arc::new(f16s), &[2, 3], None)),
+            ("cube", tensor(Arc::new(i64s), &[2, 2, 2], None, true), true),
+            ("half", tensor(Arc::new(f16s), &[2, 3], None, true), true),
+            ("long", tensor(Arc::new(long), &[1100], None, true), true),
+            ("unit", tensor(Arc::new(ones), &[1], None, true), true),
+            ("column", tensor(Arc::new(cols4), &[4, 1], None, true), true),
+            ("strict", tensor(Arc::new(strict), &[3], None, false), false),
         ];
         let schema = Schema::new(
             cols.iter()
-                .map(|(n, c)| Field::new(*n, c.data_type().clone(), true))
+                .map(|(n, c, null)| Field::new(*n, c.data_type().clone(), *null))
                 .collect::<Vec<_>>(),
         );
-        RecordBatch::try_new(Arc::new(schema), cols.into_iter().map(|(_, c)| c).collect()).unwrap()
+        RecordBatch::try_new(
+            Arc::new(schema),
+            cols.into_iter().map(|(_, c, _)| c).collect(),
+        )
+        .unwrap()
+    }
+
+    /// Uneven batches of `t`, one a slice starting mid-table.
+    fn batches(t: &RecordBatch) -> Vec<RecordBatch> {
+        vec![
+            t.slice(0, 1),
+            t.slice(1, 1200),
+            t.slice(1201, 7),
+            t.slice(1208, 1792),
+        ]
+    }
+
+    /// The names of the columns that take this module's path.
+    fn dense(t: &RecordBatch) -> Vec<String> {
+        let s = t.schema();
+        s.fields()
+            .iter()
+            .zip(t.columns())
+            .filter(|(f, c)| tensor_dims(f).and_then(|d| dense_values(c, &d)).is_some())
+            .map(|(f, _)| f.name().clone())
+            .collect()
     }
 
     /// The tensor columns written from their buffers give the very bytes arrow-rs's own
@@ -249,21 +316,22 @@ mod tests {
         for nulls in [false, true] {
             let t = table(3000, nulls);
             let schema = t.schema();
-            // uneven batches, one a slice starting mid-table
-            let batches = [
-                t.slice(0, 1),
-                t.slice(1, 1200),
-                t.slice(1201, 7),
-                t.slice(1208, 1792),
-            ];
+            let expect_dense: &[&str] = if nulls {
+                &["m", "cube", "half", "long", "unit", "column", "strict"]
+            } else {
+                &[
+                    "emb", "m", "k", "cube", "half", "long", "unit", "column", "strict",
+                ]
+            };
+            assert_eq!(dense(&t), expect_dense);
 
             let props = writer_properties_for(&schema, Compression::default()).unwrap();
             let mut want = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
             let mut ours =
                 ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default()).unwrap();
-            for b in &batches {
-                want.write(b).unwrap();
-                ours.write(b).unwrap();
+            for b in batches(&t) {
+                want.write(&b).unwrap();
+                ours.write(&b).unwrap();
             }
             let want = want.into_inner().unwrap();
             let ours = ours.finish().unwrap();
@@ -275,6 +343,54 @@ mod tests {
                 want.len()
             );
         }
+    }
+
+    /// Many row groups: `ArrowWriter` given the same pieces and ending its row groups where ours
+    /// end writes the same file.
+    #[test]
+    fn row_groups_encode_as_arrow_writer_does() {
+        let t = table(3000, false);
+        let schema = t.schema();
+        let mut ours = ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default())
+            .unwrap()
+            .with_max_row_group_bytes(1 << 20);
+        for b in batches(&t) {
+            ours.write(&b).unwrap();
+        }
+        let ours = Bytes::from(ours.finish().unwrap());
+        let meta = parquet::file::reader::FileReader::metadata(
+            &parquet::file::serialized_reader::SerializedFileReader::new(ours.clone()).unwrap(),
+        )
+        .clone();
+        let ends: Vec<usize> = meta
+            .row_groups()
+            .iter()
+            .scan(0, |at, g| {
+                *at += g.num_rows() as usize;
+                Some(*at)
+            })
+            .collect();
+        assert!(ends.len() > 10, "{} row groups", ends.len());
+
+        let props = writer_properties_for(&schema, Compression::default()).unwrap();
+        let mut want = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
+        let (mut at, mut next_end) = (0, ends.iter().peekable());
+        for b in batches(&t) {
+            let mut rest = b;
+            while rest.num_rows() > 0 {
+                let end = **next_end.peek().unwrap();
+                let take = rest.num_rows().min(end - at);
+                want.write(&rest.slice(0, take)).unwrap();
+                at += take;
+                rest = rest.slice(take, rest.num_rows() - take);
+                if at == end {
+                    want.flush().unwrap();
+                    next_end.next();
+                }
+            }
+        }
+        let want = want.into_inner().unwrap();
+        assert!(ours == want, "{} vs {} bytes", ours.len(), want.len());
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //! column chunks are appended to the file in order.
 //!
 //! Why not `ArrowWriter`: it encodes and compresses on the caller's thread, one column after the
-//! other, so a table whose bytes are one tensor column uses one core for the whole file. Row
-//! groups here are the same as its (at most 1,048,576 rows or [`MAX_ROW_GROUP_BYTES`] of Arrow
-//! data), and the file carries the same embedded `ARROW:schema`.
+//! other, so a table whose bytes are one tensor column uses one core for the whole file. Each
+//! column chunk here is encoded as its writer would encode the same rows (same pages, levels and
+//! encodings), and the file carries the same embedded `ARROW:schema`; row groups end at
+//! 1,048,576 rows or [`MAX_ROW_GROUP_BYTES`] of Arrow data (its writer counts encoded bytes).
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -114,6 +115,24 @@ impl<W: Write + Send> ParquetWriter<W> {
     pub fn write(&mut self, b: &RecordBatch) -> Result<()> {
         if b.num_rows() == 0 {
             return Ok(());
+        }
+        // Checked here, not on the encoding threads, where a mismatch would be found too late.
+        let ours = self.group.schema.fields();
+        let same = b.num_columns() == ours.len()
+            && ours
+                .iter()
+                .zip(b.columns())
+                .all(|(f, c)| f.data_type() == c.data_type());
+        if !same {
+            return Err(Error::from(ParquetError::General(format!(
+                "a batch of columns {:?} written to a Parquet file of columns {:?}",
+                b.schema()
+                    .fields()
+                    .iter()
+                    .map(|f| f.data_type())
+                    .collect::<Vec<_>>(),
+                ours.iter().map(|f| f.data_type()).collect::<Vec<_>>()
+            ))));
         }
         // the batch's bytes, measured once, shared evenly among its rows
         let per_row = (batch_bytes(b) / b.num_rows()).max(1);
@@ -252,8 +271,8 @@ impl GroupEncoder {
     }
 
     /// The column chunks of field `i` (first leaf `leaf`): a tensor without nulls from its buffer
-    /// (see [`tensor_leaf`]), anything else through `compute_leaves` and `writers`, one batch at
-    /// a time so that only one batch's levels exist at once.
+    /// (see [`tensor_leaf`]), anything else through `compute_leaves` and `writers` (its leaves in
+    /// parallel), one batch at a time so that only one batch's levels exist at once.
     fn encode_field(
         &self,
         i: usize,
@@ -283,9 +302,11 @@ impl GroupEncoder {
                     writers.len()
                 )));
             }
-            for (w, l) in writers.iter_mut().zip(&leaves) {
-                w.write(l)?;
-            }
+            // a nested field's leaves in parallel too: one field may hold most of the bytes
+            writers
+                .par_iter_mut()
+                .zip(leaves.par_iter())
+                .try_for_each(|(w, l)| w.write(l))?;
         }
         writers
             .into_iter()
@@ -297,7 +318,7 @@ impl GroupEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{ArrayRef, FixedSizeListArray, Float32Array, Int64Array, StringArray};
+    use arrow_array::{Array, ArrayRef, FixedSizeListArray, Float32Array, Int64Array, StringArray};
     use arrow_schema::{DataType, Field, Schema};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
@@ -332,6 +353,33 @@ mod tests {
             .recv_timeout(std::time::Duration::from_secs(120))
             .expect("writers on the pool finished");
         assert!(sizes.iter().all(|&n| n > 0 && n == sizes[0]));
+    }
+
+    #[test]
+    fn a_batch_of_other_columns_is_an_error_not_a_panic() {
+        let item = Arc::new(Field::new("item", DataType::Float32, true));
+        let tensor = DataType::FixedSizeList(item.clone(), 2);
+        let schema = Arc::new(Schema::new(vec![Field::new("emb", tensor, true)]));
+        let mut w = ParquetWriter::try_new(Vec::new(), schema, Compression::default()).unwrap();
+        // the same name, other types: f64 elements, then another length
+        for (dt, n) in [(DataType::Float64, 2), (DataType::Float32, 3)] {
+            let item = Arc::new(Field::new("item", dt.clone(), true));
+            let values: ArrayRef = match dt {
+                DataType::Float64 => Arc::new(arrow_array::Float64Array::from(vec![1.0; 2 * n])),
+                _ => Arc::new(Float32Array::from(vec![1.0; 2 * n])),
+            };
+            let col = FixedSizeListArray::new(item, n as i32, values, None);
+            let s = Arc::new(Schema::new(vec![Field::new(
+                "emb",
+                col.data_type().clone(),
+                true,
+            )]));
+            let b = RecordBatch::try_new(s, vec![Arc::new(col)]).unwrap();
+            let e = w.write(&b).unwrap_err().to_string();
+            assert!(e.contains("written to a Parquet file of columns"), "{e}");
+        }
+        // the writer is still usable
+        assert!(!w.finish().unwrap().is_empty());
     }
 
     #[test]
