@@ -299,8 +299,8 @@ def main() -> None:
         (str(work / f"scalars_{scalars}.msgpack"), "scalars", f"{scalars:,} records of six scalar fields"),
         (str(work / "small.msgpack"), "small", f"{small:,} float32 arrays of 100"),
     ]:
-        rows, sizes = parquet_rows(src, stem)
-        rep.table(f"msgpack → Parquet (zstd): {what}", f"Sizes: {sizes}.", rows, rows[0][0])
+        other, sizes = parquet_rows(src, stem)
+        rep.table(f"msgpack → Parquet (zstd): {what}", f"Sizes: {sizes}.", other, other[0][0])
 
     # 7. memory of a streamed glob of wide tensor files
     g = str(work / "glob" / "*.msgpack")
