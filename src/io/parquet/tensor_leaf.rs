@@ -115,23 +115,17 @@ pub fn encode(
             while at < p.len() {
                 let n = (p.len() - at).min(rows_per_call * per_row);
                 let (d, r) = (defined.map(|d| &d[..n]), Some(&rep[..n]));
+                // the values of this call, as the slice they are, to a writer of their type
+                macro_rules! slice_to {
+                    ($t:expr, $arrow:ty) => {
+                        $t.write_batch(&values::<$arrow>(p)?[at..at + n], d, r)?
+                    };
+                }
                 match &mut w {
-                    ColumnWriter::FloatColumnWriter(t) => {
-                        let v = values::<Float32Type>(p)?;
-                        t.write_batch(&v[at..at + n], d, r)?
-                    }
-                    ColumnWriter::DoubleColumnWriter(t) => {
-                        let v = values::<Float64Type>(p)?;
-                        t.write_batch(&v[at..at + n], d, r)?
-                    }
-                    ColumnWriter::Int32ColumnWriter(t) => {
-                        let v = values::<Int32Type>(p)?;
-                        t.write_batch(&v[at..at + n], d, r)?
-                    }
-                    ColumnWriter::Int64ColumnWriter(t) => {
-                        let v = values::<Int64Type>(p)?;
-                        t.write_batch(&v[at..at + n], d, r)?
-                    }
+                    ColumnWriter::FloatColumnWriter(t) => slice_to!(t, Float32Type),
+                    ColumnWriter::DoubleColumnWriter(t) => slice_to!(t, Float64Type),
+                    ColumnWriter::Int32ColumnWriter(t) => slice_to!(t, Int32Type),
+                    ColumnWriter::Int64ColumnWriter(t) => slice_to!(t, Int64Type),
                     ColumnWriter::FixedLenByteArrayColumnWriter(t) => {
                         // f16: the writer takes each value as its own `Bytes`. A slice of a
                         // static table of all 65,536 of them costs no allocation nor refcount.
