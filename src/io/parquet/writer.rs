@@ -117,12 +117,13 @@ impl<W: Write + Send> ParquetWriter<W> {
             return Ok(());
         }
         // Checked here, not on the encoding threads, where a mismatch would be found too late.
+        // Nested field names may differ ("item", "element"): the file's own are written.
         let ours = self.group.schema.fields();
         let same = b.num_columns() == ours.len()
             && ours
                 .iter()
                 .zip(b.columns())
-                .all(|(f, c)| f.data_type() == c.data_type());
+                .all(|(f, c)| f.data_type().equals_datatype(c.data_type()));
         if !same {
             return Err(Error::from(ParquetError::General(format!(
                 "a batch of columns {:?} written to a Parquet file of columns {:?}",
@@ -318,6 +319,7 @@ impl GroupEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::cast::AsArray;
     use arrow_array::{Array, ArrayRef, FixedSizeListArray, Float32Array, Int64Array, StringArray};
     use arrow_schema::{DataType, Field, Schema};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -356,7 +358,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_of_other_columns_is_an_error_not_a_panic() {
+    fn a_batch_of_other_types_is_an_error_other_item_names_are_not() {
         let item = Arc::new(Field::new("item", DataType::Float32, true));
         let tensor = DataType::FixedSizeList(item.clone(), 2);
         let schema = Arc::new(Schema::new(vec![Field::new("emb", tensor, true)]));
@@ -378,8 +380,31 @@ mod tests {
             let e = w.write(&b).unwrap_err().to_string();
             assert!(e.contains("written to a Parquet file of columns"), "{e}");
         }
-        // the writer is still usable
-        assert!(!w.finish().unwrap().is_empty());
+        // another name for the list's item is the same type: written under the file's names
+        let element = Arc::new(Field::new("element", DataType::Float32, true));
+        let col =
+            FixedSizeListArray::new(element, 2, Arc::new(Float32Array::from(vec![7.0; 4])), None);
+        let s = Arc::new(Schema::new(vec![Field::new(
+            "emb",
+            col.data_type().clone(),
+            true,
+        )]));
+        w.write(&RecordBatch::try_new(s, vec![Arc::new(col)]).unwrap())
+            .unwrap();
+        let r = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(w.finish().unwrap()))
+            .unwrap()
+            .build()
+            .unwrap();
+        let back: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
+        assert_eq!(back.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
+        let emb = back[0].column(0).as_fixed_size_list();
+        assert_eq!(emb.value_type(), DataType::Float32);
+        assert_eq!(
+            emb.values()
+                .as_primitive::<arrow_array::types::Float32Type>()
+                .values(),
+            &[7.0; 4]
+        );
     }
 
     #[test]
