@@ -90,7 +90,8 @@ def test_parquet_tensors_read_back_as_numpy_wrote_them(tmp_path, with_null_rows)
         assert p.shape == w.shape and p.astype(w.dtype).tobytes() == w.tobytes(), k
         if nulls:
             # pyarrow 25 cannot read a FixedSizeList column with null rows back from Parquet, its
-            # own files included ("Expected all lists to be of size=3 but index 4 had size=0")
+            # own files included ("Expected all lists to be of size=3 but index 4 had size=0",
+            # apache/arrow#35692)
             continue
         got = pq.read_table(out, columns=[k]).column(k).to_pylist()
         for i, (w, g) in enumerate(zip(want, got)):
