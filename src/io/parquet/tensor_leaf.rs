@@ -387,6 +387,65 @@ mod tests {
         assert!(ours == want, "{} vs {} bytes", ours.len(), want.len());
     }
 
+    /// A tensor column of `rows` rows of `dims` of leaf type `kind` (0–4: f16, f32, f64, i32,
+    /// i64), every fifth row null if `nulls`.
+    fn any_tensor(kind: usize, dims: &[usize], rows: usize, nulls: bool, seed: u64) -> ArrayRef {
+        let n = rows * dims.iter().product::<usize>();
+        let x = |i: usize| ((i as u64).wrapping_mul(seed | 1) >> 7) as i64;
+        let values: ArrayRef = match kind {
+            0 => Arc::new(Float16Array::from_iter_values(
+                (0..n).map(|i| half::f16::from_bits(x(i) as u16)),
+            )),
+            1 => Arc::new(Float32Array::from_iter_values(
+                (0..n).map(|i| f32::from_bits(x(i) as u32)),
+            )),
+            2 => Arc::new(Float64Array::from_iter_values(
+                (0..n).map(|i| x(i) as f64 / 3.0),
+            )),
+            3 => Arc::new(Int32Array::from_iter_values((0..n).map(|i| x(i) as i32))),
+            _ => Arc::new(Int64Array::from_iter_values((0..n).map(x))),
+        };
+        let rows_nulls = nulls.then(|| NullBuffer::from_iter((0..rows).map(|r| r % 5 != 1)));
+        tensor(values, dims, rows_nulls, true)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Any tensor shape and type, cut into any batches, with or without null rows: the same
+        /// bytes as `ArrowWriter`'s (NaN payloads and f16 bit patterns of every kind included).
+        #[test]
+        fn any_tensor_encodes_as_arrow_writer_does(
+            kind in 0usize..5,
+            dims in proptest::collection::vec(1usize..7, 1..4),
+            long in proptest::option::of(1000usize..1500),
+            rows in 1usize..300,
+            cuts in proptest::collection::vec(0usize..300, 0..5),
+            nulls in proptest::bool::ANY,
+            seed in proptest::num::u64::ANY,
+        ) {
+            let dims = long.map_or(dims, |n| vec![n]);
+            let col = any_tensor(kind, &dims, rows, nulls, seed);
+            let schema = Arc::new(Schema::new(vec![Field::new("t", col.data_type().clone(), true)]));
+            let t = RecordBatch::try_new(schema.clone(), vec![col]).unwrap();
+            let mut cuts: Vec<usize> = cuts.into_iter().filter(|&c| c < rows).collect();
+            cuts.extend([0, rows]);
+            cuts.sort_unstable();
+            cuts.dedup();
+            let props = writer_properties_for(&schema, Compression::default()).unwrap();
+            let mut want = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
+            let mut ours =
+                ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default()).unwrap();
+            for w in cuts.windows(2) {
+                let b = t.slice(w[0], w[1] - w[0]);
+                want.write(&b).unwrap();
+                ours.write(&b).unwrap();
+            }
+            proptest::prop_assert_eq!(dense(&t).is_empty(), nulls && rows > 1);
+            let (want, ours) = (want.into_inner().unwrap(), ours.finish().unwrap());
+            proptest::prop_assert!(ours == want, "{} vs {} bytes", ours.len(), want.len());
+        }
+    }
+
     #[test]
     fn repetition_levels_start_each_dimension() {
         assert_eq!(
