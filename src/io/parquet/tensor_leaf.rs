@@ -91,8 +91,9 @@ pub fn encode(
             dims.len()
         )));
     }
-    // Every value is defined to the deepest level; value j of a row repeats at the outermost
-    // dimension it starts a new element of (0 for the row's first value).
+    // Every value is defined to the deepest level (at least 1: a list's repeated level counts);
+    // value j of a row repeats at the outermost dimension it starts a new element of (0 for the
+    // row's first value).
     let def = vec![max_def; rows_per_call * per_row];
     let mut rep = Vec::with_capacity(rows_per_call * per_row);
     for _ in 0..rows_per_call {
@@ -100,7 +101,6 @@ pub fn encode(
             rep.push(row_rep_level(dims, j));
         }
     }
-    let defined = (max_def > 0).then_some(&def[..]);
 
     let total: usize = parts
         .iter()
@@ -110,11 +110,13 @@ pub fn encode(
     let close = {
         let pages = Box::new(SerializedPageWriter::new(&mut sink));
         let mut w = get_column_writer(descr, props, pages);
+        // f16 values of one call, the vector kept from call to call
+        let mut halves: Vec<FixedLenByteArray> = Vec::new();
         for p in parts {
             let mut at = 0;
             while at < p.len() {
                 let n = (p.len() - at).min(rows_per_call * per_row);
-                let (d, r) = (defined.map(|d| &d[..n]), Some(&rep[..n]));
+                let (d, r) = (Some(&def[..n]), Some(&rep[..n]));
                 // the values of this call, as the slice they are, to a writer of their type
                 macro_rules! slice_to {
                     ($t:expr, $arrow:ty) => {
@@ -130,14 +132,14 @@ pub fn encode(
                         // f16: the writer takes each value as its own `Bytes`. A slice of a
                         // static table of all 65,536 of them costs no allocation nor refcount.
                         let v = values::<Float16Type>(p)?;
-                        let values: Vec<FixedLenByteArray> = v[at..at + n]
-                            .iter()
-                            .map(|x| {
-                                let b = 2 * x.to_bits() as usize;
-                                ByteArray::from(Bytes::from_static(&F16_LE[b..b + 2])).into()
-                            })
-                            .collect();
-                        t.write_batch(&values, d, r)?
+                        halves.clear();
+                        halves.extend(v[at..at + n].iter().map(|x| {
+                            let b = 2 * x.to_bits() as usize;
+                            FixedLenByteArray::from(ByteArray::from(Bytes::from_static(
+                                &F16_LE[b..b + 2],
+                            )))
+                        }));
+                        t.write_batch(&halves, d, r)?
                     }
                     _ => {
                         return Err(parquet::errors::ParquetError::General(format!(
