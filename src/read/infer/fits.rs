@@ -1,0 +1,256 @@
+//! The fast path of inference: whether a row adds nothing to the type of the rows before it,
+//! checked without allocating. Most rows of a file are like the ones before them, so most of an
+//! exact walk runs here; the slow path ([`Inferrer::value`]) sees only rows that widen the type.
+
+use indexmap::IndexMap;
+
+use super::{Inferrer, Ty};
+use crate::types::NumpyDtype;
+use crate::wire::cursor::{Cursor, Int, Kind};
+use crate::wire::ndarray::{key_id, probe, Special, MAX_SPECIAL_KEYS};
+
+/// The bytes of an ndarray map up to its data payload (msgpack_numpy writes `data` last), as
+/// seen and validated once: a later map starting with the same bytes has the same dtype and shape.
+pub(super) struct NdHeader {
+    prefix: Vec<u8>,
+    data_len: usize,
+    native: NumpyDtype,
+    shape: Vec<usize>,
+}
+
+/// How many distinct ndarray headers [`Inferrer::fits_row`] remembers.
+const MAX_HEADERS: usize = 16;
+
+impl Inferrer {
+    /// The fast path of inference over many rows: whether the row (a map) at `c` adds nothing to
+    /// `acc`, the type of the rows so far (`acc.merge(row) == acc`), checked without allocating.
+    /// On `true` the cursor is past the row. On `false` (a new key, a wider type, an ndarray
+    /// header not seen yet, anything unusual or malformed) it has not moved, and the caller infers
+    /// the row the slow way, which also reports any error.
+    pub(crate) fn fits_row(&mut self, acc: &Ty, c: &mut Cursor<'_>) -> bool {
+        let Ty::Struct(fields) = acc else {
+            return false;
+        };
+        let mut d = c.clone();
+        let ok = matches!(d.peek_kind(), Ok(Kind::Map)) && self.fits_map(fields, &mut d, 0);
+        if ok {
+            *c = d;
+        }
+        ok
+    }
+
+    /// [`Inferrer::fits_row`] for a row of the values layout (any value).
+    pub(crate) fn fits_value(&mut self, acc: &Ty, c: &mut Cursor<'_>) -> bool {
+        let mut d = c.clone();
+        let ok = self.fits(acc, &mut d, 0);
+        if ok {
+            *c = d;
+        }
+        ok
+    }
+
+    fn fits(&mut self, acc: &Ty, c: &mut Cursor<'_>, depth: usize) -> bool {
+        if depth >= self.opts.max_depth {
+            return false;
+        }
+        // the common one-marker values, decided from the marker byte alone (the helpers below
+        // each look the marker up again): a third of a scalar record stream's walk
+        let (buf, p) = (c.buf(), c.pos());
+        if let Some(&b) = buf.get(p) {
+            let n = match (b, acc) {
+                (0xc0, _) => 1,
+                (0xc2 | 0xc3, Ty::Bool) => 1,
+                (0x00..=0x7f, Ty::Int { .. } | Ty::F64) => 1,
+                (0xe0..=0xff, Ty::Int { neg: true, .. } | Ty::F64) => 1,
+                (0xcb, Ty::F64) => 9,
+                (0xca, Ty::F32 | Ty::F64) => 5,
+                (0xa0..=0xbf, Ty::Str) => match c.peek_fixstr() {
+                    Some(s) if std::str::from_utf8(s).is_ok() => 1 + s.len(),
+                    _ => 0,
+                },
+                _ => 0,
+            };
+            if n > 0 && p + n <= buf.len() {
+                c.set_pos(p + n);
+                return true;
+            }
+        }
+        let Ok(kind) = c.peek_kind() else {
+            return false;
+        };
+        match (kind, acc) {
+            // which given columns hold ndarrays is known once one row shows it
+            (_, Ty::Given(true) | Ty::Raw) => c.skip(self.opts.max_depth).is_ok(),
+            (Kind::Nil, Ty::Given(false)) => c.read_nil().is_ok(),
+            (Kind::Nil, _) => c.read_nil().is_ok(),
+            (Kind::Bool, Ty::Bool) => c.read_bool().is_ok(),
+            (Kind::Int, Ty::F64) => c.read_int().is_ok(),
+            (Kind::Int, Ty::Int { big, neg }) => match c.read_int() {
+                Ok(Int::I(v)) => v >= 0 || *neg,
+                Ok(Int::U(_)) => *big,
+                Err(_) => false,
+            },
+            (Kind::F32, Ty::F32 | Ty::F64) => c.read_f32().is_ok(),
+            (Kind::F64, Ty::F64) => c.read_f64().is_ok(),
+            (Kind::Str, Ty::Str) => c.read_str().is_ok(),
+            (Kind::Bin, Ty::Bin) => c.read_str_or_bin().is_ok(),
+            (Kind::Array, Ty::List(inner, len)) => match c.read_array_len() {
+                Ok(n) => {
+                    (len.is_none() || *len == Some(n))
+                        && (0..n).all(|_| self.fits(inner, c, depth + 1))
+                }
+                Err(_) => false,
+            },
+            (Kind::Map, Ty::Struct(fields)) => self.fits_map(fields, c, depth),
+            (
+                Kind::Map,
+                Ty::Nd {
+                    dt, shape, widths, ..
+                },
+            ) => self.fits_ndarray(dt, shape, *widths, c, depth),
+            _ => false,
+        }
+    }
+
+    /// A user map whose keys are all in `fields`, once each, with values that fit them, and none
+    /// of them a special map's key (a map that may be an ndarray or a complex takes the slow path;
+    /// checked here, key by key, rather than in a walk of its own over every record).
+    fn fits_map(
+        &mut self,
+        fields: &IndexMap<String, Ty>,
+        c: &mut Cursor<'_>,
+        depth: usize,
+    ) -> bool {
+        let Ok(n) = c.read_map_len() else {
+            return false;
+        };
+        if n > fields.len() {
+            return false;
+        }
+        let may_be_special = n <= MAX_SPECIAL_KEYS;
+        // keys seen, as a bitset over `fields`: a repeated key is an error the slow path reports
+        let mut seen = [0u64; 4];
+        let mut seen_more = Vec::new();
+        if fields.len() > 256 {
+            seen_more = vec![0u64; fields.len().div_ceil(64)];
+        }
+        let mut guess = 0usize;
+        for _ in 0..n {
+            let key = match c.peek_fixstr() {
+                Some(k) => {
+                    c.set_pos(c.pos() + 1 + k.len());
+                    k
+                }
+                None => {
+                    if !matches!(c.peek_kind(), Ok(Kind::Str | Kind::Bin)) {
+                        return false;
+                    }
+                    let Ok((key, _)) = c.read_str_or_bin() else {
+                        return false;
+                    };
+                    key
+                }
+            };
+            if may_be_special && key_id(key, self.opts.dialect) != 0 {
+                return false;
+            }
+            // keys mostly come in the order of the first row: try the next field first (equal
+            // bytes to a known name are valid UTF-8)
+            let i = match fields.get_index(guess) {
+                Some((k, _)) if crate::wire::keys::key_eq(k.as_bytes(), key) => guess,
+                _ => match std::str::from_utf8(key)
+                    .ok()
+                    .and_then(|k| fields.get_index_of(k))
+                {
+                    Some(i) => i,
+                    None => return false,
+                },
+            };
+            let words = if seen_more.is_empty() {
+                &mut seen[..]
+            } else {
+                &mut seen_more[..]
+            };
+            let bit = 1u64 << (i % 64);
+            if words[i / 64] & bit != 0 {
+                return false;
+            }
+            words[i / 64] |= bit;
+            guess = i + 1;
+            if !self.fits(&fields[i], c, depth + 1) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// An ndarray with a header seen before (or learnt now) whose dtype and shape fit `acc`.
+    fn fits_ndarray(
+        &mut self,
+        dt: &NumpyDtype,
+        shape: &[Option<usize>],
+        widths: bool,
+        c: &mut Cursor<'_>,
+        depth: usize,
+    ) -> bool {
+        let rest = &c.buf()[c.pos()..];
+        let known = self.headers.iter().position(|h| {
+            rest.len() >= h.prefix.len() + h.data_len && rest[..h.prefix.len()] == h.prefix[..]
+        });
+        let Some(i) = known.or_else(|| self.learn_header(c, depth)) else {
+            return false;
+        };
+        let h = &self.headers[i];
+        let fits = h.shape.len() == shape.len()
+            && h.shape
+                .iter()
+                .zip(shape)
+                .all(|(a, b)| b.is_none_or(|b| b == *a))
+            && h.native == crate::types::buffers::native(dt)
+            && !widths;
+        if fits {
+            c.set_pos(c.pos() + h.prefix.len() + h.data_len);
+        }
+        fits
+    }
+
+    /// Validate the ndarray at `c` as [`Inferrer::value`] does and remember its header; `None`
+    /// when it is not an ndarray with its data last, or when the slow path has to see it.
+    fn learn_header(&mut self, c: &Cursor<'_>, depth: usize) -> Option<usize> {
+        let mut d = c.clone();
+        let start = d.pos();
+        let Ok(Some(Special::Array(nd))) = probe(
+            &mut d,
+            self.opts.dialect,
+            self.opts.npy_ext,
+            self.opts.max_depth - depth,
+        ) else {
+            return None;
+        };
+        // the fast path knows msgpack-numpy's map headers only
+        if nd.npy || !nd.in_place() || nd.data_pos + nd.data.len() != d.pos() {
+            return None;
+        }
+        let dt = self.dtype(nd.type_raw, &nd, c.offset_of(0)).ok()?;
+        let valid = !matches!(dt, NumpyDtype::Object)
+            && nd.check_len(&dt, c.offset_of(0)).is_ok()
+            && dt.arrow_type().is_ok();
+        // shapes like (0, 5), which Lists lose, are noted by the slow path
+        let lost = nd.shape.iter().skip_while(|d| **d != 0).any(|d| *d > 0);
+        if !valid || lost {
+            return None;
+        }
+        // as the slow path notes it: the file is written back in the dialect it was read in
+        self.openpi_seen |= nd.openpi;
+        if self.headers.len() >= MAX_HEADERS {
+            self.headers.remove(0);
+        }
+        self.headers.push(NdHeader {
+            prefix: c.buf()[start..nd.data_pos].to_vec(),
+            data_len: nd.data.len(),
+            native: crate::types::buffers::native(&dt),
+            shape: nd.shape.clone(),
+        });
+        Some(self.headers.len() - 1)
+    }
+}
