@@ -14,7 +14,7 @@ use crate::wire::cursor::{Cursor, Int, Kind};
 use crate::wire::ndarray::{probe, Special};
 
 mod fits;
-use fits::NdHeader;
+use fits::{NdHeader, RowTemplate};
 
 /// How numpy values were written: `nd: True` maps (incl. 0-d) or `nd: False` scalars.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -421,6 +421,8 @@ pub(crate) struct Inferrer {
     dtypes: Vec<(Vec<u8>, NumpyDtype)>,
     /// ndarray headers already checked by [`Inferrer::fits_row`]
     headers: Vec<NdHeader>,
+    /// the keys of a record that fitted, for [`Inferrer::fits_row`] to compare the next ones with
+    row_template: Option<RowTemplate>,
     /// top-level keys (column names) as first seen: `true` if that key was msgpack bin
     pub top_keys: HashMap<String, bool>,
     /// `columns` layout: the columns whose value was first seen as a list (not an ndarray)
@@ -436,6 +438,7 @@ impl Inferrer {
             given: Vec::new(),
             dtypes: Vec::new(),
             headers: Vec::new(),
+            row_template: None,
             top_keys: HashMap::new(),
             list_columns: HashMap::new(),
             openpi_seen: false,

@@ -21,6 +21,131 @@ pub(super) struct NdHeader {
 /// How many distinct ndarray headers [`Inferrer::fits_row`] remembers.
 const MAX_HEADERS: usize = 16;
 
+/// The map header and keys of a record that fitted, to compare the next records with: records
+/// of one file mostly hold the same keys in the same order, and a record whose header and keys
+/// are the template's bytes needs only its values checked, most of them by their marker byte.
+/// Column indices stay valid as the type widens: merging keeps the columns' order and adds new
+/// ones at the end. A key's table holds only while its column's type is the one it was made for.
+pub(super) struct RowTemplate {
+    keys: Vec<TemplateKey>,
+    /// how many columns the type had
+    columns: usize,
+    /// records seen with other keys since the template was made
+    misses: u32,
+}
+
+struct TemplateKey {
+    /// the bytes before the key's value: the key as written (the first key: the map header too)
+    before: Bytes16,
+    column: usize,
+    /// [`marker_class`] of the column's type when the template was made
+    class: u8,
+    /// [`marker_fit`] of that class for each marker byte
+    sizes: Box<[u8; 256]>,
+}
+
+/// A few bytes to compare with the input: as one 16-byte word where they fit in one.
+struct Bytes16 {
+    bytes: Vec<u8>,
+    word: u128,
+    mask: u128,
+}
+
+impl Bytes16 {
+    fn new(bytes: &[u8]) -> Self {
+        let mut w = [0u8; 16];
+        let n = bytes.len().min(16);
+        w[..n].copy_from_slice(&bytes[..n]);
+        let mask = if n == 16 {
+            u128::MAX
+        } else {
+            (1u128 << (8 * n)) - 1
+        };
+        Bytes16 {
+            bytes: bytes.to_vec(),
+            word: u128::from_le_bytes(w),
+            mask,
+        }
+    }
+
+    /// Whether `buf[p..]` starts with these bytes.
+    #[inline]
+    fn at(&self, buf: &[u8], p: usize) -> bool {
+        match buf.get(p..p + 16) {
+            Some(w) if self.bytes.len() <= 16 => {
+                let w = u128::from_le_bytes(w.try_into().unwrap_or([0; 16]));
+                (w ^ self.word) & self.mask == 0
+            }
+            _ => buf.get(p..p + self.bytes.len()) == Some(&self.bytes[..]),
+        }
+    }
+}
+
+/// Records with other keys than the template's after which it is dropped, for the next record
+/// that fits to make a new one.
+const TEMPLATE_MISSES: u32 = 64;
+
+/// [`marker_fit`]: the marker alone does not say (look at the value).
+const GENERIC: u8 = 0;
+/// [`marker_fit`]: a fixstr whose bytes are valid UTF-8 fits.
+const FIXSTR: u8 = 0xff;
+
+/// The types [`marker_fit`] tells apart (0: any other, where only nil is known by its marker).
+#[inline]
+fn marker_class(acc: &Ty) -> u8 {
+    match acc {
+        Ty::Bool => 1,
+        Ty::Int { big, neg } => 2 + *big as u8 + 2 * *neg as u8,
+        Ty::F32 => 6,
+        Ty::F64 => 7,
+        Ty::Str => 8,
+        _ => 0,
+    }
+}
+
+/// What a value's marker byte `b` alone says about whether it fits a type of class `class`
+/// ([`marker_class`]): its size in bytes (marker included) when any value of that marker fits,
+/// [`FIXSTR`], or [`GENERIC`].
+#[inline]
+fn marker_fit(b: u8, class: u8) -> u8 {
+    const BOOL: u8 = 1;
+    const F32: u8 = 6;
+    const F64: u8 = 7;
+    const STR: u8 = 8;
+    let any_int = (2..=5).contains(&class) || class == F64;
+    // class 2 + big + 2 * neg
+    let big_int = class == 3 || class == 5 || class == F64;
+    let neg_int = class >= 4 && class <= 5 || class == F64;
+    match b {
+        0xc0 => 1,
+        0xc2 | 0xc3 if class == BOOL => 1,
+        // integers: unsigned ones up to 2^63-1 fit any integer column; negative ones only where
+        // negatives were seen, larger ones only where they were (a float column takes all)
+        0x00..=0x7f if any_int => 1,
+        0xcc if any_int => 2,
+        0xcd if any_int => 3,
+        0xce if any_int => 5,
+        0xcf if big_int => 9,
+        0xe0..=0xff if neg_int => 1,
+        0xd0 if neg_int => 2,
+        0xd1 if neg_int => 3,
+        0xd2 if neg_int => 5,
+        0xd3 if neg_int => 9,
+        0xcb if class == F64 => 9,
+        0xca if class == F32 || class == F64 => 5,
+        0xa0..=0xbf if class == STR => FIXSTR,
+        _ => GENERIC,
+    }
+}
+
+/// The size of the fixstr at `buf[p]` when its bytes are there and valid UTF-8.
+#[inline]
+fn fixstr_size(buf: &[u8], p: usize) -> Option<usize> {
+    let n = (*buf.get(p)? & 0x1f) as usize;
+    let s = buf.get(p + 1..p + 1 + n)?;
+    (s.is_ascii() || std::str::from_utf8(s).is_ok()).then_some(1 + n)
+}
+
 impl Inferrer {
     /// The fast path of inference over many rows: whether the row (a map) at `c` adds nothing to
     /// `acc`, the type of the rows so far (`acc.merge(row) == acc`), checked without allocating.
@@ -32,11 +157,113 @@ impl Inferrer {
             return false;
         };
         let mut d = c.clone();
+        if let Some(mut t) = self.row_template.take() {
+            match self.fits_template(&t, fields, &mut d) {
+                Some(ok) => {
+                    self.row_template = Some(t);
+                    if ok {
+                        *c = d;
+                    }
+                    return ok;
+                }
+                // keys other than the template's: keep it while it is the common case
+                None => {
+                    t.misses += 1;
+                    if t.misses < TEMPLATE_MISSES {
+                        self.row_template = Some(t);
+                    }
+                    d = c.clone();
+                }
+            }
+        }
         let ok = matches!(d.peek_kind(), Ok(Kind::Map)) && self.fits_map(fields, &mut d, 0);
         if ok {
+            if self.row_template.is_none() {
+                self.row_template = self.make_template(fields, c);
+            }
             *c = d;
         }
         ok
+    }
+
+    /// Whether the record at `c` fits, by template `t`: `None` when its map header and keys are
+    /// not the template's bytes (then [`Inferrer::fits_map`] decides), else what `fits_map` would
+    /// answer, with the cursor past the record on `true`. The keys being those of a record that
+    /// fitted, they are known, distinct and none a special map's key: only values are checked.
+    fn fits_template(
+        &mut self,
+        t: &RowTemplate,
+        fields: &IndexMap<String, Ty>,
+        c: &mut Cursor<'_>,
+    ) -> Option<bool> {
+        if t.columns != fields.len() {
+            return None;
+        }
+        let buf = c.buf();
+        let mut p = c.pos();
+        for k in &t.keys {
+            if !k.before.at(buf, p) {
+                return None;
+            }
+            p += k.before.bytes.len();
+            let (_, ty) = fields.get_index(k.column)?;
+            let n = match buf.get(p) {
+                Some(&b) if marker_class(ty) == k.class => match k.sizes[b as usize] {
+                    FIXSTR => fixstr_size(buf, p).unwrap_or(0),
+                    n => n as usize,
+                },
+                _ => 0,
+            };
+            if n > 0 && p + n <= buf.len() {
+                p += n;
+            } else {
+                c.set_pos(p);
+                if !self.fits(ty, c, 1) {
+                    return Some(false);
+                }
+                p = c.pos();
+            }
+        }
+        c.set_pos(p);
+        Some(true)
+    }
+
+    /// The template of the record at `c`, which has just fitted `fields` (`None` where records
+    /// nest too deep for the values to be checked at depth 1).
+    fn make_template(&self, fields: &IndexMap<String, Ty>, c: &Cursor<'_>) -> Option<RowTemplate> {
+        if self.opts.max_depth <= 1 {
+            return None;
+        }
+        let mut d = c.clone();
+        // (an empty map has no key to carry the map header: no template)
+        let n = d.read_map_len().ok().filter(|&n| n > 0)?;
+        let mut keys = Vec::with_capacity(n);
+        // the first key's bytes begin with the map header
+        let mut from = c.pos();
+        for _ in 0..n {
+            let (key, _) = d.read_str_or_bin().ok()?;
+            let column = std::str::from_utf8(key)
+                .ok()
+                .and_then(|k| fields.get_index_of(k))?;
+            let class = marker_class(&fields[column]);
+            let mut sizes = Box::new([GENERIC; 256]);
+            for (b, size) in sizes.iter_mut().enumerate() {
+                *size = marker_fit(b as u8, class);
+            }
+            keys.push(TemplateKey {
+                before: Bytes16::new(&d.buf()[from..d.pos()]),
+                column,
+                class,
+                sizes,
+            });
+            d.skip(self.opts.max_depth).ok()?;
+            from = d.pos();
+        }
+        Some(RowTemplate {
+            keys,
+            columns: fields.len(),
+            misses: 0,
+        })
     }
 
     /// [`Inferrer::fits_row`] for a row of the values layout (any value).
@@ -57,18 +284,9 @@ impl Inferrer {
         // each look the marker up again): a third of a scalar record stream's walk
         let (buf, p) = (c.buf(), c.pos());
         if let Some(&b) = buf.get(p) {
-            let n = match (b, acc) {
-                (0xc0, _) => 1,
-                (0xc2 | 0xc3, Ty::Bool) => 1,
-                (0x00..=0x7f, Ty::Int { .. } | Ty::F64) => 1,
-                (0xe0..=0xff, Ty::Int { neg: true, .. } | Ty::F64) => 1,
-                (0xcb, Ty::F64) => 9,
-                (0xca, Ty::F32 | Ty::F64) => 5,
-                (0xa0..=0xbf, Ty::Str) => match c.peek_fixstr() {
-                    Some(s) if std::str::from_utf8(s).is_ok() => 1 + s.len(),
-                    _ => 0,
-                },
-                _ => 0,
+            let n = match marker_fit(b, marker_class(acc)) {
+                FIXSTR => fixstr_size(buf, p).unwrap_or(0),
+                n => n as usize,
             };
             if n > 0 && p + n <= buf.len() {
                 c.set_pos(p + n);

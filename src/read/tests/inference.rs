@@ -346,3 +346,93 @@ fn walking_in_pieces_equals_walking_whole(cases: &[(Layout, Vec<Vec<u8>>)]) {
     }
     assert!(n > 1000, "{n}");
 }
+
+/// One value of many kinds, each written with the marker named (not the smallest rmp picks):
+/// the markers the fast path decides from the marker byte alone and the values beside them.
+fn marked_value(kind: u8, v: u64) -> Vec<u8> {
+    let be = |m: u8, b: &[u8]| [&[m][..], b].concat();
+    match kind % 24 {
+        0 => vec![(v % 128) as u8],
+        1 => be(0xcc, &[v as u8]),
+        2 => be(0xcd, &(v as u16).to_be_bytes()),
+        3 => be(0xce, &(v as u32).to_be_bytes()),
+        4 => be(0xcf, &(v >> 2).to_be_bytes()),
+        5 => be(0xcf, &(v | 1 << 63).to_be_bytes()),
+        6 => vec![0xe0 | (v % 32) as u8],
+        7 => be(0xd0, &[v as u8]),
+        8 => be(0xd1, &(v as u16).to_be_bytes()),
+        9 => be(0xd2, &(v as u32).to_be_bytes()),
+        10 => be(0xd3, &v.to_be_bytes()),
+        11 => be(0xca, &(v as f32).to_be_bytes()),
+        12 => be(0xcb, &(v as f64).to_be_bytes()),
+        13 => vec![0xc0],
+        14 => vec![0xc2 | (v % 2) as u8],
+        15 => s(&format!("s{}", v % 1000)),
+        // a fixstr that is not UTF-8, and one of 31 bytes
+        16 => vec![0xa2, 0xff, 0xfe],
+        17 => s(&"x".repeat(31)),
+        18 => be(0xd9, b"\x03abc"),
+        19 => bin(b"ab"),
+        20 => [vec![0x92], marked_value(0, v), marked_value(6, v)].concat(),
+        21 => [vec![0x81], s("x"), marked_value((v % 13) as u8, v)].concat(),
+        // a map that may be a special one (an ndarray's key)
+        22 => [vec![0x81], s("type"), s("<f4")].concat(),
+        _ => [vec![0x91], marked_value(12, v)].concat(),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    /// Records mostly alike (the same keys in the same order, as files are), sometimes with keys
+    /// dropped, reordered or added, or as bin; values of every marker, with the types of a column
+    /// widening, narrowing and conflicting at any row: the fast path (and its record template)
+    /// infers exactly what full inference does, schema or error, in either conflict mode.
+    #[test]
+    fn fast_inference_equals_full_inference_on_any_records(
+        keys in proptest::collection::vec(0usize..6, 1..6),
+        kinds in proptest::collection::vec(0u8..24, 6),
+        rows in proptest::collection::vec(
+            (0u8..10, proptest::collection::vec((0u8..40, proptest::num::u64::ANY), 6)),
+            1..40,
+        ),
+        binary in proptest::bool::ANY,
+    ) {
+        const NAMES: [&str; 6] = ["id", "name", "x", "flag", "tags", "ts"];
+        let mut keys = keys;
+        keys.dedup();
+        let mut data = Vec::new();
+        for (shape, values) in &rows {
+            // most rows: the keys in order, each column's usual kind of value
+            let mut ks = keys.clone();
+            match shape {
+                0 => ks.reverse(),
+                1 => { ks.pop(); }
+                2 => ks.push((ks[0] + 1) % 6),
+                _ => {}
+            }
+            ks.dedup();
+            rmp::encode::write_map_len(&mut data, ks.len() as u32).unwrap();
+            for (j, &k) in ks.iter().enumerate() {
+                let (pick, v) = values[j];
+                if *shape == 3 && j == 0 {
+                    rmp::encode::write_bin(&mut data, NAMES[k].as_bytes()).unwrap();
+                } else {
+                    rmp::encode::write_str(&mut data, NAMES[k]).unwrap();
+                }
+                let kind = if pick < 30 { kinds[k] } else { pick };
+                data.extend(marked_value(kind, v));
+            }
+        }
+        let run = |fast: bool| {
+            let mut b = ReaderBuilder::new()
+                .with_layout(Layout::Records)
+                .with_conflicts(if binary { Conflicts::Binary } else { Conflicts::Error });
+            b.fast_infer = fast;
+            match b.build_from_slice(&data) {
+                Ok(r) => format!("{:?}", r.schema()),
+                Err(e) => format!("error: {e}"),
+            }
+        };
+        proptest::prop_assert_eq!(run(true), run(false));
+    }
+}
