@@ -23,14 +23,15 @@ const MAX_HEADERS: usize = 16;
 
 /// The map header and keys of a record that fitted, to compare the next records with: records
 /// of one file mostly hold the same keys in the same order, and a record whose header and keys
-/// are the template's bytes needs only its values checked, most of them by their marker byte.
-/// Column indices stay valid as the type widens: merging keeps the columns' order and adds new
-/// ones at the end. A key's table holds only while its column's type is the one it was made for.
+/// are the template's bytes needs only its values checked (against the columns' types as they
+/// are now), most of them by their marker byte. Column indices stay valid as types widen:
+/// merging keeps the columns' order and adds new ones at the end, and a template made for fewer
+/// columns is dropped.
 pub(super) struct RowTemplate {
     keys: Vec<TemplateKey>,
     /// how many columns the type had
     columns: usize,
-    /// records seen with other keys since the template was made
+    /// records in a row seen with other keys
     misses: u32,
 }
 
@@ -38,10 +39,6 @@ struct TemplateKey {
     /// the bytes before the key's value: the key as written (the first key: the map header too)
     before: Bytes16,
     column: usize,
-    /// [`marker_class`] of the column's type when the template was made
-    class: u8,
-    /// [`marker_fit`] of that class for each marker byte
-    sizes: Box<[u8; 256]>,
 }
 
 /// A few bytes to compare with the input: as one 16-byte word where they fit in one.
@@ -81,8 +78,8 @@ impl Bytes16 {
     }
 }
 
-/// Records with other keys than the template's after which it is dropped, for the next record
-/// that fits to make a new one.
+/// Records in a row with other keys than the template's after which it is dropped, for the next
+/// record that fits to make a new one.
 const TEMPLATE_MISSES: u32 = 64;
 
 /// [`marker_fit`]: the marker alone does not say (look at the value).
@@ -90,52 +87,47 @@ const GENERIC: u8 = 0;
 /// [`marker_fit`]: a fixstr whose bytes are valid UTF-8 fits.
 const FIXSTR: u8 = 0xff;
 
-/// The types [`marker_fit`] tells apart (0: any other, where only nil is known by its marker).
+/// What a value's marker byte `b` alone says about whether it fits `acc`: its size in bytes
+/// (marker included) when any value of that marker fits, [`FIXSTR`], or [`GENERIC`].
 #[inline]
-fn marker_class(acc: &Ty) -> u8 {
-    match acc {
-        Ty::Bool => 1,
-        Ty::Int { big, neg } => 2 + *big as u8 + 2 * *neg as u8,
-        Ty::F32 => 6,
-        Ty::F64 => 7,
-        Ty::Str => 8,
-        _ => 0,
+fn marker_fit(b: u8, acc: &Ty) -> u8 {
+    let (any_int, big_int, neg_int) = match acc {
+        Ty::Int { big, neg } => (true, *big, *neg),
+        Ty::F64 => (true, true, true),
+        _ => (false, false, false),
+    };
+    match (b, acc) {
+        (0xc0, _) => 1,
+        (0xc2 | 0xc3, Ty::Bool) => 1,
+        // integers: unsigned ones up to 2^63-1 fit any integer column; negative ones only where
+        // negatives were seen, larger ones only where they were (a float column takes all)
+        (0x00..=0x7f, _) if any_int => 1,
+        (0xcc, _) if any_int => 2,
+        (0xcd, _) if any_int => 3,
+        (0xce, _) if any_int => 5,
+        (0xcf, _) if big_int => 9,
+        (0xe0..=0xff, _) if neg_int => 1,
+        (0xd0, _) if neg_int => 2,
+        (0xd1, _) if neg_int => 3,
+        (0xd2, _) if neg_int => 5,
+        (0xd3, _) if neg_int => 9,
+        (0xcb, Ty::F64) => 9,
+        (0xca, Ty::F32 | Ty::F64) => 5,
+        (0xa0..=0xbf, Ty::Str) => FIXSTR,
+        _ => GENERIC,
     }
 }
 
-/// What a value's marker byte `b` alone says about whether it fits a type of class `class`
-/// ([`marker_class`]): its size in bytes (marker included) when any value of that marker fits,
-/// [`FIXSTR`], or [`GENERIC`].
+/// The size of the value at `buf[p]` when its marker alone says it fits `acc` and its bytes are
+/// there ([`marker_fit`]).
 #[inline]
-fn marker_fit(b: u8, class: u8) -> u8 {
-    const BOOL: u8 = 1;
-    const F32: u8 = 6;
-    const F64: u8 = 7;
-    const STR: u8 = 8;
-    let any_int = (2..=5).contains(&class) || class == F64;
-    // class 2 + big + 2 * neg
-    let big_int = class == 3 || class == 5 || class == F64;
-    let neg_int = class >= 4 && class <= 5 || class == F64;
-    match b {
-        0xc0 => 1,
-        0xc2 | 0xc3 if class == BOOL => 1,
-        // integers: unsigned ones up to 2^63-1 fit any integer column; negative ones only where
-        // negatives were seen, larger ones only where they were (a float column takes all)
-        0x00..=0x7f if any_int => 1,
-        0xcc if any_int => 2,
-        0xcd if any_int => 3,
-        0xce if any_int => 5,
-        0xcf if big_int => 9,
-        0xe0..=0xff if neg_int => 1,
-        0xd0 if neg_int => 2,
-        0xd1 if neg_int => 3,
-        0xd2 if neg_int => 5,
-        0xd3 if neg_int => 9,
-        0xcb if class == F64 => 9,
-        0xca if class == F32 || class == F64 => 5,
-        0xa0..=0xbf if class == STR => FIXSTR,
-        _ => GENERIC,
-    }
+fn size_by_marker(buf: &[u8], p: usize, acc: &Ty) -> Option<usize> {
+    let n = match marker_fit(*buf.get(p)?, acc) {
+        GENERIC => return None,
+        FIXSTR => fixstr_size(buf, p)?,
+        n => n as usize,
+    };
+    (p + n <= buf.len()).then_some(n)
 }
 
 /// The size of the fixstr at `buf[p]` when its bytes are there and valid UTF-8.
@@ -157,16 +149,23 @@ impl Inferrer {
             return false;
         };
         let mut d = c.clone();
-        if let Some(mut t) = self.row_template.take() {
+        // a template made before the columns changed is dropped (a new one comes from the next
+        // record that fits)
+        if let Some(mut t) = self
+            .row_template
+            .take()
+            .filter(|t| t.columns == fields.len())
+        {
             match self.fits_template(&t, fields, &mut d) {
                 Some(ok) => {
+                    t.misses = 0;
                     self.row_template = Some(t);
                     if ok {
                         *c = d;
                     }
                     return ok;
                 }
-                // keys other than the template's: keep it while it is the common case
+                // other keys than the template's: kept until that is the common case
                 None => {
                     t.misses += 1;
                     if t.misses < TEMPLATE_MISSES {
@@ -196,9 +195,6 @@ impl Inferrer {
         fields: &IndexMap<String, Ty>,
         c: &mut Cursor<'_>,
     ) -> Option<bool> {
-        if t.columns != fields.len() {
-            return None;
-        }
         let buf = c.buf();
         let mut p = c.pos();
         for k in &t.keys {
@@ -207,14 +203,7 @@ impl Inferrer {
             }
             p += k.before.bytes.len();
             let (_, ty) = fields.get_index(k.column)?;
-            let n = match buf.get(p) {
-                Some(&b) if marker_class(ty) == k.class => match k.sizes[b as usize] {
-                    FIXSTR => fixstr_size(buf, p).unwrap_or(0),
-                    n => n as usize,
-                },
-                _ => 0,
-            };
-            if n > 0 && p + n <= buf.len() {
+            if let Some(n) = size_by_marker(buf, p, ty) {
                 p += n;
             } else {
                 c.set_pos(p);
@@ -245,16 +234,9 @@ impl Inferrer {
             let column = std::str::from_utf8(key)
                 .ok()
                 .and_then(|k| fields.get_index_of(k))?;
-            let class = marker_class(&fields[column]);
-            let mut sizes = Box::new([GENERIC; 256]);
-            for (b, size) in sizes.iter_mut().enumerate() {
-                *size = marker_fit(b as u8, class);
-            }
             keys.push(TemplateKey {
                 before: Bytes16::new(&d.buf()[from..d.pos()]),
                 column,
-                class,
-                sizes,
             });
             d.skip(self.opts.max_depth).ok()?;
             from = d.pos();
@@ -282,23 +264,19 @@ impl Inferrer {
         }
         // the common one-marker values, decided from the marker byte alone (the helpers below
         // each look the marker up again): a third of a scalar record stream's walk
-        let (buf, p) = (c.buf(), c.pos());
-        if let Some(&b) = buf.get(p) {
-            let n = match marker_fit(b, marker_class(acc)) {
-                FIXSTR => fixstr_size(buf, p).unwrap_or(0),
-                n => n as usize,
-            };
-            if n > 0 && p + n <= buf.len() {
-                c.set_pos(p + n);
-                return true;
-            }
+        if let Some(n) = size_by_marker(c.buf(), c.pos(), acc) {
+            c.set_pos(c.pos() + n);
+            return true;
         }
         let Ok(kind) = c.peek_kind() else {
             return false;
         };
         match (kind, acc) {
             // which given columns hold ndarrays is known once one row shows it
-            (_, Ty::Given(true) | Ty::Raw) => c.skip(self.opts.max_depth).is_ok(),
+            (_, Ty::Given(true)) => c.skip(self.opts.max_depth).is_ok(),
+            // a raw column takes any value the slow path can read (not one it refuses, such as a
+            // str that is not UTF-8)
+            (_, Ty::Raw) => self.value(c, depth).is_ok(),
             (Kind::Nil, Ty::Given(false)) => c.read_nil().is_ok(),
             (Kind::Nil, _) => c.read_nil().is_ok(),
             (Kind::Bool, Ty::Bool) => c.read_bool().is_ok(),

@@ -384,55 +384,75 @@ fn marked_value(kind: u8, v: u64) -> Vec<u8> {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
     /// Records mostly alike (the same keys in the same order, as files are), sometimes with keys
-    /// dropped, reordered or added, or as bin; values of every marker, with the types of a column
-    /// widening, narrowing and conflicting at any row: the fast path (and its record template)
-    /// infers exactly what full inference does, schema or error, in either conflict mode.
+    /// dropped, reordered, added or as bin (the first or a later one), and from some row on in
+    /// another order for good; keys of up to 25 bytes; values of every marker, with the types
+    /// of a column widening, narrowing and conflicting at any row; the input cut anywhere: the
+    /// fast path (and its record template) infers exactly what full inference does, schema or
+    /// error, in either conflict mode, also when the walk is cut into pieces on threads.
     #[test]
     fn fast_inference_equals_full_inference_on_any_records(
-        keys in proptest::collection::vec(0usize..6, 1..6),
-        kinds in proptest::collection::vec(0u8..24, 6),
+        keys in proptest::collection::vec(0usize..8, 1..7),
+        kinds in proptest::collection::vec(0u8..24, 8),
         rows in proptest::collection::vec(
-            (0u8..10, proptest::collection::vec((0u8..40, proptest::num::u64::ANY), 6)),
-            1..40,
+            (0u8..14, proptest::collection::vec((0u8..40, proptest::num::u64::ANY), 8)),
+            1..150,
         ),
+        switch_at in 0usize..150,
+        cut in proptest::option::of(0usize..20_000),
         binary in proptest::bool::ANY,
     ) {
-        const NAMES: [&str; 6] = ["id", "name", "x", "flag", "tags", "ts"];
+        const NAMES: [&str; 8] =
+            ["id", "name", "x", "flag", "tags", "ts", "fifteen_chars_x", "a_rather_long_column_name"];
         let mut keys = keys;
         keys.dedup();
         let mut data = Vec::new();
-        for (shape, values) in &rows {
+        for (row, (shape, values)) in rows.iter().enumerate() {
             // most rows: the keys in order, each column's usual kind of value
             let mut ks = keys.clone();
+            if row >= switch_at {
+                ks.rotate_left(1);
+            }
+            let n = ks.len();
             match shape {
                 0 => ks.reverse(),
                 1 => { ks.pop(); }
-                2 => ks.push((ks[0] + 1) % 6),
+                2 => ks.push((ks[0] + 1) % 8),
+                4 if n >= 2 => ks.swap(n - 2, n - 1),
                 _ => {}
             }
             ks.dedup();
             rmp::encode::write_map_len(&mut data, ks.len() as u32).unwrap();
             for (j, &k) in ks.iter().enumerate() {
                 let (pick, v) = values[j];
-                if *shape == 3 && j == 0 {
+                // a bin key: the first (shape 3) or the last (shape 5)
+                if (*shape == 3 && j == 0) || (*shape == 5 && j + 1 == ks.len()) {
                     rmp::encode::write_bin(&mut data, NAMES[k].as_bytes()).unwrap();
                 } else {
                     rmp::encode::write_str(&mut data, NAMES[k]).unwrap();
                 }
-                let kind = if pick < 30 { kinds[k] } else { pick };
+                // now and then any other kind of value
+                let kind = if pick < 30 { kinds[k] } else { (v >> 40) as u8 % 24 };
                 data.extend(marked_value(kind, v));
             }
         }
-        let run = |fast: bool| {
+        if let Some(cut) = cut {
+            data.truncate(cut.min(data.len()));
+        }
+        let run = |fast: bool, pieces: bool| {
             let mut b = ReaderBuilder::new()
                 .with_layout(Layout::Records)
                 .with_conflicts(if binary { Conflicts::Binary } else { Conflicts::Error });
+            if pieces {
+                b = b.with_threads(Some(3)).with_walk_piece_bytes(64);
+            }
             b.fast_infer = fast;
             match b.build_from_slice(&data) {
                 Ok(r) => format!("{:?}", r.schema()),
                 Err(e) => format!("error: {e}"),
             }
         };
-        proptest::prop_assert_eq!(run(true), run(false));
+        let full = run(false, false);
+        proptest::prop_assert_eq!(&run(true, false), &full);
+        proptest::prop_assert_eq!(&run(true, true), &full);
     }
 }
