@@ -593,6 +593,9 @@ impl RowsSeen {
     }
 }
 
+/// How many rows ahead of the one walked [`RowWalk::row`] asks for the next rows' bytes.
+const ROWS_AHEAD: usize = 8;
+
 /// Ask for the cache line at `buf[at]` (nothing when `at` is past the end). A hint only.
 #[inline]
 fn prefetch(buf: &[u8], at: usize) {
@@ -628,10 +631,11 @@ impl RowWalk<'_> {
         c: &mut Cursor<'_>,
     ) -> Result<()> {
         let (b, rows, at, start) = (self.b, seen.rows, c.offset(), c.pos());
-        // rows of one file tend to be of one length: have the next row's first bytes on their way
-        // from memory while this one is walked (most of a walk over wide rows is waiting on them)
-        prefetch(c.buf(), start + seen.last_len);
-        prefetch(c.buf(), start + seen.last_len + 64);
+        // rows of one file tend to be of one length: have the first bytes of the row 8 rows on
+        // on their way from memory while this one is walked (most of a walk over rows of a few
+        // hundred bytes is waiting on them; one row ahead is too close to hide the wait)
+        prefetch(c.buf(), start + ROWS_AHEAD * seen.last_len);
+        prefetch(c.buf(), start + ROWS_AHEAD * seen.last_len + 64);
         let records = self.layout == Layout::Records;
         // a record with fewer keys than the columns so far: keys are absent, not nil
         let row_keys = (records && rows < self.limit)
