@@ -456,3 +456,64 @@ proptest::proptest! {
         proptest::prop_assert_eq!(&run(true, true), &full);
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Integers of every marker (as other writers pick them, not only the smallest) decode to
+    /// the values rmp reads from the same bytes, into Int64, UInt64 and Int16 columns (one that
+    /// does not fit is an error) and Float64 columns (rounded as numpy's `float()` does).
+    #[test]
+    fn integers_of_any_marker_decode_as_rmp_reads_them(
+        values in proptest::collection::vec((0u8..11, proptest::num::u64::ANY), 1..200),
+    ) {
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::{Float64Type, Int16Type, Int64Type, UInt64Type};
+        use arrow_schema::{DataType, Field};
+        let mut data = Vec::new();
+        let mut want: Vec<i128> = Vec::new();
+        for &(kind, v) in &values {
+            let bytes = marked_value(kind, v);
+            want.push(match rmp::decode::read_int::<i64, _>(&mut &bytes[..]) {
+                Ok(i) => i as i128,
+                Err(_) => rmp::decode::read_int::<u64, _>(&mut &bytes[..]).unwrap() as i128,
+            });
+            data.extend([0x81, 0xa1, b'v']);
+            data.extend(bytes);
+        }
+        let read = |dt: DataType| {
+            let schema = Arc::new(arrow_schema::Schema::new(vec![Field::new("v", dt, true)]));
+            ReaderBuilder::new()
+                .with_layout(Layout::Records)
+                .with_schema(schema)
+                .build_from_slice(&data)
+                .and_then(|r| r.collect::<Result<Vec<_>>>())
+                .map(|b| arrow_select::concat::concat_batches(&b[0].schema(), &b).unwrap())
+        };
+        let fits = |lo: i128, hi: i128| want.iter().all(|w| (lo..=hi).contains(w));
+        for dt in [DataType::Int64, DataType::UInt64, DataType::Int16, DataType::Float64] {
+            let got = read(dt.clone());
+            let ok = match dt {
+                DataType::Int64 => fits(i64::MIN as i128, i64::MAX as i128),
+                DataType::UInt64 => fits(0, u64::MAX as i128),
+                DataType::Int16 => fits(i16::MIN as i128, i16::MAX as i128),
+                // float64 takes any integer, rounded to the nearest float64 as numpy does
+                _ => true,
+            };
+            proptest::prop_assert_eq!(got.is_ok(), ok, "{:?}: {:?}", dt, got.as_ref().err());
+            let Ok(b) = got else { continue };
+            let col = b.column(0);
+            let back: Vec<i128> = match dt {
+                DataType::Int64 => col.as_primitive::<Int64Type>().values().iter().map(|&x| x as i128).collect(),
+                DataType::UInt64 => col.as_primitive::<UInt64Type>().values().iter().map(|&x| x as i128).collect(),
+                DataType::Int16 => col.as_primitive::<Int16Type>().values().iter().map(|&x| x as i128).collect(),
+                _ => {
+                    let back = col.as_primitive::<Float64Type>().values();
+                    let rounded: Vec<f64> = want.iter().map(|&w| w as f64).collect();
+                    proptest::prop_assert_eq!(&back[..], &rounded[..]);
+                    continue;
+                }
+            };
+            proptest::prop_assert_eq!(&back, &want);
+        }
+    }
+}
