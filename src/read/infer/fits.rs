@@ -89,7 +89,7 @@ const FIXSTR: u8 = 0xff;
 
 /// What a value's marker byte `b` alone says about whether it fits `acc`: its size in bytes
 /// (marker included) when any value of that marker fits, [`FIXSTR`], or [`GENERIC`].
-#[inline]
+#[inline(always)]
 fn marker_fit(b: u8, acc: &Ty) -> u8 {
     let (any_int, big_int, neg_int) = match acc {
         Ty::Int { big, neg } => (true, *big, *neg),
@@ -120,7 +120,7 @@ fn marker_fit(b: u8, acc: &Ty) -> u8 {
 
 /// The size of the value at `buf[p]` when its marker alone says it fits `acc` and its bytes are
 /// there ([`marker_fit`]).
-#[inline]
+#[inline(always)]
 fn size_by_marker(buf: &[u8], p: usize, acc: &Ty) -> Option<usize> {
     let n = match marker_fit(*buf.get(p)?, acc) {
         GENERIC => return None,
