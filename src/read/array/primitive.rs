@@ -281,34 +281,28 @@ where
     #[inline]
     fn decode(&mut self, c: &mut Cursor<'_>) -> Result<()> {
         let p = c.pos();
-        // integers and float64s, read from the marker byte at once (the common cases; the
-        // general path looks the marker up in each helper)
+        // positive fixints and float64s from the marker byte at once, and other integers
+        // straight from the cursor (the common cases; the general path looks the kind up first)
         let buf = c.buf();
-        // the `N` bytes after the marker
-        fn be<const N: usize>(buf: &[u8], p: usize) -> Option<[u8; N]> {
-            buf.get(p + 1..p + 1 + N)?.try_into().ok()
-        }
-        let int = |v: i64, n: usize| Some((T::Native::from_num(Num::I(v)), n));
         let quick = match buf.get(p) {
-            Some(&b @ (0x00..=0x7f | 0xe0..=0xff)) => int(b as i8 as i64, 1),
-            Some(0xcc) => be::<1>(buf, p).and_then(|s| int(s[0] as i64, 2)),
-            Some(0xcd) => be(buf, p).and_then(|s| int(u16::from_be_bytes(s) as i64, 3)),
-            Some(0xce) => be(buf, p).and_then(|s| int(u32::from_be_bytes(s) as i64, 5)),
-            Some(0xd0) => be::<1>(buf, p).and_then(|s| int(s[0] as i8 as i64, 2)),
-            Some(0xd1) => be(buf, p).and_then(|s| int(i16::from_be_bytes(s) as i64, 3)),
-            Some(0xd2) => be(buf, p).and_then(|s| int(i32::from_be_bytes(s) as i64, 5)),
-            Some(0xd3) => be(buf, p).and_then(|s| int(i64::from_be_bytes(s), 9)),
-            Some(0xcb) => {
-                be(buf, p).map(|s| (T::Native::from_num(Num::F(f64::from_be_bytes(s))), 9))
-            }
+            Some(&b @ 0x00..=0x7f) => Some((T::Native::from_num(Num::I(b as i64)), 1)),
+            Some(0xcb) => buf
+                .get(p + 1..p + 9)
+                .and_then(|s| s.try_into().ok())
+                .map(|s: [u8; 8]| (T::Native::from_num(Num::F(f64::from_be_bytes(s))), 9)),
             _ => None,
         };
+        let int_marker = matches!(buf.get(p), Some(0xcc..=0xd3 | 0xe0..=0xff));
         let v = match quick {
             Some((v, n)) => {
                 c.set_pos(p + n);
                 v
             }
-            None => match c.peek_kind()? {
+            None => match if int_marker {
+                Kind::Int
+            } else {
+                c.peek_kind()?
+            } {
                 Kind::Int => match c.read_int()? {
                     Int::I(v) => T::Native::from_num(Num::I(v)),
                     Int::U(v) => T::Native::from_num(Num::U(v)),
