@@ -631,7 +631,7 @@ impl RowWalk<'_> {
         c: &mut Cursor<'_>,
     ) -> Result<()> {
         let (b, rows, at, start) = (self.b, seen.rows, c.offset(), c.pos());
-        // rows of one file tend to be of one length: have the first bytes of the row 8 rows on
+        // rows of one file tend to be of one length: have the first bytes of the row 8 rows ahead
         // on their way from memory while this one is walked (most of a walk over rows of a few
         // hundred bytes is waiting on them; one row ahead is too close to hide the wait)
         prefetch(c.buf(), start + ROWS_AHEAD * seen.last_len);
