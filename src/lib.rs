@@ -52,4 +52,4 @@ pub use options::{
 pub use read::{infer_schema, Decoder, Reader, ReaderBuilder, Truncation};
 #[doc(hidden)] // for the Python extension's blob decoder
 pub use types::buffers::{advise_huge_pages, advise_huge_range};
-pub use write::{mark_ragged_ndarrays, Writer, WriterBuilder};
+pub use write::{mark_ragged_ndarrays, ByteCount, Writer, WriterBuilder};

@@ -105,7 +105,7 @@ pub fn write<'py>(
 }
 
 /// A table in memory as `bytes`, encoded into the `bytes` object itself: a first pass only
-/// counts the output, a second writes it in place. One allocation of the output's size (advised
+/// counts the output (copying no tensor payload), a second writes it in place. One allocation of the output's size (advised
 /// into huge pages), where a growing `Vec` and its copy into `bytes` faulted in fresh pages twice.
 fn bytes_in_place<'py>(
     py: Python<'py>,
@@ -115,13 +115,18 @@ fn bytes_in_place<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let err = |e: msgpack_arrow::Error| to_pyerr(py, Op::Encode, e.into());
     let batches = || RecordBatchIterator::new(batches.iter().cloned().map(Ok), schema.clone());
-    let counted = builder
+    // the count copies no tensor payload: a fraction of the write for a tensor table
+    let mut counted = builder
         .clone()
-        .build(Counter(0), schema.clone())
+        .build_count(schema.clone())
         .map_err(err)?;
-    let len = pump(py, &mut batches(), counted, None)?.0;
+    encode_all(py, &mut batches(), &mut counted, None)?;
+    let len = py
+        .detach(|| guarded(|| Ok(counted.finish_count()?)))
+        .map_err(|f| to_pyerr(py, Op::Encode, f))?;
     let size = pyo3::ffi::Py_ssize_t::try_from(len)
         .map_err(|_| PyValueError::new_err(format!("the output ({len} bytes) is too big")))?;
+    let len = size as usize;
     // SAFETY: a NULL source asks for an uninitialised bytes object of `size` bytes; the pointer
     // is owned (or NULL with the MemoryError set, which `from_owned_ptr_or_err` returns).
     let out = unsafe {
@@ -151,18 +156,6 @@ fn bytes_in_place<'py>(
     Ok(out)
 }
 
-/// A sink that only counts what it is given.
-struct Counter(usize);
-
-impl Write for Counter {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0 += b.len();
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// A sink over a buffer of the counted size: more than that is an error, never a reallocation.
 struct InPlace<'a> {

@@ -259,6 +259,11 @@ pub(crate) struct Out {
     pub(crate) align: bool,
     /// ndarrays and numpy scalars in openpi's maps (`__ndarray__`/`__npgeneric__`)
     pub(crate) openpi: bool,
+    /// Only the output's size is wanted ([`crate::WriterBuilder::build_count`]): payloads whose
+    /// length is known without encoding them are counted in `elided` instead of copied.
+    pub(crate) count_only: bool,
+    /// Bytes counted but not put in `buf` (`count_only`); they sit before `buf`'s bytes.
+    pub(crate) elided: u64,
 }
 
 impl Out {
@@ -268,11 +273,13 @@ impl Out {
             base: 0,
             align,
             openpi: false,
+            count_only: false,
+            elided: 0,
         }
     }
     /// Absolute output offset of the next byte.
     #[inline]
     pub(crate) fn pos(&self) -> u64 {
-        self.base + self.buf.len() as u64
+        self.base + self.elided + self.buf.len() as u64
     }
 }

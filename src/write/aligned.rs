@@ -153,6 +153,8 @@ pub(crate) fn encode_aligned(
         base: 0,
         align: false,
         openpi: out.openpi,
+        count_only: false,
+        elided: 0,
     };
     let start = tmp.buf.len();
     let r = enc.encode(row, &mut tmp);

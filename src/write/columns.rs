@@ -163,7 +163,7 @@ impl ColumnEncoder for ColumnNd {
             s.clear();
             let (a, b) = p.range(0, p.len, &mut s)?;
             p.elems
-                .write(a, b, &mut out.buf)
+                .put(a, b, out)
                 .map_err(|e| e.at_record(row0))?;
             row0 += p.len as u64;
         }

@@ -7,6 +7,7 @@ use arrow_schema::DataType;
 
 use crate::error::Result;
 use crate::types::{ByteOrder, NumpyDtype};
+use crate::wire::write::Out;
 use crate::write::access::{accepts, np_unit_ns, temporal_ns, Bins, Strs};
 use crate::write::ndarray::{write_bytes, write_unicode};
 use crate::write::unsupported;
@@ -168,6 +169,23 @@ impl Elems {
             Elems::Bytes { bins, ty, .. } => write_bytes(bins, a..b, width, ty, out),
             _ => self.write(a, b, out),
         }
+    }
+
+    /// [`Elems::write`] into `out`; when only the output's size is wanted (`out.count_only`),
+    /// elements stored as they are written (the bulk of a tensor column) are counted, not copied.
+    pub(crate) fn put(&self, a: usize, b: usize, out: &mut Out) -> Result<()> {
+        if out.count_only {
+            let n = match self {
+                Elems::Raw { buf, width, .. } if b * width <= buf.len() => Some((b - a) * width),
+                Elems::Bool(arr) if b <= arr.len() => Some(b - a),
+                _ => None,
+            };
+            if let Some(n) = n {
+                out.elided += n as u64;
+                return Ok(());
+            }
+        }
+        self.write(a, b, &mut out.buf)
     }
 
     /// Append elements `a..b` (exactly `(b - a) * itemsize` bytes, or an error).

@@ -136,6 +136,32 @@ impl WriterBuilder {
         self
     }
 
+    /// A writer that only measures: it encodes as [`WriterBuilder::build`]'s would, keeps no
+    /// bytes, and counts ndarray payloads of fixed-width elements without copying them (for a
+    /// tensor table, most of the output). [`Writer::finish_count`] gives the size, so that the
+    /// output can be allocated once, at its size, before it is written.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use arrow_array::{Int64Array, RecordBatch};
+    /// # use arrow_schema::{DataType, Field, Schema};
+    /// # fn main() -> msgpack_arrow::Result<()> {
+    /// use msgpack_arrow::WriterBuilder;
+    /// let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+    /// let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(vec![1, 300]))])?;
+    /// let mut count = WriterBuilder::new().build_count(schema.clone())?;
+    /// count.write(&batch)?;
+    /// let mut w = WriterBuilder::new().build(Vec::new(), schema)?;
+    /// w.write(&batch)?;
+    /// assert_eq!(count.finish_count()?, w.finish()?.len() as u64);
+    /// # Ok(()) }
+    /// ```
+    pub fn build_count(self, schema: SchemaRef) -> Result<Writer<ByteCount>> {
+        let mut w = self.build(ByteCount(0), schema)?;
+        w.out.count_only = true;
+        Ok(w)
+    }
+
     /// A writer of batches with this schema into `w`.
     pub fn build<W: Write>(self, w: W, schema: SchemaRef) -> Result<Writer<W>> {
         // columns of a Polars frame read with the numpy extension: their metadata goes back on
@@ -221,6 +247,20 @@ impl WriterBuilder {
     }
 }
 
+/// The sink of [`WriterBuilder::build_count`]: counts the bytes it is given, keeps none.
+#[derive(Debug, Default)]
+pub struct ByteCount(u64);
+
+impl Write for ByteCount {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0 += b.len() as u64;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Writes [`RecordBatch`]es as msgpack-numpy. Call [`Writer::finish`] at the end: some containers
 /// (a top-level array, the `columns` map, a bare ndarray) are only written then, because their
 /// headers hold the total row count.
@@ -248,6 +288,15 @@ pub struct Writer<W: Write> {
     retype: bool,
     /// per column, a canonical tensor extension converted to nested lists (empty: none)
     canon: Vec<Option<canonical::Canon>>,
+}
+
+impl Writer<ByteCount> {
+    /// [`Writer::finish`] for the writer of [`WriterBuilder::build_count`]: the number of bytes
+    /// the output has.
+    pub fn finish_count(mut self) -> Result<u64> {
+        self.finish_encoding()?;
+        Ok(self.out.pos())
+    }
 }
 
 impl<W: Write> std::fmt::Debug for Writer<W> {

@@ -363,15 +363,19 @@ fn table(cols: &[Col], rows: usize, seed: u64) -> (SchemaRef, Vec<RecordBatch>) 
     (schema, batches)
 }
 
+/// The bytes written; the writer that only counts them ([`WriterBuilder::build_count`]) must
+/// come to the same length.
 fn write(schema: &SchemaRef, batches: &[RecordBatch], layout: Layout) -> Vec<u8> {
-    let mut w = WriterBuilder::new()
-        .with_layout(layout)
-        .build(Vec::new(), schema.clone())
-        .unwrap();
+    let builder = WriterBuilder::new().with_layout(layout);
+    let mut w = builder.clone().build(Vec::new(), schema.clone()).unwrap();
+    let mut count = builder.build_count(schema.clone()).unwrap();
     for b in batches {
         w.write(b).unwrap();
+        count.write(b).unwrap();
     }
-    w.finish().unwrap()
+    let bytes = w.finish().unwrap();
+    assert_eq!(count.finish_count().unwrap(), bytes.len() as u64);
+    bytes
 }
 
 fn read(bytes: &[u8], layout: Layout, batch_size: usize) -> RecordBatch {

@@ -36,16 +36,20 @@ fn python_msgpack_numpy_reads_what_we_write() {
         let batches = r.collect_batches().unwrap();
         // plain, and aligned (wider encodings Python must still accept)
         for aligned in [false, true] {
-            let mut w = WriterBuilder::new()
+            let builder = WriterBuilder::new()
                 .with_layout(layout)
-                .with_aligned(aligned)
-                .build(Vec::new(), schema.clone())
-                .unwrap();
+                .with_aligned(aligned);
+            let mut w = builder.clone().build(Vec::new(), schema.clone()).unwrap();
+            let mut count = builder.build_count(schema.clone()).unwrap();
             for b in &batches {
                 w.write(b).unwrap();
+                count.write(b).unwrap();
             }
+            let bytes = w.finish().unwrap();
+            // the writer that only counts comes to the same size
+            assert_eq!(count.finish_count().unwrap(), bytes.len() as u64, "{name}");
             let ours = dir.path().join(format!("{name}.{aligned}.msgpack"));
-            std::fs::write(&ours, w.finish().unwrap()).unwrap();
+            std::fs::write(&ours, bytes).unwrap();
             args.push(orig.clone());
             args.push(ours);
         }

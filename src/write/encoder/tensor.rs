@@ -125,7 +125,7 @@ impl ColumnEncoder for TensorEnc {
             // Hot path: the whole head is constant; one copy of the row's payload.
             self.t.check_elems(row * k, (row + 1) * k)?;
             out.buf.extend_from_slice(prefix);
-            return self.t.elems.write(row * k, (row + 1) * k, &mut out.buf);
+            return self.t.elems.put(row * k, (row + 1) * k, out);
         }
         let (a, b) = self.head_range(row)?;
         self.t.check_elems(a, b)?;
@@ -143,7 +143,7 @@ impl ColumnEncoder for TensorEnc {
         head.write(out)?;
         match w {
             Some(w) => self.t.elems.write_width(a, b, w, &mut out.buf)?,
-            None => self.t.elems.write(a, b, &mut out.buf)?,
+            None => self.t.elems.put(a, b, out)?,
         }
         head.write_tail(out);
         Ok(())
