@@ -10,9 +10,6 @@ use arrow_schema::Fields;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Sentinel for keys that are known but not decoded (projected out).
-pub(crate) const SKIP: usize = usize::MAX;
-
 /// Decodes maps into a struct: used for nested maps and for the records of the `records` layout.
 pub(crate) struct StructDecoder {
     pub(crate) fields: Fields,
@@ -138,7 +135,6 @@ impl StructDecoder {
                     .map_err(|e| e.prepend_path(self.fields[col].name()))?,
                 None => c.skip(self.ctx.max_depth)?,
             }
-            let _ = SKIP;
         }
         for (i, ch) in self.children.iter_mut().enumerate() {
             if self.stamp[i] != self.gen {
