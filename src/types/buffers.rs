@@ -194,7 +194,8 @@ pub(crate) fn to_arrow(
             ))
         }
         NumpyDtype::Bool => {
-            let b = BooleanBuffer::from_iter(bytes.iter().map(|&v| v != 0));
+            // 64 bits a word (collecting an iterator appends bit by bit: 6x slower)
+            let b = BooleanBuffer::collect_bool(n, |i| bytes[i] != 0);
             Arc::new(BooleanArray::new(b, nulls))
         }
         NumpyDtype::Unicode { chars, order } => {
@@ -316,7 +317,7 @@ fn time_array(
 ) -> Result<ArrayRef> {
     let nat = ticks.contains(&i64::MIN);
     let nulls = if nat {
-        let valid = BooleanBuffer::from_iter(ticks.iter().map(|&v| v != i64::MIN));
+        let valid = BooleanBuffer::collect_bool(ticks.len(), |i| ticks[i] != i64::MIN);
         NullBuffer::union(nulls.as_ref(), Some(&NullBuffer::new(valid)))
     } else {
         nulls

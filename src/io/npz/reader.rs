@@ -341,7 +341,9 @@ pub(crate) fn leaf_array(dt: &NumpyDtype, buf: Buffer, count: usize) -> Result<A
         NumpyDtype::Datetime { unit, .. } | NumpyDtype::Timedelta { unit, .. } => {
             let target = dt.arrow_type()?;
             let raw: &[i64] = buf.typed_data::<i64>();
-            let nulls = NullBuffer::from_iter(raw.iter().map(|&v| v != i64::MIN));
+            let nulls = NullBuffer::new(BooleanBuffer::collect_bool(raw.len(), |i| {
+                raw[i] != i64::MIN
+            }));
             let nulls = (nulls.null_count() > 0).then_some(nulls);
             let overflow = |v: i64| {
                 Error::new(ErrorKind::InvalidNdarray(format!(
