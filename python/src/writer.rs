@@ -104,9 +104,13 @@ pub fn write<'py>(
     }
 }
 
-/// A table in memory as `bytes`, encoded into the `bytes` object itself: a first pass only
-/// counts the output (copying no tensor payload), a second writes it in place. One allocation of the output's size (advised
-/// into huge pages), where a growing `Vec` and its copy into `bytes` faulted in fresh pages twice.
+/// A table in memory as `bytes`, made in one allocation of the output's size (advised into huge
+/// pages), where a growing `Vec` and its copy into `bytes` faulted in fresh pages twice.
+///
+/// Two ways, chosen by counting the first rows: where ndarray payloads are most of the output,
+/// a first pass counts the whole output (copying no payload) and a second encodes into the
+/// `bytes` object itself; where they are not (scalar records), that count would cost a second
+/// encode, so the table is encoded once into a buffer sized from the sample, then copied.
 fn bytes_in_place<'py>(
     py: Python<'py>,
     builder: WriterBuilder,
@@ -114,19 +118,75 @@ fn bytes_in_place<'py>(
     batches: &[RecordBatch],
 ) -> PyResult<Bound<'py, PyBytes>> {
     let err = |e: msgpack_arrow::Error| to_pyerr(py, Op::Encode, e.into());
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let sample_rows = rows.min(SAMPLE_ROWS);
+    let first = first_rows(batches, sample_rows);
     let batches = || RecordBatchIterator::new(batches.iter().cloned().map(Ok), schema.clone());
+    let mut sample = builder.clone().build_count(schema.clone()).map_err(err)?;
+    let mut first = RecordBatchIterator::new(first.into_iter().map(Ok), schema.clone());
+    encode_all(py, &mut first, &mut sample, None)?;
+    // a container that holds its rows until the end counts nothing here: count the whole
+    let (counted, uncopied) = (sample.counted(), sample.uncopied());
+    if counted > 0 && uncopied * 2 < counted {
+        let estimate = (counted as f64 * rows as f64 / sample_rows as f64 * 1.1) as usize + 4096;
+        let mut v: Vec<u8> = Vec::with_capacity(estimate);
+        msgpack_arrow::advise_huge_range(v.as_mut_ptr(), estimate);
+        let w = builder.build(v, schema.clone()).map_err(err)?;
+        let v = pump(py, &mut batches(), w, None)?;
+        return new_bytes(py, v.len(), |buf| {
+            py.detach(|| buf.copy_from_slice(&v));
+            Ok(())
+        });
+    }
     // the count copies no tensor payload: a fraction of the write for a tensor table
-    let mut counted = builder
-        .clone()
-        .build_count(schema.clone())
-        .map_err(err)?;
+    let mut counted = builder.clone().build_count(schema.clone()).map_err(err)?;
     encode_all(py, &mut batches(), &mut counted, None)?;
     let len = py
         .detach(|| guarded(|| Ok(counted.finish_count()?)))
         .map_err(|f| to_pyerr(py, Op::Encode, f))?;
+    let len = usize::try_from(len)
+        .map_err(|_| PyValueError::new_err(format!("the output ({len} bytes) is too big")))?;
+    new_bytes(py, len, |buf| {
+        let w = builder
+            .build(InPlace { buf, at: 0 }, schema.clone())
+            .map_err(err)?;
+        let filled = pump(py, &mut batches(), w, None)?;
+        if filled.at != len {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "the output came to {} bytes, not the {len} counted",
+                filled.at
+            )));
+        }
+        Ok(())
+    })
+}
+
+/// Rows counted to choose how [`bytes_in_place`] makes its output.
+const SAMPLE_ROWS: usize = 2048;
+
+/// The first `n` rows of `batches`, as slices of them.
+fn first_rows(batches: &[RecordBatch], n: usize) -> Vec<RecordBatch> {
+    let mut out = Vec::new();
+    let mut left = n;
+    for b in batches {
+        if left == 0 {
+            break;
+        }
+        let k = left.min(b.num_rows());
+        out.push(b.slice(0, k));
+        left -= k;
+    }
+    out
+}
+
+/// A new `bytes` object of `len` bytes (advised into huge pages), filled in by `fill`.
+fn new_bytes<'py>(
+    py: Python<'py>,
+    len: usize,
+    fill: impl FnOnce(&mut [u8]) -> PyResult<()>,
+) -> PyResult<Bound<'py, PyBytes>> {
     let size = pyo3::ffi::Py_ssize_t::try_from(len)
         .map_err(|_| PyValueError::new_err(format!("the output ({len} bytes) is too big")))?;
-    let len = size as usize;
     // SAFETY: a NULL source asks for an uninitialised bytes object of `size` bytes; the pointer
     // is owned (or NULL with the MemoryError set, which `from_owned_ptr_or_err` returns).
     let out = unsafe {
@@ -137,25 +197,15 @@ fn bytes_in_place<'py>(
     }
     .cast_into::<PyBytes>()?;
     // SAFETY: the object was just made and is referenced only here, so nothing reads its
-    // `len` bytes while they are filled in (with the GIL released).
+    // `len` bytes while `fill` writes them (with or without the GIL).
     let buf = unsafe {
         let p = pyo3::ffi::PyBytes_AsString(out.as_ptr()) as *mut u8;
         msgpack_arrow::advise_huge_range(p, len);
         std::slice::from_raw_parts_mut(p, len)
     };
-    let w = builder
-        .build(InPlace { buf, at: 0 }, schema.clone())
-        .map_err(err)?;
-    let filled = pump(py, &mut batches(), w, None)?;
-    if filled.at != len {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-            "the output came to {} bytes, not the {len} counted",
-            filled.at
-        )));
-    }
+    fill(buf)?;
     Ok(out)
 }
-
 
 /// A sink over a buffer of the counted size: more than that is an error, never a reallocation.
 struct InPlace<'a> {

@@ -226,6 +226,36 @@ def test_python_written_native_file_is_reproduced_through_polars():
         assert math.isclose(r["x"], b["x"]) and b["emb"].dtype == np.float32
 
 
+@pytest.mark.parametrize(
+    "tensor_from",
+    [
+        0,  # ndarrays throughout: the output is counted first, then encoded in place
+        None,  # scalars only: encoded once into a buffer sized from the first rows
+        3000,  # scalars in the first rows, ndarrays after: that buffer outgrows its estimate
+    ],
+)
+def test_bytes_of_tables_larger_than_the_sample_equal_python(tensor_from):
+    """``write_msgpack(df, None)`` chooses how it makes its bytes by counting the first 2,048
+    rows; whichever way, the bytes are msgpack_numpy's and the same as written to a file object."""
+    rng = np.random.default_rng(7)
+    recs = [
+        {
+            "id": int(rng.integers(-(2**40), 2**40)),
+            "name": f"n{i}" * (i % 5),
+            "x": float(rng.random()),
+            "emb": (rng.random(64).astype("<f4") if tensor_from is not None and i >= tensor_from else None),
+        }
+        for i in range(5000)
+    ]
+    data = b"".join(mn.packb(r) for r in recs)
+    df = ma.read_msgpack(data)
+    assert df.height == 5000
+    assert ma.write_msgpack(df, None) == data
+    buf = io.BytesIO()
+    ma.write_msgpack(df, buf)
+    assert buf.getvalue() == data
+
+
 def test_array_strings_with_trailing_nuls_keep_them():
     """numpy's U/S types drop trailing NULs: such values are written as lists of str/bytes
     instead (values exact; the column reads back as a List), never silently cut."""

@@ -291,6 +291,17 @@ pub struct Writer<W: Write> {
 }
 
 impl Writer<ByteCount> {
+    /// Bytes counted so far (rows a container holds back until `finish` not yet among them).
+    pub fn counted(&self) -> u64 {
+        self.out.pos()
+    }
+
+    /// Of [`Writer::counted`], the ndarray payload bytes counted without being copied: what a
+    /// count saves against the write itself.
+    pub fn uncopied(&self) -> u64 {
+        self.out.elided
+    }
+
     /// [`Writer::finish`] for the writer of [`WriterBuilder::build_count`]: the number of bytes
     /// the output has.
     pub fn finish_count(mut self) -> Result<u64> {
