@@ -812,21 +812,27 @@ def _unwritable(name: str, dtype: Any) -> tuple[str, Any, str] | None:
     return None
 
 
-def _check_writable(df: pl.DataFrame) -> None:
+def _check_writable(df: pl.DataFrame, schema: pl.Schema | None = None) -> None:
     """Refuse (EncodeError, before anything is written) a column no msgpack-numpy value can hold,
     instead of writing something else: Polars exports an Object column as pointers."""
-    for name, dtype in df.schema.items():
+    seen = set()  # each dtype once: a wide table has thousands of columns of a few dtypes
+    for name, dtype in (schema or df.schema).items():
+        if dtype in seen:
+            continue
+        seen.add(dtype)
         found = _unwritable(name, dtype)
         if found:
             path, t, hint = found
             raise EncodeError(f"cannot write column {path!r} of dtype {t}: {hint}", column=path)
 
 
-def _without_null_dtype(df: pl.DataFrame) -> pl.DataFrame:
+def _without_null_dtype(df: pl.DataFrame, schema: pl.Schema | None = None) -> pl.DataFrame:
     """Polars exports its Null dtype with a buffer, which arrow-rs refuses ("The datatype Null
     doesn't expect buffer"): give such columns an all-null Boolean type, written the same way
     (every value nil)."""
-    casts = {n: _no_null(t) for n, t in df.schema.items() if _no_null(t) != t}
+    schema = schema or df.schema
+    changed = {t: u for t in set(schema.values()) if (u := _no_null(t)) != t}
+    casts = {n: changed[t] for n, t in schema.items() if t in changed}
     return df.cast(casts) if casts else df
 
 
@@ -913,8 +919,9 @@ def write_msgpack(
     # ndarrays (narrow numbers, every row rectangular) are written as ndarrays again
     whole = isinstance(df, pl.DataFrame)
     if whole:
-        _check_writable(df)
-        df = _pieces(_without_null_dtype(df))
+        schema = df.schema  # built once: a Schema of thousands of columns costs milliseconds
+        _check_writable(df, schema)
+        df = _pieces(_without_null_dtype(df, schema))
     # index=True without a path target: a ValueError from the writer, before anything is written
     opts = dict(layout=layout, aligned=aligned, whole_table=whole, missing=missing, dialect=dialect, index=index)
     if storage_options is not None:

@@ -162,9 +162,7 @@ impl ColumnEncoder for ColumnNd {
         for p in &self.parts {
             s.clear();
             let (a, b) = p.range(0, p.len, &mut s)?;
-            p.elems
-                .put(a, b, out)
-                .map_err(|e| e.at_record(row0))?;
+            p.elems.put(a, b, out).map_err(|e| e.at_record(row0))?;
             row0 += p.len as u64;
         }
         head.write_tail(out);
