@@ -6,23 +6,55 @@
 //! into the per-row loops, and aligned mode needs explicitly *wider* forms, which `rmp` only
 //! offers one function per marker for.
 
+// The smallest forms are written with one append each (marker and value in one array): one
+// capacity check per value, where a push then an extend made two (the per-row loops of wide
+// scalar tables spend most of their time here).
 #[inline]
 pub fn uint(b: &mut Vec<u8>, v: u64) {
-    uint_sized(b, v, uint_forms(v)[0])
+    if v < 128 {
+        b.push(v as u8);
+    } else if v < 256 {
+        b.extend_from_slice(&[0xcc, v as u8]);
+    } else if v < 65536 {
+        let x = (v as u16).to_be_bytes();
+        b.extend_from_slice(&[0xcd, x[0], x[1]]);
+    } else if v < 1 << 32 {
+        b.extend_from_slice(&marked::<4, 5>(0xce, (v as u32).to_be_bytes()));
+    } else {
+        b.extend_from_slice(&marked::<8, 9>(0xcf, v.to_be_bytes()));
+    }
 }
 #[inline]
 pub fn sint(b: &mut Vec<u8>, v: i64) {
-    sint_sized(b, v, sint_forms(v)[0])
+    if v >= 0 {
+        uint(b, v as u64);
+    } else if v >= -32 {
+        b.push(v as u8);
+    } else if v >= -128 {
+        b.extend_from_slice(&[0xd0, v as u8]);
+    } else if v >= -32768 {
+        let x = (v as i16).to_be_bytes();
+        b.extend_from_slice(&[0xd1, x[0], x[1]]);
+    } else if v >= i32::MIN as i64 {
+        b.extend_from_slice(&marked::<4, 5>(0xd2, (v as i32).to_be_bytes()));
+    } else {
+        b.extend_from_slice(&marked::<8, 9>(0xd3, v.to_be_bytes()));
+    }
 }
 #[inline]
 pub fn f64(b: &mut Vec<u8>, v: f64) {
-    b.push(0xcb);
-    b.extend_from_slice(&v.to_bits().to_be_bytes());
+    b.extend_from_slice(&marked::<8, 9>(0xcb, v.to_bits().to_be_bytes()));
 }
 #[inline]
 pub fn f32(b: &mut Vec<u8>, v: f32) {
-    b.push(0xca);
-    b.extend_from_slice(&v.to_bits().to_be_bytes());
+    b.extend_from_slice(&marked::<4, 5>(0xca, v.to_bits().to_be_bytes()));
+}
+/// `marker` followed by the `N` value bytes, as one array of `M` = `N + 1` bytes.
+#[inline(always)]
+fn marked<const N: usize, const M: usize>(marker: u8, x: [u8; N]) -> [u8; M] {
+    let mut a = [marker; M];
+    a[1..].copy_from_slice(&x);
+    a
 }
 #[inline]
 pub fn str(b: &mut Vec<u8>, s: &str) {
@@ -281,5 +313,81 @@ impl Out {
     #[inline]
     pub(crate) fn pos(&self) -> u64 {
         self.base + self.elided + self.buf.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Any of the widths a value can take: small values are the interesting ones.
+    fn any_width_u64() -> impl Strategy<Value = u64> {
+        (0u32..=64, any::<u64>()).prop_map(|(bits, v)| {
+            if bits == 64 {
+                v
+            } else {
+                v & ((1u64 << bits) - 1)
+            }
+        })
+    }
+
+    /// Each form's edges, on both sides: as rmp writes them.
+    #[test]
+    fn integers_at_every_form_edge_are_written_as_rmp_writes_them() {
+        let edges: [i128; 12] = [
+            0,
+            -32,
+            -128,
+            127,
+            255,
+            -32768,
+            65535,
+            i32::MIN as i128,
+            u32::MAX as i128,
+            i64::MIN as i128,
+            i64::MAX as i128,
+            u64::MAX as i128,
+        ];
+        for e in edges {
+            for v in [e - 1, e, e + 1] {
+                let (mut ours, mut rmps) = (Vec::new(), Vec::new());
+                if let Ok(u) = u64::try_from(v) {
+                    uint(&mut ours, u);
+                    rmp::encode::write_uint(&mut rmps, u).unwrap();
+                }
+                if let Ok(i) = i64::try_from(v) {
+                    sint(&mut ours, i);
+                    rmp::encode::write_sint(&mut rmps, i).unwrap();
+                }
+                assert_eq!(ours, rmps, "{v}");
+            }
+        }
+    }
+
+    proptest! {
+        /// The smallest forms are rmp's (which picks them as Python's packer does).
+        #[test]
+        fn numbers_are_written_as_rmp_writes_them(
+            u in any_width_u64(),
+            neg in any_width_u64(),
+            x in any::<f64>(),
+            y in any::<f32>(),
+        ) {
+            let i = -((neg >> 1) as i64) - 1; // -1 ..= i64::MIN
+            let mut ours = Vec::new();
+            let mut rmps = Vec::new();
+            uint(&mut ours, u);
+            rmp::encode::write_uint(&mut rmps, u).unwrap();
+            for v in [i, u as i64, (u >> 1) as i64] {
+                sint(&mut ours, v);
+                rmp::encode::write_sint(&mut rmps, v).unwrap();
+            }
+            f64(&mut ours, x);
+            rmp::encode::write_f64(&mut rmps, x).unwrap();
+            f32(&mut ours, y);
+            rmp::encode::write_f32(&mut rmps, y).unwrap();
+            prop_assert_eq!(ours, rmps);
+        }
     }
 }
