@@ -343,8 +343,8 @@ def read_msgpack(
     tensor: Literal["array", "extension"] = "array",
     object_arrays: Literal["error", "raw"] = "error",
     dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
-    batch_size: int = 65536,
-    batch_bytes: int = 16 << 20,
+    batch_size: int | None = None,
+    batch_bytes: int | None = None,
     infer_rows: int | None = None,
     on_truncated: Literal["error", "keep"] = "error",
     conflicts: Literal["error", "binary"] = "error",
@@ -400,11 +400,12 @@ def read_msgpack(
         Which ndarray encoding to recognise: ``"auto"`` (msgpack-numpy and openpi's), ``"msgpack-numpy"``,
         ``"openpi"``, or ``"js"`` (msgpack-numpy-js, whose ``<U8`` means uint8; never guessed).
     batch_size
-        Rows per internal Arrow batch (the DataFrame has one chunk per batch).
+        Rows per internal Arrow batch (the DataFrame has one chunk per batch; default 65536).
     batch_bytes
         A batch also ends after the row that reaches this many bytes of input (default 16 MiB),
         so wide rows (tensors) make smaller batches: a stream's or a scan's memory is a few
-        batches whatever the row width.
+        batches whatever the row width. With both left at ``None``, a ``columns`` map, which is
+        decoded whole in any case, is one chunk per column (no smaller batches to import).
     infer_rows
         Infer the schema from this many rows (default: all; at least 1).
     conflicts
@@ -475,13 +476,16 @@ def read_msgpack(
     """
     kw = _kw(locals())
     extra = {k: kw.pop(k) for k in ("row_index_name", "row_index_offset", "include_file_paths")}
+    whole_chunks = batch_size is None and batch_bytes is None
+    kw["batch_size"] = 65536 if batch_size is None else batch_size
+    kw["batch_bytes"] = (16 << 20) if batch_bytes is None else batch_bytes
     if _is_multi(source):
         skip, take = _row_range(kw.pop("rows"), kw.pop("n_rows"))
         lf = scan_msgpack(source, **kw, **extra)
         return (lf.slice(skip, take) if skip or take is not None else lf).collect()
     if extra["include_file_paths"] is not None and not _is_path(source):
         raise ValueError("include_file_paths needs a path source (this one is in memory)")
-    df = _to_polars(_read_stream(source, for_polars=True, **kw))
+    df = _to_polars(_read_stream(source, for_polars=True, whole_chunks=whole_chunks, **kw))
     path = _path(source) if _is_path(source) else None
     return _virtual(df, extra["row_index_name"], extra["row_index_offset"], extra["include_file_paths"], path)
 

@@ -49,6 +49,7 @@ class Reader:
         numpy_extension: bool = False,
         storage_options: list[tuple[str, str]] | None = None,
         eager: bool = False,
+        whole_chunks: bool = False,
     ) -> None: ...
     @property
     def layout(self) -> str: ...

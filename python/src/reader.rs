@@ -153,7 +153,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, skip_rows = 0, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", npy_ext = None, numpy_extension = false, storage_options = None, eager = false))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, skip_rows = 0, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", npy_ext = None, numpy_extension = false, storage_options = None, eager = false, whole_chunks = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -179,6 +179,7 @@ impl PyReader {
         numpy_extension: bool,
         storage_options: Option<Vec<(String, String)>>,
         eager: bool,
+        whole_chunks: bool,
     ) -> PyResult<Self> {
         if batch_size == 0 {
             return Err(PyValueError::new_err("batch_size must be at least 1"));
@@ -202,7 +203,8 @@ impl PyReader {
             .with_conflicts(parse::<msgpack_arrow::Conflicts>(conflicts)?)
             .with_lists(parse::<msgpack_arrow::Lists>(lists)?)
             .with_npy_ext(npy_ext)
-            .with_eager(eager);
+            .with_eager(eager)
+            .with_whole_chunks(whole_chunks);
         let builder = match schema {
             Some(s) => builder.with_schema(import_schema(s)?),
             None => builder,

@@ -272,3 +272,18 @@ def test_pathlib_and_home_expansion(tmp_path, monkeypatch, want):
     ma.write_msgpack(want, "~/x.msgpack")
     assert (tmp_path / "x.msgpack").read_bytes() == DATA
     assert_frame_equal(ma.read_msgpack(pathlib.Path("~/x.msgpack")), want)
+
+
+def test_columns_map_reads_as_one_chunk_per_column_unless_batches_are_asked_for():
+    """A ``columns`` map is decoded whole: left at their defaults, batches do not cut it, so the
+    DataFrame has one chunk per column; an explicit ``batch_size`` still cuts it."""
+    rng = np.random.default_rng(3)
+    cols = {"a": np.arange(200_000, dtype="<i8"), "b": rng.random((200_000, 4)).astype("<f4")}
+    data = mn.packb(cols)
+    df = ma.read_msgpack(data)
+    assert df.n_chunks("all") == [1, 1]
+    np.testing.assert_array_equal(df["a"].to_numpy(), cols["a"])
+    np.testing.assert_array_equal(df["b"].to_numpy(), cols["b"])
+    cut = ma.read_msgpack(data, batch_size=50_000)
+    assert cut.n_chunks("all") == [4, 4]
+    assert cut.equals(df)

@@ -100,7 +100,11 @@ pub(crate) fn decode_columns(
         let whole = crate::types::arrow::record_batch(out, arrays, rows)?;
         // slices (no copy) of at most batch_size rows and about batch_bytes bytes
         let row_bytes = (c.pos() - chunk_at) / rows.max(1);
-        let per = b.batch_size.min((b.batch_bytes / row_bytes.max(1)).max(1));
+        let per = if b.whole_chunks {
+            rows.max(1)
+        } else {
+            b.batch_size.min((b.batch_bytes / row_bytes.max(1)).max(1))
+        };
         let mut off = 0;
         while off < rows {
             let n = (rows - off).min(per);

@@ -727,3 +727,47 @@ fn a_stream_of_arrays_read_from_a_reader_is_one_row_per_array() {
         assert_eq!(l.value_offsets(), &[0, 3, 5, 6], "infer_rows {infer:?}");
     }
 }
+
+#[test]
+fn whole_chunks_make_one_batch_per_columns_map_with_the_same_rows() {
+    use arrow_array::{Float64Array, Int64Array, RecordBatch};
+    let schema = Arc::new(arrow_schema::Schema::new(vec![
+        Field::new("a", DataType::Int64, false),
+        Field::new("b", DataType::Float64, false),
+    ]));
+    let map = |n: i64| {
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..n)),
+                Arc::new(Float64Array::from_iter_values(
+                    (0..n).map(|i| i as f64 / 7.0),
+                )),
+            ],
+        )
+        .unwrap();
+        crate::write::write_batches(&[batch], Layout::Columns).unwrap()
+    };
+    // a stream of two maps (chunks): 1000 and 300 rows
+    let data = [map(1000), map(300)].concat();
+    let read = |whole: bool| {
+        let r = ReaderBuilder::new()
+            .with_layout(Layout::Columns)
+            .with_batch_size(100)
+            .with_whole_chunks(whole)
+            .build_from_slice(&data)
+            .unwrap();
+        let schema = r.schema();
+        let batches = r.collect::<Result<Vec<_>>>().unwrap();
+        let rows: Vec<usize> = batches.iter().map(|b| b.num_rows()).collect();
+        (
+            rows,
+            arrow_select::concat::concat_batches(&schema, &batches).unwrap(),
+        )
+    };
+    let (cut, cut_table) = read(false);
+    let (whole, whole_table) = read(true);
+    assert_eq!(cut, [vec![100; 13]].concat());
+    assert_eq!(whole, vec![1000, 300]);
+    assert_eq!(cut_table, whole_table);
+}
