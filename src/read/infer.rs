@@ -14,6 +14,7 @@ use crate::wire::cursor::{Cursor, Int, Kind};
 use crate::wire::ndarray::{probe, Special};
 
 mod fits;
+pub(crate) use fits::skip_marker_fits;
 use fits::{NdHeader, RowTemplate};
 
 /// How numpy values were written: `nd: True` maps (incl. 0-d) or `nd: False` scalars.

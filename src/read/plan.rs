@@ -1,12 +1,12 @@
 //! The plan of a read: which layout `auto` picks (SPEC §2), how rows are contained, the schema
 //! inferred from the data, and where each batch starts.
 
-use self::infer::{Inferrer, NdKind, Ty};
+use self::infer::{skip_marker_fits, Inferrer, NdKind, Ty};
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Dialect, Layout, ObjectArrays};
-use crate::read::source::release_behind;
 use crate::read::source::release_pages;
+use crate::read::source::{release_behind, RELEASE_STEP};
 use crate::types::layout::{is_columns_map as is_columns_map_rule, ValueForm};
 use crate::types::{meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Kind};
@@ -438,9 +438,22 @@ fn plan_single(
                     p.batch_starts.push(c.pos());
                     p.batch_rows.push(seen.rows);
                 }
+                // values that fit by their marker, up to the row that starts the next batch
+                let (s0, r0) = (
+                    p.batch_starts[p.batch_starts.len() - 1],
+                    p.batch_rows[p.batch_rows.len() - 1],
+                );
+                let room = (r0 + b.batch_size).saturating_sub(seen.rows + 1);
+                let end = s0.saturating_add(b.batch_bytes).min(if release_walk {
+                    released + RELEASE_STEP
+                } else {
+                    usize::MAX
+                });
                 rw.row(&mut inf, &mut seen, &mut c)?;
+                let room = room.min(left - 1).min(most.saturating_sub(seen.rows));
+                let n = 1 + rw.values_fitting(&mut seen, &mut c, end, room, |_| {});
                 if array {
-                    left -= 1;
+                    left -= n;
                 }
             }
             let rows = seen.rows;
@@ -689,6 +702,42 @@ impl RowWalk<'_> {
         seen.rows += 1;
         seen.last_len = c.pos() - start;
         Ok(())
+    }
+
+    /// Rows of the `values` layout whose value fits the type so far by its marker byte alone
+    /// (a stream of numbers): stepped over in one loop, without the per-row work of
+    /// [`RowWalk::row`], where a stream of 1,000,000 floats spent 41% of its read. The same rows
+    /// `row` would take the same way. At most `most` rows, none starting at or past `end`;
+    /// `each(start)` is told where each starts. The number of rows stepped over.
+    pub(crate) fn values_fitting(
+        &self,
+        seen: &mut RowsSeen,
+        c: &mut Cursor<'_>,
+        end: usize,
+        most: usize,
+        mut each: impl FnMut(usize),
+    ) -> usize {
+        // the first row sets the type; records go through `row`'s template
+        if self.layout == Layout::Records || !self.b.fast_infer || seen.rows == 0 {
+            return 0;
+        }
+        let most = most.min(self.limit.saturating_sub(seen.rows));
+        let (mut n, mut last_start) = (0, 0);
+        let pos = skip_marker_fits(c.buf(), c.pos(), &seen.ty, |start| {
+            if n >= most || start >= end {
+                return false;
+            }
+            each(start);
+            n += 1;
+            last_start = start;
+            true
+        });
+        if n > 0 {
+            seen.last_len = pos - last_start;
+            seen.rows += n;
+            c.set_pos(pos);
+        }
+        n
     }
 
     /// The cap on the number of columns ([`ReaderBuilder::with_max_columns`]).

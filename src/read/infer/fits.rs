@@ -130,6 +130,25 @@ fn size_by_marker(buf: &[u8], p: usize, acc: &Ty) -> Option<usize> {
     (p + n <= buf.len()).then_some(n)
 }
 
+/// From `buf[p]`, the values that fit `acc` by their marker byte alone (the first thing
+/// [`Inferrer::fits`] tries, so these are values it takes), while `go(start)` says to go on with
+/// the one starting at `start`. Returns where the values stepped over end.
+#[inline]
+pub(crate) fn skip_marker_fits(
+    buf: &[u8],
+    mut p: usize,
+    acc: &Ty,
+    mut go: impl FnMut(usize) -> bool,
+) -> usize {
+    while let Some(n) = size_by_marker(buf, p, acc) {
+        if !go(p) {
+            break;
+        }
+        p += n;
+    }
+    p
+}
+
 /// The size of the fixstr at `buf[p]` when its bytes are there and valid UTF-8.
 #[inline]
 fn fixstr_size(buf: &[u8], p: usize) -> Option<usize> {

@@ -517,3 +517,56 @@ proptest::proptest! {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    /// A `values` stream or top-level array of values mostly of one kind (runs the fast path
+    /// steps over by their marker), now and then another, the input cut anywhere, with batches
+    /// bounded by rows and bytes, `n_rows` and `infer_rows`: the fast walk gives the same schema,
+    /// batches (their bounds and contents) or error as full inference, on one thread or in pieces.
+    #[test]
+    fn values_walked_by_marker_equal_full_inference(
+        kinds in proptest::collection::vec(0u8..24, 1..4),
+        rows in proptest::collection::vec((0u8..40, 0usize..4, proptest::num::u64::ANY), 1..300),
+        array in proptest::bool::ANY,
+        cut in proptest::option::of(0usize..4_000),
+        batch_size in 1usize..40,
+        batch_bytes in 1usize..300,
+        n_rows in proptest::option::of(0usize..300),
+        infer_rows in proptest::option::of(1usize..300),
+    ) {
+        let mut data = Vec::new();
+        if array {
+            rmp::encode::write_array_len(&mut data, rows.len() as u32).unwrap();
+        }
+        for &(pick, k, v) in &rows {
+            let kind = if pick < 36 { kinds[k % kinds.len()] } else { (v >> 40) as u8 % 24 };
+            data.extend(marked_value(kind, v));
+        }
+        if let Some(cut) = cut {
+            data.truncate(cut.min(data.len()));
+        }
+        let run = |fast: bool, pieces: bool| {
+            let mut b = ReaderBuilder::new()
+                .with_layout(Layout::Values)
+                .with_batch_size(batch_size)
+                .with_batch_bytes(batch_bytes)
+                .with_n_rows(n_rows)
+                .with_infer_rows(infer_rows);
+            if pieces {
+                b = b.with_threads(Some(3)).with_walk_piece_bytes(64);
+            }
+            b.fast_infer = fast;
+            match b.build_from_slice(&data).and_then(|r| {
+                let schema = r.schema();
+                Ok((schema, r.collect_batches()?))
+            }) {
+                Ok((schema, batches)) => format!("{schema:?}\n{batches:?}"),
+                Err(e) => format!("error: {e} at {:?} record {:?}", e.offset(), e.record()),
+            }
+        };
+        let full = run(false, false);
+        proptest::prop_assert_eq!(&run(true, false), &full);
+        proptest::prop_assert_eq!(&run(true, true), &full);
+    }
+}
