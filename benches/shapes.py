@@ -91,6 +91,33 @@ def make_scalars(d: Path, n: int) -> None:
     feather.write_feather(ma.read_msgpack(p).to_arrow(), str(p.with_suffix(".feather")), compression="uncompressed")
 
 
+def make_more(d: Path, n: int) -> None:
+    """Three more shapes, each with its Feather file: a `values` stream of `n` float64s, `n // 5`
+    records holding a bool[128] ndarray, and `n // 10` records of 50 scalars (25 int, 25 float)."""
+    import msgpack
+    import msgpack_numpy as mn
+    import numpy as np
+    import pyarrow.feather as feather
+
+    import msgpack_arrow as ma
+
+    rng = np.random.default_rng(2)
+    pk = msgpack.Packer()
+    made = {
+        "floats": lambda: b"".join(pk.pack(float(x)) for x in rng.random(n)),
+        "bools": lambda: b"".join(mn.packb({"b": rng.random(128) < 0.5}) for _ in range(n // 5)),
+        "wide_records": lambda: b"".join(
+            pk.pack({f"k{j}": (int(v * 1e6) if j % 2 else float(v)) for j, v in enumerate(rng.random(50))})
+            for _ in range(n // 10)
+        ),
+    }
+    for name, data in made.items():
+        p = d / f"{name}.msgpack"
+        if not p.exists():
+            p.write_bytes(data())
+            feather.write_feather(ma.read_msgpack(p).to_arrow(), str(p.with_suffix(".feather")), compression="uncompressed")
+
+
 def make_data(d: Path, n: int, wide: tuple[int, int], small: int, glob: tuple[int, int, int]) -> None:
     import msgpack
     import msgpack_numpy as mn
@@ -172,6 +199,7 @@ def main() -> None:
     make_data(work, n, wide, small, glob)
     scalars = 2000 if quick else 1_000_000
     make_scalars(work, scalars)
+    make_more(work, scalars)
     cli = [a.cli or str(Path(sys.executable).with_name("msgpack-arrow"))]
     a.out = a.out or str(work / "SHAPES.md" if quick else Path(__file__).with_name("SHAPES.md"))
     T, F = str(work / "T.msgpack"), str(work / "T.feather")
@@ -256,6 +284,33 @@ def main() -> None:
     rep.table(f"{scalars:,} records of six scalar fields (id, name, x, flag, tags[2], ts)",
               f"{p.stat().st_size / 1e6:.0f} MB of msgpack; the NDJSON of the same records is "
               f"{p.with_suffix('.ndjson').stat().st_size / 1e6:.0f} MB.", sc_rows, sc_rows[0][0])
+
+    # 4c. more shapes: numbers one by one, bool ndarrays, wide records (read, and written to bytes)
+    for name, title, peer in [
+        ("floats", f"a `values` stream of {scalars:,} float64", "pl.DataFrame({'value': list(msgpack.Unpacker(open(P, 'rb')))})"),
+        ("bools", f"{scalars // 5:,} records holding a bool[128] ndarray",
+         "pl.DataFrame({'b': np.stack([r['b'] for r in mn.Unpacker(open(P, 'rb'), raw=False)])})"),
+        ("wide_records", f"{scalars // 10:,} records of 50 scalars (25 int, 25 float)",
+         "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))))"),
+    ]:
+        p = work / f"{name}.msgpack"
+        ms_ = f"P = {str(p)!r}; F = {str(p.with_suffix('.feather'))!r}"
+        feather_read = "pl.from_arrow(feather.read_table(F, memory_map=False))"
+        rows_ = [
+            ("msgpack-arrow read_msgpack(path)", fresh(ms_, "ma.read_msgpack(P)", R), warm(ms_, "ma.read_msgpack(P)", R)),
+            ("msgpack / msgpack_numpy + polars", fresh(ms_, peer, max(1, R // 2)), None),
+            ("Feather (no mmap) → polars", fresh(ms_, feather_read, R), warm(ms_, feather_read, R)),
+        ]
+        rep.table(f"{title}: read", f"{p.stat().st_size / 1e6:.0f} MB of msgpack.", rows_, rows_[0][0])
+    p = work / "wide_records.msgpack"
+    wr = f"P = {str(p)!r}\ndf = ma.read_msgpack(P); recs = list(msgpack.Unpacker(open(P, 'rb')))"
+    wr_rows = [
+        ("msgpack-arrow write_msgpack(df) → bytes", fresh(wr, "ma.write_msgpack(df, None)", R), warm(wr, "ma.write_msgpack(df, None)", R)),
+        ("msgpack Packer loop → bytes", fresh(wr, "pk = msgpack.Packer(); b''.join(pk.pack(r) for r in recs)", R),
+         warm(wr, "pk = msgpack.Packer(); b''.join(pk.pack(r) for r in recs)", R)),
+        ("Feather → BytesIO", fresh(wr, "df.write_ipc(io.BytesIO())", R), warm(wr, "df.write_ipc(io.BytesIO())", R)),
+    ]
+    rep.table(f"{scalars // 10:,} records of 50 scalars: write", "", wr_rows, wr_rows[0][0])
 
     # 5. writes
     sws = s + "\ndf = ma.read_msgpack(T); t = df.to_arrow()\n" + textwrap.dedent("""
