@@ -7,8 +7,7 @@
 //! offers one function per marker for.
 
 // The smallest forms are written with one append each (marker and value in one array): one
-// capacity check per value, where a push then an extend made two (the per-row loops of wide
-// scalar tables spend most of their time here).
+// capacity check per value, where a push then an extend made two.
 #[inline]
 pub fn uint(b: &mut Vec<u8>, v: u64) {
     if v < 128 {
