@@ -381,14 +381,31 @@ fn marked_value(kind: u8, v: u64) -> Vec<u8> {
     }
 }
 
+/// What reading `data` with `b` gives (schema and batches, or the error and where), with the fast
+/// path of inference on or off, the walk on one thread or cut into pieces on three.
+fn fast_or_full(b: &ReaderBuilder, data: &[u8], fast: bool, pieces: bool) -> String {
+    let mut b = b.clone();
+    if pieces {
+        b = b.with_threads(Some(3)).with_walk_piece_bytes(64);
+    }
+    b.fast_infer = fast;
+    match b.build_from_slice(data).and_then(|r| {
+        let schema = r.schema();
+        Ok((schema, r.collect_batches()?))
+    }) {
+        Ok((schema, batches)) => format!("{schema:?}\n{batches:?}"),
+        Err(e) => format!("error: {e} at {:?} record {:?}", e.offset(), e.record()),
+    }
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
     /// Records mostly alike (the same keys in the same order, as files are), sometimes with keys
     /// dropped, reordered, added or as bin (the first or a later one), and from some row on in
     /// another order for good; keys of up to 25 bytes; values of every marker, with the types
     /// of a column widening, narrowing and conflicting at any row; the input cut anywhere: the
-    /// fast path (and its record template) infers exactly what full inference does, schema or
-    /// error, in either conflict mode, also when the walk is cut into pieces on threads.
+    /// fast path (and its record template) reads exactly what full inference does, schema and
+    /// batches or error, in either conflict mode, also when the walk is cut into pieces on threads.
     #[test]
     fn fast_inference_equals_full_inference_on_any_records(
         keys in proptest::collection::vec(0usize..8, 1..7),
@@ -438,22 +455,12 @@ proptest::proptest! {
         if let Some(cut) = cut {
             data.truncate(cut.min(data.len()));
         }
-        let run = |fast: bool, pieces: bool| {
-            let mut b = ReaderBuilder::new()
-                .with_layout(Layout::Records)
-                .with_conflicts(if binary { Conflicts::Binary } else { Conflicts::Error });
-            if pieces {
-                b = b.with_threads(Some(3)).with_walk_piece_bytes(64);
-            }
-            b.fast_infer = fast;
-            match b.build_from_slice(&data) {
-                Ok(r) => format!("{:?}", r.schema()),
-                Err(e) => format!("error: {e}"),
-            }
-        };
-        let full = run(false, false);
-        proptest::prop_assert_eq!(&run(true, false), &full);
-        proptest::prop_assert_eq!(&run(true, true), &full);
+        let b = ReaderBuilder::new()
+            .with_layout(Layout::Records)
+            .with_conflicts(if binary { Conflicts::Binary } else { Conflicts::Error });
+        let full = fast_or_full(&b, &data, false, false);
+        proptest::prop_assert_eq!(&fast_or_full(&b, &data, true, false), &full);
+        proptest::prop_assert_eq!(&fast_or_full(&b, &data, true, true), &full);
     }
 }
 
@@ -546,27 +553,14 @@ proptest::proptest! {
         if let Some(cut) = cut {
             data.truncate(cut.min(data.len()));
         }
-        let run = |fast: bool, pieces: bool| {
-            let mut b = ReaderBuilder::new()
-                .with_layout(Layout::Values)
-                .with_batch_size(batch_size)
-                .with_batch_bytes(batch_bytes)
-                .with_n_rows(n_rows)
-                .with_infer_rows(infer_rows);
-            if pieces {
-                b = b.with_threads(Some(3)).with_walk_piece_bytes(64);
-            }
-            b.fast_infer = fast;
-            match b.build_from_slice(&data).and_then(|r| {
-                let schema = r.schema();
-                Ok((schema, r.collect_batches()?))
-            }) {
-                Ok((schema, batches)) => format!("{schema:?}\n{batches:?}"),
-                Err(e) => format!("error: {e} at {:?} record {:?}", e.offset(), e.record()),
-            }
-        };
-        let full = run(false, false);
-        proptest::prop_assert_eq!(&run(true, false), &full);
-        proptest::prop_assert_eq!(&run(true, true), &full);
+        let b = ReaderBuilder::new()
+            .with_layout(Layout::Values)
+            .with_batch_size(batch_size)
+            .with_batch_bytes(batch_bytes)
+            .with_n_rows(n_rows)
+            .with_infer_rows(infer_rows);
+        let full = fast_or_full(&b, &data, false, false);
+        proptest::prop_assert_eq!(&fast_or_full(&b, &data, true, false), &full);
+        proptest::prop_assert_eq!(&fast_or_full(&b, &data, true, true), &full);
     }
 }
