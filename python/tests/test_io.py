@@ -287,3 +287,26 @@ def test_columns_map_reads_as_one_chunk_per_column_unless_batches_are_asked_for(
     cut = ma.read_msgpack(data, batch_size=50_000)
     assert cut.n_chunks("all") == [4, 4]
     assert cut.equals(df)
+
+
+def test_large_columns_map_from_a_path_equals_numpy(tmp_path):
+    """A `columns` map whose columns are larger than the step the copy goes by (4 MiB), read from
+    a mapped file (its pages dropped behind the copy): big- and little-endian, an odd length, a
+    2-d column; the values are msgpack_numpy's."""
+    rng = np.random.default_rng(11)
+    n = 1_000_003
+    cols = {
+        "a": (rng.random(n) * 1e6).astype(">f4"),
+        "b": rng.random((n, 3)).astype("<f8"),
+        "c": rng.integers(0, 255, n).astype("u1"),
+        "d": rng.integers(-(2**40), 2**40, n).astype(">i8"),
+    }
+    path = tmp_path / "big_columns.msgpack"
+    path.write_bytes(mn.packb(cols))
+    df = ma.read_msgpack(str(path))
+    back = mn.unpackb(path.read_bytes())
+    assert df.height == n
+    for k, v in back.items():
+        got = df[k].to_numpy()
+        assert got.shape == v.shape, k
+        np.testing.assert_array_equal(got, v, err_msg=k)

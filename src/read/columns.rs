@@ -3,6 +3,7 @@
 use self::array::{make_decoder, nest_fixed, unknown_key, Ctx};
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
+use crate::read::source::{release_pages, RELEASE_STEP};
 use crate::types::{meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Kind};
 use crate::wire::ndarray::{probe, Special};
@@ -44,7 +45,7 @@ pub(crate) fn decode_columns(
         let mut rows = None;
         if container == Container::NdArray {
             let f = &full.fields()[0];
-            let (n, a) = decode_column_value(&mut c, buf, f, ctx)?;
+            let (n, a) = decode_column_value(&mut c, buf, f, ctx, b.release_input)?;
             rows = Some(n);
             if let Some(&i) = out_at.get(f.name().as_str()) {
                 cols[i] = Some(a);
@@ -68,7 +69,7 @@ pub(crate) fn decode_columns(
                     c.skip(b.max_depth)?;
                     continue;
                 };
-                let (len, a) = decode_column_value(&mut c, buf, f, ctx)
+                let (len, a) = decode_column_value(&mut c, buf, f, ctx, b.release_input)
                     .map_err(|e| e.prepend_path(key).at_record(chunk))?;
                 if let Some(r) = rows {
                     if r != len {
@@ -120,12 +121,25 @@ pub(crate) fn decode_columns(
     Ok((batches, chunk_rows))
 }
 
+/// The alignment an Arrow values buffer of `dt`'s (native) elements needs to be a view of the
+/// input: that of the primitive each element is (or is made of); 1 for dtypes converted anyway.
+fn elem_align(dt: &NumpyDtype) -> usize {
+    match dt {
+        NumpyDtype::Int { size, .. } | NumpyDtype::Float { size, .. } => *size as usize,
+        NumpyDtype::Complex { size, .. } => *size as usize / 2,
+        NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. } => 8,
+        _ => 1,
+    }
+}
+
 /// One column of a `columns` map: an ndarray (N, *s) taken whole, or a list decoded row by row.
+/// `release`: the input is a file mapping whose pages may be dropped once copied.
 pub(crate) fn decode_column_value(
     c: &mut Cursor<'_>,
     buf: &Buffer,
     f: &Field,
     ctx: &Ctx,
+    release: bool,
 ) -> Result<(usize, ArrayRef)> {
     let at = c.pos();
     if c.peek_kind()? == Kind::Array {
@@ -176,13 +190,24 @@ pub(crate) fn decode_column_value(
         ));
     }
     let rows = nd.shape[0];
-    // zero-copy when no swap is needed: a slice of the input buffer (to_arrow copies only if misaligned)
-    let bytes = if dt.swap_width() == 0 && nd.in_place() {
+    // zero-copy when no swap is needed and the elements are aligned: a slice of the input buffer
+    let aligned = nd.data.as_ptr().align_offset(elem_align(&dt)) == 0;
+    let bytes = if dt.swap_width() == 0 && nd.in_place() && aligned {
         buf.slice_with_length(nd.data_pos, nd.data.len())
     } else {
+        // copied a step at a time, a mapped file's pages dropped behind the copy: the input and
+        // the column are not both resident (a single column of 300 MB doubled the peak)
         let mut m = crate::types::buffers::output_buffer(nd.data.len());
         crate::types::buffers::advise_huge_pages(&mut m);
-        crate::types::buffers::extend_native(&dt, &nd.data, &mut m);
+        let item = dt.itemsize().max(1);
+        let step = (RELEASE_STEP / item).max(1) * item;
+        for (k, part) in nd.data.chunks(step).enumerate() {
+            crate::types::buffers::extend_native(&dt, part, &mut m);
+            if release && nd.in_place() {
+                let from = nd.data_pos + k * step;
+                release_pages(buf.as_slice(), from, from + part.len());
+            }
+        }
         m.into()
     };
     let values = crate::types::buffers::to_arrow(
