@@ -252,7 +252,7 @@ pub(crate) fn leaf_array(dt: &NumpyDtype, buf: Buffer, count: usize) -> Result<A
     let bytes = buf.as_slice();
     Ok(match dt {
         NumpyDtype::Bool => Arc::new(BooleanArray::new(
-            BooleanBuffer::collect_bool(count, |i| bytes[i] != 0),
+            crate::types::buffers::bool_bits(&bytes[..count]),
             None,
         )),
         NumpyDtype::Int { .. } | NumpyDtype::Float { .. } => make_array(
