@@ -443,7 +443,9 @@ fn plan_single(
                     p.batch_starts[p.batch_starts.len() - 1],
                     p.batch_rows[p.batch_rows.len() - 1],
                 );
-                let room = (r0 + b.batch_size).saturating_sub(seen.rows + 1);
+                let room = r0
+                    .saturating_add(b.batch_size)
+                    .saturating_sub(seen.rows + 1);
                 let end = s0.saturating_add(b.batch_bytes).min(if release_walk {
                     released + RELEASE_STEP
                 } else {

@@ -564,3 +564,17 @@ proptest::proptest! {
         proptest::prop_assert_eq!(&fast_or_full(&b, &data, true, true), &full);
     }
 }
+
+/// Batches bounded by bytes only (`batch_size` at its largest): the values fast path's bound on
+/// rows does not overflow, and the batches are those of full inference.
+#[test]
+fn values_with_unbounded_batch_rows_walk_as_full_inference() {
+    let data: Vec<u8> = (0..200).flat_map(|i| marked_value(8, i)).collect();
+    let b = ReaderBuilder::new()
+        .with_layout(Layout::Values)
+        .with_batch_size(usize::MAX)
+        .with_batch_bytes(64);
+    let full = fast_or_full(&b, &data, false, false);
+    assert!(full.matches("RecordBatch").count() > 2, "{full}");
+    assert_eq!(fast_or_full(&b, &data, true, false), full);
+}
