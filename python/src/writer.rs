@@ -127,12 +127,15 @@ fn bytes_in_place<'py>(
     encode_all(py, &mut first, &mut sample, None)?;
     // a container that holds its rows until the end counts nothing here: count the whole
     let (counted, uncopied) = (sample.counted(), sample.uncopied());
-    if counted > 0 && uncopied * 2 < counted {
-        let estimate = (counted as f64 * rows as f64 / sample_rows as f64 * 1.1) as usize + 4096;
-        let mut v: Vec<u8> = Vec::with_capacity(estimate);
+    // the estimate can be far off where the first rows are not like the others: a reservation
+    // the system refuses falls back to counting the whole table (never an abort)
+    let estimate = ((counted as f64 * rows as f64 / sample_rows.max(1) as f64 * 1.1) as usize)
+        .saturating_add(4096);
+    let mut v: Vec<u8> = Vec::new();
+    if counted > 0 && uncopied * 2 < counted && v.try_reserve_exact(estimate).is_ok() {
         msgpack_arrow::advise_huge_range(v.as_mut_ptr(), estimate);
-        let w = builder.build(v, schema.clone()).map_err(err)?;
-        let v = pump(py, &mut batches(), w, None)?;
+        let w = builder.build(Growing(v), schema.clone()).map_err(err)?;
+        let Growing(v) = pump(py, &mut batches(), w, None)?;
         return new_bytes(py, v.len(), |buf| {
             py.detach(|| buf.copy_from_slice(&v));
             Ok(())
@@ -205,6 +208,29 @@ fn new_bytes<'py>(
     };
     fill(buf)?;
     Ok(out)
+}
+
+/// A growing buffer whose growth the system may refuse: an error (Python's MemoryError through
+/// the encode error), where `Vec`'s own growth would abort the process.
+struct Growing(Vec<u8>);
+
+impl Write for Growing {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.try_reserve(b.len()).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!(
+                    "out of memory growing the output past {} bytes",
+                    self.0.len()
+                ),
+            )
+        })?;
+        self.0.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A sink over a buffer of the counted size: more than that is an error, never a reallocation.

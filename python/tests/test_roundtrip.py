@@ -256,6 +256,15 @@ def test_bytes_of_tables_larger_than_the_sample_equal_python(tensor_from):
     assert buf.getvalue() == data
 
 
+def test_bytes_of_a_table_whose_first_rows_are_unlike_the_rest_equal_python():
+    """The first 2,048 rows (long strings) size the output far beyond the rest (short ones): the
+    bytes are still msgpack's, whichever way they were made."""
+    recs = [{"id": i, "s": ("x" * 10_000 if i < 2048 else f"s{i}")} for i in range(6000)]
+    data = b"".join(msgpack.packb(r) for r in recs)
+    df = ma.read_msgpack(data)
+    assert ma.write_msgpack(df, None) == data
+
+
 def test_array_strings_with_trailing_nuls_keep_them():
     """numpy's U/S types drop trailing NULs: such values are written as lists of str/bytes
     instead (values exact; the column reads back as a List), never silently cut."""
