@@ -479,7 +479,10 @@ impl ReaderBuilder {
 
     /// Read a memory-mapped file. Pages already decoded are handed back to the kernel as the read
     /// goes, so a big file never stays resident. (`build_from_path`, in [`crate::io`], opens a
-    /// path: mapped when plain, decompressed on the fly when compressed.)
+    /// path: mapped when plain, decompressed on the fly when compressed.) The map must be a
+    /// file's, unmodified: a dropped page is read back from the file when touched again, so the
+    /// bytes of an anonymous or written private mapping would be lost; read those with
+    /// [`ReaderBuilder::build_from_slice`].
     pub fn build_from_mmap(self, map: memmap2::Mmap) -> Result<Reader> {
         let mut b = self;
         b.release_input = true;
