@@ -296,7 +296,6 @@ impl Inferrer {
             // a raw column takes any value the slow path can read (not one it refuses, such as a
             // str that is not UTF-8)
             (_, Ty::Raw) => self.value(c, depth).is_ok(),
-            (Kind::Nil, Ty::Given(false)) => c.read_nil().is_ok(),
             (Kind::Nil, _) => c.read_nil().is_ok(),
             (Kind::Bool, Ty::Bool) => c.read_bool().is_ok(),
             (Kind::Int, Ty::F64) => c.read_int().is_ok(),
