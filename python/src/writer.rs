@@ -12,6 +12,7 @@ use arrow_schema::{ArrowError, SchemaRef};
 use msgpack_arrow::io::compress::{Codec, CompressedWriter};
 use msgpack_arrow::io::{Format, Output, StorageOptions};
 use msgpack_arrow::types::extension;
+use msgpack_arrow::write::slice_rows;
 use msgpack_arrow::{mark_ragged_ndarrays, Layout, Writer, WriterBuilder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -120,7 +121,7 @@ fn bytes_in_place<'py>(
     let err = |e: msgpack_arrow::Error| to_pyerr(py, Op::Encode, e.into());
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     let sample_rows = rows.min(SAMPLE_ROWS);
-    let first = first_rows(batches, sample_rows);
+    let first = slice_rows(batches, 0, sample_rows);
     let batches = || RecordBatchIterator::new(batches.iter().cloned().map(Ok), schema.clone());
     let mut sample = builder.clone().build_count(schema.clone()).map_err(err)?;
     let mut first = RecordBatchIterator::new(first.into_iter().map(Ok), schema.clone());
@@ -166,21 +167,6 @@ fn bytes_in_place<'py>(
 
 /// Rows counted to choose how [`bytes_in_place`] makes its output.
 const SAMPLE_ROWS: usize = 2048;
-
-/// The first `n` rows of `batches`, as slices of them.
-fn first_rows(batches: &[RecordBatch], n: usize) -> Vec<RecordBatch> {
-    let mut out = Vec::new();
-    let mut left = n;
-    for b in batches {
-        if left == 0 {
-            break;
-        }
-        let k = left.min(b.num_rows());
-        out.push(b.slice(0, k));
-        left -= k;
-    }
-    out
-}
 
 /// A new `bytes` object of `len` bytes (advised into huge pages), filled in by `fill`.
 fn new_bytes<'py>(

@@ -847,12 +847,14 @@ fn write_key(b: &mut Vec<u8>, f: &Field) {
     }
 }
 
-/// Rows `start..start + n` of the table made of `batches`, as slices of them.
-fn slice_rows(batches: &[RecordBatch], start: usize, n: usize) -> Vec<RecordBatch> {
+/// Rows `start..start + n` of the table made of `batches`, as slices of them (zero-copy; fewer
+/// rows where the table ends first).
+pub fn slice_rows(batches: &[RecordBatch], start: usize, n: usize) -> Vec<RecordBatch> {
     let mut out = Vec::new();
     let mut at = 0;
+    let end = start.saturating_add(n);
     for b in batches {
-        let (lo, hi) = (start.max(at), (start + n).min(at + b.num_rows()));
+        let (lo, hi) = (start.max(at), end.min(at + b.num_rows()));
         if lo < hi {
             out.push(b.slice(lo - at, hi - lo));
         }

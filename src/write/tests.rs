@@ -924,3 +924,25 @@ mod per_row {
         assert_eq!(e.path(), Some("emb"), "{e}");
     }
 }
+
+#[test]
+fn slice_rows_equals_arrows_slice_of_the_concatenated_table() {
+    let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int32, false)]));
+    let batch = |lo: i32, n: i32| {
+        let a: ArrayRef = Arc::new(Int32Array::from_iter_values(lo..lo + n));
+        RecordBatch::try_new(schema.clone(), vec![a]).unwrap()
+    };
+    // Batches of 3, 0, 4 and 2 rows: slices across, inside, at and past the batch edges.
+    let batches = [batch(0, 3), batch(3, 0), batch(3, 4), batch(7, 2)];
+    let whole = arrow_select::concat::concat_batches(&schema, &batches).unwrap();
+    for start in 0..=10 {
+        for n in [0, 1, 2, 3, 5, 9, 20, usize::MAX] {
+            let got = slice_rows(&batches, start, n);
+            assert!(got.iter().all(|b| b.num_rows() > 0), "{start} {n}");
+            let got = arrow_select::concat::concat_batches(&schema, &got).unwrap();
+            let lo = start.min(whole.num_rows());
+            let want = whole.slice(lo, n.min(whole.num_rows() - lo));
+            assert_eq!(got, want, "rows {start}..+{n}");
+        }
+    }
+}
