@@ -553,7 +553,7 @@ impl ReaderBuilder {
                 Ok(r)
             }
             _ => {
-                let mut all = std::mem::take(&mut s.buf);
+                let mut all = s.take_buf();
                 s.src.read_to_end(&mut all)?;
                 self.build_from_buffer_all(Buffer::from_vec(all))
             }
