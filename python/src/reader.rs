@@ -92,8 +92,12 @@ impl Source {
     fn build(&self, b: ReaderBuilder) -> msgpack_arrow::Result<Reader> {
         match self {
             Source::Path(p) => b.build_from_path(p),
-            // compressed bytes are decompressed whatever their source (wire::sniff)
-            Source::Buffer(buf) => b.build_from_input(open_buffer(buf.clone())?),
+            // compressed bytes are decompressed whatever their source (wire::sniff); twice for
+            // a stream of rows, its types taken from every row as uncompressed bytes' are
+            Source::Buffer(buf) => {
+                let open = || open_buffer(buf.clone());
+                b.build_from_reopenable(open()?, open)
+            }
             Source::Url(url, storage) => {
                 b.build_from_input(open_input_with(Path::new(url), None, storage)?)
             }

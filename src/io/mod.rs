@@ -59,7 +59,32 @@ impl crate::ReaderBuilder {
                 }
             }
         }
+        // a compressed file can be read twice: once for the types of every row, once to decode
+        let local_file = !compress::is_stdio(path)
+            && !is_url(path)
+            && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+        if local_file {
+            return self.build_from_reopenable(input, || open_input(path));
+        }
         self.build_from_input(input)
+    }
+
+    /// Read an opened [`Input`] that `reopen` opens again from its start: a stream of rows is
+    /// walked whole first, for the types of every row as a mapped file's read has them (default
+    /// `infer_rows`; costs a second decompression), then decoded from `input`.
+    pub fn build_from_reopenable(
+        self,
+        input: Input,
+        reopen: impl FnOnce() -> Result<Input>,
+    ) -> Result<crate::Reader> {
+        let this = match (&input, self.wants_first_pass()) {
+            (Input::Stream(_), true) => match reopen()? {
+                Input::Stream(r) => self.with_first_pass(r)?,
+                _ => self,
+            },
+            _ => self,
+        };
+        this.build_from_input(input)
     }
 
     /// Read an opened [`Input`].

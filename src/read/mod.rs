@@ -17,6 +17,7 @@ pub(crate) mod array;
 mod blobs;
 mod columns;
 mod decoder;
+mod first_pass;
 pub(crate) mod infer;
 mod output;
 pub(crate) mod plan;
@@ -122,6 +123,8 @@ pub struct ReaderBuilder {
     numpy_extension: bool,
     eager: bool,
     whole_chunks: bool,
+    /// the schema a first pass over the whole stream found ([`ReaderBuilder::with_first_pass`])
+    stream_schema: Option<SchemaRef>,
 }
 
 impl Default for ReaderBuilder {
@@ -162,6 +165,7 @@ impl ReaderBuilder {
             numpy_extension: false,
             eager: false,
             whole_chunks: false,
+            stream_schema: None,
         }
     }
     /// A `columns` map (each chunk of a stream of them) becomes one batch, whatever
@@ -307,7 +311,9 @@ impl ReaderBuilder {
         self
     }
     /// Infer the schema from this many rows (default `None`: all rows of an in-memory or mapped
-    /// file; 1000 for a `Read` stream). Keys first seen later are then errors.
+    /// file, or of a compressed one read from a path or with
+    /// [`ReaderBuilder::build_from_reopenable`], which takes a first pass over the rows for their
+    /// types; 1000 for other `Read` streams). Keys first seen later are then errors.
     pub fn with_infer_rows(mut self, n: Option<usize>) -> Self {
         self.infer_rows = n;
         self
@@ -547,7 +553,11 @@ impl ReaderBuilder {
                 me.infer_rows = Some(n.min(infer).max(1));
                 // a stream's skipped rows are decoded, then dropped
                 let skip = std::mem::take(&mut me.skip_rows);
-                let plan = plan(&me, &s.buf[..end])?;
+                let mut plan = plan(&me, &s.buf[..end])?;
+                if let Some(all) = me.stream_schema.take() {
+                    // the first rows gave the layout; every row gives the types
+                    plan.schema = Some(all);
+                }
                 let mut r = Reader::from_stream(me, s, plan)?;
                 r.window.skip = skip;
                 Ok(r)

@@ -342,19 +342,7 @@ fn plan_single(
     let layout = p.layout;
     // given columns (schema overrides) that hold ndarrays
     let mut given_nd: Vec<String> = Vec::new();
-    let ty_to_schema = |ty: Ty, inf: &Inferrer| -> Result<Schema> {
-        match ty {
-            // records and columns: one column per key
-            Ty::Struct(fields) if layout != Layout::Values => Ok(Schema::new(
-                fields
-                    .iter()
-                    .map(|(k, v)| inf.column_field(k, v))
-                    .collect::<Result<Vec<Field>>>()?,
-            )),
-            // values: one column, whatever it holds (maps are a Struct column, all-nil a Null one)
-            other => Ok(Schema::new(vec![other.to_field("value", &inf.opts)?])),
-        }
-    };
+    let ty_to_schema = |ty: Ty, inf: &Inferrer| ty_schema(ty, layout, inf);
     // with a schema given, rows are only counted (and batch starts found), not inferred
     let limit = if b.schema.is_some() {
         0
@@ -475,35 +463,9 @@ fn plan_single(
             }
             hand_on(&p, c.pos(), &seen, &inf);
             p.rows = Some(rows);
-            let RowsSeen {
-                ty,
-                empties,
-                absent,
-                ..
-            } = seen;
-            match &ty {
-                Ty::Struct(fields) => {
-                    given_nd = fields
-                        .iter()
-                        .filter(|(_, t)| **t == Ty::Given(true))
-                        .map(|(k, _)| k.clone())
-                        .collect();
-                }
-                Ty::Given(true) => given_nd = vec!["value".to_string()],
-                _ => {}
-            }
-            if b.schema.is_none() {
-                let schema = attach_empty_shapes(ty_to_schema(ty, &inf)?, empties);
-                // only a walk that saw every row can say keys were absent
-                let schema = if absent && limit == usize::MAX && b.n_rows.is_none() {
-                    let mut md = schema.metadata().clone();
-                    md.insert(meta::MISSING.to_string(), "absent".to_string());
-                    schema.with_metadata(md)
-                } else {
-                    schema
-                };
-                p.schema = Some(Arc::new(schema));
-            }
+            let saw_all = limit == usize::MAX && b.n_rows.is_none();
+            let (schema, nd) = rows_schema(b, layout, seen, &inf, saw_all)?;
+            (p.schema, given_nd) = (schema.map(Arc::new), nd);
         }
         (Layout::Columns, _) => {
             let mut ty = Ty::Struct(Default::default());
@@ -528,15 +490,82 @@ fn plan_single(
         (Layout::Values, Container::NdArray) => {}
         _ => unreachable!("plan_first gives only these"),
     }
-    if let (Some(s), true) = (&p.schema, inf.openpi_seen || b.dialect == Dialect::Openpi) {
+    p.schema = finish_schema(b, p.layout, &inf, p.schema, &given_nd);
+    Ok(p)
+}
+
+/// The schema of a walk's rows (`records`, `values`), unless one was given: one column per key,
+/// or `value`, with the empty shapes noted; "absent" recorded when the walk saw every row.
+/// Also the columns given (overrides) that hold ndarrays, for [`finish_schema`].
+pub(crate) fn rows_schema(
+    b: &ReaderBuilder,
+    layout: Layout,
+    seen: RowsSeen,
+    inf: &Inferrer,
+    saw_all: bool,
+) -> Result<(Option<Schema>, Vec<String>)> {
+    let RowsSeen {
+        ty,
+        empties,
+        absent,
+        ..
+    } = seen;
+    let given_nd = match &ty {
+        Ty::Struct(fields) => fields
+            .iter()
+            .filter(|(_, t)| **t == Ty::Given(true))
+            .map(|(k, _)| k.clone())
+            .collect(),
+        Ty::Given(true) => vec!["value".to_string()],
+        _ => Vec::new(),
+    };
+    if b.schema.is_some() {
+        return Ok((None, given_nd));
+    }
+    let schema = attach_empty_shapes(ty_schema(ty, layout, inf)?, empties);
+    // only a walk that saw every row can say keys were absent
+    let schema = if absent && saw_all {
+        let mut md = schema.metadata().clone();
+        md.insert(meta::MISSING.to_string(), "absent".to_string());
+        schema.with_metadata(md)
+    } else {
+        schema
+    };
+    Ok((Some(schema), given_nd))
+}
+
+/// The inferred type of every row as a schema: records and columns one column per key; values
+/// one column, whatever it holds (maps are a Struct column, all-nil a Null one).
+fn ty_schema(ty: Ty, layout: Layout, inf: &Inferrer) -> Result<Schema> {
+    match ty {
+        Ty::Struct(fields) if layout != Layout::Values => Ok(Schema::new(
+            fields
+                .iter()
+                .map(|(k, v)| inf.column_field(k, v))
+                .collect::<Result<Vec<Field>>>()?,
+        )),
+        other => Ok(Schema::new(vec![other.to_field("value", &inf.opts)?])),
+    }
+}
+
+/// What every plan does to its schema last: the openpi dialect noted, a given schema taken as
+/// it is, overrides given their types.
+pub(crate) fn finish_schema(
+    b: &ReaderBuilder,
+    layout: Layout,
+    inf: &Inferrer,
+    mut schema: Option<Arc<Schema>>,
+    given_nd: &[String],
+) -> Option<Arc<Schema>> {
+    if let (Some(s), true) = (&schema, inf.openpi_seen || b.dialect == Dialect::Openpi) {
         let mut md = s.metadata().clone();
         md.insert(meta::DIALECT.to_string(), "openpi".to_string());
-        p.schema = Some(Arc::new(s.as_ref().clone().with_metadata(md)));
+        schema = Some(Arc::new(s.as_ref().clone().with_metadata(md)));
     }
     if let Some(s) = &b.schema {
-        p.schema = Some(s.clone());
+        schema = Some(s.clone());
     } else if let (Some(o), Some(s), Layout::Records | Layout::Values) =
-        (&b.overrides, &p.schema, p.layout)
+        (&b.overrides, &schema, layout)
     {
         // the given columns take the given types (without the inferred numpy metadata)
         let fields: Vec<Field> = s
@@ -567,12 +596,12 @@ fn plan_single(
                 Err(_) => f.as_ref().clone(),
             })
             .collect();
-        p.schema = Some(Arc::new(Schema::new_with_metadata(
+        schema = Some(Arc::new(Schema::new_with_metadata(
             fields,
             s.metadata().clone(),
         )));
     }
-    Ok(p)
+    schema
 }
 
 /// Whether the row at `pos` (the `rows`-th) starts a new batch: a batch ends at `batch_size`

@@ -211,6 +211,46 @@ fn streaming_read_equals_in_memory_read() {
     not(feature = "python-tests"),
     ignore = "needs Python and the golden corpus it generates: `make test` runs it"
 )]
+fn compressed_read_equals_what_msgpack_numpy_decoded() {
+    // zstd in memory, read in two passes (every row's types, then the decode) as a .zst file is
+    use msgpack_arrow::io::compress::{open_buffer, Codec, CompressedWriter};
+    use std::io::Write;
+    let m = manifest();
+    let mut failures = Vec::new();
+    for case in m["good"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let layout = case["layout"].as_str().unwrap();
+        let data =
+            std::fs::read(golden_dir().join("good").join(format!("{name}.msgpack"))).unwrap();
+        let mut w = CompressedWriter::new(Vec::new(), Some(Codec::Zstd)).unwrap();
+        w.write_all(&data).unwrap();
+        let buf = arrow_buffer::Buffer::from_vec(w.finish().unwrap());
+        let reopen = || open_buffer(buf.clone());
+        let r = reopen()
+            .and_then(|input| {
+                ReaderBuilder::new()
+                    .with_layout(layout.parse().unwrap())
+                    .with_batch_size(4)
+                    .build_from_reopenable(input, reopen)
+            })
+            .and_then(|r| r.collect::<msgpack_arrow::Result<Vec<_>>>());
+        match r {
+            Err(e) => failures.push(format!("{name}: {e}")),
+            Ok(got) => {
+                if let Err(e) = compare(name, &got, &expected(name)) {
+                    failures.push(e);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "python-tests"),
+    ignore = "needs Python and the golden corpus it generates: `make test` runs it"
+)]
 fn projection_returns_only_the_asked_columns_in_order() {
     let path = golden_dir().join("good/rec_embedding_100.msgpack");
     let all = ReaderBuilder::new()

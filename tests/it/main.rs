@@ -5,6 +5,7 @@
 mod aligned;
 mod cli;
 mod common;
+mod compressed;
 mod dataset;
 mod fuzz_regressions;
 mod golden;

@@ -1,0 +1,111 @@
+//! The exact schema of a stream of rows that can be read twice (a compressed file, compressed
+//! bytes in memory): a first pass walks every row as the plan of a mapped file does, and the read
+//! that follows decodes with the schema it found. Inferred from the first rows only, a stream
+//! failed where the same rows, uncompressed, read: a column nil for its first thousand rows, an
+//! int column holding a float further on.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use arrow_schema::SchemaRef;
+
+use super::infer::Inferrer;
+use super::plan::{finish_schema, plan_first, rows_schema, Container, RowWalk, RowsSeen};
+use super::stream::{StreamReader, READ_CHUNK};
+use super::{check_msgpack, ReaderBuilder};
+use crate::error::{ErrorKind, Result};
+use crate::options::Layout;
+use crate::wire::cursor::Cursor;
+use crate::wire::sniff::SNIFF_LEN;
+
+impl ReaderBuilder {
+    /// Whether a stream read would infer from its first rows only where a first pass could see
+    /// them all: no schema given, no row bound asked for (`infer_rows`, `n_rows`), rows to walk.
+    pub(crate) fn wants_first_pass(&self) -> bool {
+        self.schema.is_none()
+            && self.infer_rows.is_none()
+            && self.n_rows.is_none()
+            && self.layout != Layout::Columns
+    }
+
+    /// Walk every row of `r` (the same input the read will be given) and keep the schema a plan
+    /// over all of them gives, for the read to decode with. Inputs that are not a stream of rows
+    /// (one object: read whole, and exactly, anyway) leave the builder as it was; so does a cut
+    /// at the end, which the read itself reports or keeps.
+    pub(crate) fn with_first_pass(mut self, r: Box<dyn Read + Send>) -> Result<Self> {
+        if let Some(s) = self.first_pass_schema(r)? {
+            self.stream_schema = Some(s);
+        }
+        Ok(self)
+    }
+
+    fn first_pass_schema(&self, r: Box<dyn Read + Send>) -> Result<Option<SchemaRef>> {
+        let mut s = StreamReader::new(r);
+        if self.layout == Layout::Auto {
+            s.fill_to(SNIFF_LEN)?;
+            check_msgpack(self, &s.buf[..s.buf.len().min(SNIFF_LEN)])?;
+        }
+        let truncated = |e: &crate::Error| matches!(e.kind(), ErrorKind::Truncated { .. });
+        let first_end = match s.fill_object(0) {
+            Ok(Some(e)) => e,
+            Ok(None) => return Ok(None),
+            Err(e) if truncated(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        // one object is read whole by the read (exact already); a stream of rows is walked here
+        if !s.fill_to(first_end + 1)? {
+            return Ok(None);
+        }
+        let Some(p) = plan_first(self, &s.buf, false)? else {
+            return Ok(None);
+        };
+        if !matches!(p.layout, Layout::Records | Layout::Values) || p.container != Container::Stream
+        {
+            return Ok(None);
+        }
+        let mut inf = Inferrer::new(self.infer_options());
+        if let Some(o) = &self.overrides {
+            inf.given = o.fields().iter().map(|f| f.name().clone()).collect();
+        }
+        let rw = RowWalk {
+            b: self,
+            layout: p.layout,
+            limit: usize::MAX,
+            given_value: p.layout == Layout::Values && inf.given.iter().any(|g| g == "value"),
+        };
+        let mut seen = RowsSeen::new(p.layout);
+        let mut pos = 0;
+        loop {
+            // the row at `pos`, when it is buffered whole (the walk must not see half of one)
+            let mut probe = Cursor::new(&s.buf, s.base);
+            probe.set_pos(pos);
+            match probe.skip(self.max_depth) {
+                Ok(()) => {
+                    let end = probe.pos();
+                    let mut c = Cursor::new(&s.buf[..end], s.base);
+                    c.set_pos(pos);
+                    rw.row(&mut inf, &mut seen, &mut c)?;
+                    pos = end;
+                }
+                Err(e) if truncated(&e) && !s.eof => {
+                    s.buf.drain(..pos);
+                    s.base += pos as u64;
+                    pos = 0;
+                    let want = s.buf.len() + READ_CHUNK.max(s.buf.len());
+                    s.fill_to(want)?;
+                }
+                // the end, or a cut there: the rows before it are the rows read
+                Err(e) if truncated(&e) => break,
+                Err(e) => return Err(e.at_record(seen.rows as u64)),
+            }
+        }
+        let (schema, given_nd) = rows_schema(self, p.layout, seen, &inf, true)?;
+        Ok(finish_schema(
+            self,
+            p.layout,
+            &inf,
+            schema.map(Arc::new),
+            &given_nd,
+        ))
+    }
+}

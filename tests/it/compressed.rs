@@ -1,0 +1,124 @@
+//! Compressed inputs read as the same file uncompressed: the types come from every row (a first
+//! pass walks them all), not from the first thousand.
+
+use std::io::Write;
+
+use arrow_array::RecordBatch;
+use arrow_buffer::Buffer;
+use msgpack_arrow::io::compress::{open_buffer, Codec, CompressedWriter};
+use msgpack_arrow::ReaderBuilder;
+
+/// An ndarray of float32 as msgpack_numpy writes it (bin keys, `kind` empty).
+fn ndarray_f4(out: &mut Vec<u8>, vals: &[f32]) {
+    rmp::encode::write_map_len(out, 5).unwrap();
+    rmp::encode::write_bin(out, b"nd").unwrap();
+    rmp::encode::write_bool(out, true).unwrap();
+    rmp::encode::write_bin(out, b"type").unwrap();
+    rmp::encode::write_str(out, "<f4").unwrap();
+    rmp::encode::write_bin(out, b"kind").unwrap();
+    rmp::encode::write_bin(out, b"").unwrap();
+    rmp::encode::write_bin(out, b"shape").unwrap();
+    rmp::encode::write_array_len(out, 1).unwrap();
+    rmp::encode::write_uint(out, vals.len() as u64).unwrap();
+    rmp::encode::write_bin(out, b"data").unwrap();
+    let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+    rmp::encode::write_bin(out, &data).unwrap();
+}
+
+/// 3,000 records whose types settle late: `x` int then float (row 2,500), `z` nil then str
+/// (2,900), `t` float32[2] then float32[3] (2,950), and a key only the last row has.
+fn late_types() -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..3000u32 {
+        let last = i == 2999;
+        rmp::encode::write_map_len(&mut out, 3 + u32::from(last)).unwrap();
+        rmp::encode::write_str(&mut out, "x").unwrap();
+        if i < 2500 {
+            rmp::encode::write_sint(&mut out, i as i64 - 7).unwrap();
+        } else {
+            rmp::encode::write_f64(&mut out, i as f64 + 0.5).unwrap();
+        }
+        rmp::encode::write_str(&mut out, "z").unwrap();
+        if i < 2900 {
+            rmp::encode::write_nil(&mut out).unwrap();
+        } else {
+            rmp::encode::write_str(&mut out, &format!("late {i}")).unwrap();
+        }
+        rmp::encode::write_str(&mut out, "t").unwrap();
+        let n = if i < 2950 { 2 } else { 3 };
+        ndarray_f4(&mut out, &vec![i as f32 * 0.25; n]);
+        if last {
+            rmp::encode::write_str(&mut out, "only_last").unwrap();
+            rmp::encode::write_bool(&mut out, true).unwrap();
+        }
+    }
+    out
+}
+
+fn compress(data: &[u8], codec: Codec) -> Vec<u8> {
+    let mut w = CompressedWriter::new(Vec::new(), Some(codec)).unwrap();
+    w.write_all(data).unwrap();
+    w.finish().unwrap()
+}
+
+fn table(r: msgpack_arrow::Reader) -> RecordBatch {
+    let schema = r.schema();
+    let batches: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
+    arrow_select::concat::concat_batches(&schema, &batches).unwrap()
+}
+
+#[test]
+fn a_compressed_file_or_buffer_reads_as_the_plain_file_whatever_its_later_rows_hold() {
+    let data = late_types();
+    let d = tempfile::tempdir().unwrap();
+    let plain = d.path().join("late.msgpack");
+    std::fs::write(&plain, &data).unwrap();
+    let want = table(ReaderBuilder::new().build_from_path(&plain).unwrap());
+    assert_eq!(want.num_rows(), 3000);
+    assert_eq!(want.num_columns(), 4, "{:?}", want.schema());
+    for (codec, ext) in [
+        (Codec::Zstd, "zst"),
+        (Codec::Gzip, "gz"),
+        (Codec::Lz4, "lz4"),
+    ] {
+        let packed = compress(&data, codec);
+        let p = d.path().join(format!("late.msgpack.{ext}"));
+        std::fs::write(&p, &packed).unwrap();
+        // small batches: the first ones were decoded before the rows that widen the types
+        let got = table(
+            ReaderBuilder::new()
+                .with_batch_size(100)
+                .build_from_path(&p)
+                .unwrap(),
+        );
+        assert_eq!(got.schema(), want.schema(), "{ext}");
+        assert_eq!(got, want, "{ext}");
+        let buf = Buffer::from_vec(packed.clone());
+        let reopen = || open_buffer(buf.clone());
+        let got = table(
+            ReaderBuilder::new()
+                .build_from_reopenable(reopen().unwrap(), reopen)
+                .unwrap(),
+        );
+        assert_eq!(got, want, "{ext} in memory");
+        // inferring from the first rows is still one pass, and a later row then a clear error
+        let e = ReaderBuilder::new()
+            .with_infer_rows(Some(1000))
+            .build_from_path(&p)
+            .unwrap()
+            .find_map(|b| b.err())
+            .expect("x holds a float at row 2,500");
+        assert_eq!(e.record(), Some(2500), "{e}");
+        assert!(e.to_string().contains("\"x\""), "{e}");
+        // a head is inferred from its own rows, in one pass, as the plain file's head
+        let head = |p: &std::path::Path| {
+            table(
+                ReaderBuilder::new()
+                    .with_n_rows(Some(10))
+                    .build_from_path(p)
+                    .unwrap(),
+            )
+        };
+        assert_eq!(head(&p), head(&plain), "{ext} head");
+    }
+}
