@@ -80,6 +80,37 @@ def test_compressed_path(tmp_path, want):
     assert_frame_equal(ma.scan_msgpack(p).collect(), want)
 
 
+def test_compressed_rows_are_typed_from_every_row_as_the_plain_file(tmp_path):
+    # msgpack_numpy records whose types settle past the first 1,000 rows: an optional field nil
+    # until row 1,500, an int column with a float at row 2,000, arrays whose shape changes at 2,500
+    rows = [
+        {
+            "n": i if i != 2000 else 2000.5,
+            "opt": None if i < 1500 else f"s{i}",
+            "a": np.arange(2 if i < 2500 else 3, dtype="<f4") + i,
+        }
+        for i in range(3000)
+    ]
+    data = b"".join(mn.packb(r) for r in rows)
+    plain = tmp_path / "rows.msgpack"
+    plain.write_bytes(data)
+    packed = tmp_path / "rows.msgpack.gz"
+    packed.write_bytes(gzip.compress(data))
+    want = ma.read_msgpack(plain)
+    assert want.schema == {"n": pl.Float64, "opt": pl.String, "a": pl.List(pl.Float32)}
+    decoded = [mn.unpackb(mn.packb(r)) for r in rows]
+    assert want["n"].to_list() == [float(r["n"]) for r in decoded]
+    assert want["opt"].to_list() == [r["opt"] for r in decoded]
+    assert all(np.array_equal(np.array(g, dtype="<f4"), r["a"]) for g, r in zip(want["a"].to_list(), decoded))
+    for source in (packed, gzip.compress(data)):
+        assert_frame_equal(ma.read_msgpack(source), want)
+        assert_frame_equal(ma.read_msgpack(source, batch_size=100), want)
+    assert_frame_equal(ma.scan_msgpack(packed).collect(), want)
+    # one pass from the first rows: the str at row 1,500 is then an error that names it
+    with pytest.raises(ma.DecodeError, match='record 1500, column "opt"'):
+        ma.read_msgpack(packed, infer_rows=1000)
+
+
 def test_bad_sources(tmp_path):
     with pytest.raises(FileNotFoundError):
         ma.read_msgpack(tmp_path / "missing.msgpack")
