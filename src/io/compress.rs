@@ -209,7 +209,7 @@ pub fn open_input_with(
     }
     let file = File::open(path).map_err(|e| io_error(path, e))?;
     if let Some(codec) = Codec::from_path(path) {
-        return Ok(Input::Stream(codec.decoder(count(Box::new(file)))?));
+        return Ok(Input::Stream(ahead(codec.decoder(count(Box::new(file)))?)?));
     }
     let meta = file.metadata().map_err(|e| io_error(path, e))?;
     if !meta.is_file() {
@@ -223,9 +223,14 @@ pub fn open_input_with(
     // compressed data is decompressed whatever its name (SPEC §5, `wire::sniff`)
     if let Some(codec) = Codec::from_magic(&map[..map.len().min(SNIFF_LEN)]) {
         let counted = count(Box::new(io::Cursor::new(map)));
-        return Ok(Input::Stream(codec.decoder(counted)?));
+        return Ok(Input::Stream(ahead(codec.decoder(counted)?)?));
     }
     Ok(Input::Mmap(map))
+}
+
+/// A decompressor of a file or of bytes in memory, run a few chunks ahead on its own thread.
+fn ahead(r: Box<dyn Read + Send>) -> Result<Box<dyn Read + Send>> {
+    Ok(Box::new(super::ahead::ReadAhead::new(r)?))
 }
 
 /// A stream whose first bytes name a codec, decompressed; else the same bytes.
@@ -244,9 +249,9 @@ pub fn decompress_by_magic(mut r: Box<dyn Read + Send>) -> Result<Box<dyn Read +
 pub fn open_buffer(buf: arrow_buffer::Buffer) -> Result<Input> {
     match Codec::from_magic(&buf[..buf.len().min(SNIFF_LEN)]) {
         None => Ok(Input::Buffer(buf)),
-        Some(c) => Ok(Input::Stream(
+        Some(c) => Ok(Input::Stream(ahead(
             c.decoder(Box::new(io::Cursor::new(BufferBytes(buf))))?,
-        )),
+        )?)),
     }
 }
 

@@ -2,6 +2,7 @@
 //! Feather / Arrow IPC, NPZ). [`open_table`] opens any supported input as a stream of record
 //! batches; the CLI and the Python package both go through it.
 
+mod ahead;
 pub mod atomic;
 pub mod compress;
 pub mod convert;
