@@ -408,8 +408,9 @@ def read_msgpack(
         decoded whole in any case, is one chunk per column (no smaller batches to import).
     infer_rows
         Infer the schema from this many rows (default: all; at least 1). A compressed file or
-        compressed bytes are then decompressed twice: once to see every row's types, once to
-        decode; a number reads them once (and a later row that does not fit is an error).
+        compressed bytes are then held in memory decompressed (up to 1 GiB; a larger one is
+        decompressed twice, once to see every row's types, once to decode); a number reads them
+        once, batch by batch (and a later row that does not fit is an error).
     conflicts
         A column whose values do not unify (ints and strings, ndarrays of different ndim):
         ``"error"`` (default, a :class:`DecodeError` naming the column, both types and the

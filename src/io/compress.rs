@@ -255,6 +255,11 @@ pub fn open_buffer(buf: arrow_buffer::Buffer) -> Result<Input> {
     }
 }
 
+/// An Arrow buffer as a `Read` of its bytes.
+pub(crate) fn buffer_reader(buf: arrow_buffer::Buffer) -> io::Cursor<impl AsRef<[u8]>> {
+    io::Cursor::new(BufferBytes(buf))
+}
+
 /// An Arrow buffer as bytes a `Cursor` can read.
 struct BufferBytes(arrow_buffer::Buffer);
 

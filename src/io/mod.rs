@@ -70,22 +70,52 @@ impl crate::ReaderBuilder {
         self.build_from_input(input)
     }
 
-    /// Read an opened [`Input`] that `reopen` opens again from its start: a stream of rows is
-    /// walked whole first, for the types of every row as a mapped file's read has them (default
-    /// `infer_rows`; costs a second decompression), then decoded from `input`.
+    /// Read an opened [`Input`] that `reopen` opens again from its start. A stream of rows
+    /// (compressed data) is typed from every row, as the same bytes uncompressed are: up to
+    /// [`ReaderBuilder::with_hold_decompressed`] decompressed bytes are held in memory and read as bytes (one
+    /// decompression, decoded in parallel); a larger stream is walked whole first, for the types,
+    /// then decompressed again and decoded batch by batch. Reads that ask for no more than the
+    /// first rows (`infer_rows`, `n_rows`, a given schema) stay one pass over the stream.
     pub fn build_from_reopenable(
         self,
         input: Input,
         reopen: impl FnOnce() -> Result<Input>,
     ) -> Result<crate::Reader> {
-        let this = match (&input, self.wants_first_pass()) {
-            (Input::Stream(_), true) => match reopen()? {
-                Input::Stream(r) => self.with_first_pass(r)?,
-                _ => self,
-            },
-            _ => self,
+        let Input::Stream(mut r) = input else {
+            return self.build_from_input(input);
         };
-        this.build_from_input(input)
+        if !self.wants_first_pass() {
+            return self.build(r);
+        }
+        let most = self.hold_decompressed();
+        let mut head = hold_buffer(most);
+        let failed = (&mut r)
+            .take((most as u64).saturating_add(1))
+            .read_to_end(&mut head)
+            .err();
+        match failed {
+            None if head.len() <= most => {
+                head.shrink_to_fit();
+                self.build_from_buffer(arrow_buffer::Buffer::from_vec(head))
+            }
+            None => {
+                // too big to hold: walked from what was read on, decoded from the start again
+                let walked = Box::new(std::io::Cursor::new(head).chain(r));
+                let this = self.with_first_pass(walked)?;
+                match reopen()? {
+                    Input::Stream(r) => this.build(r),
+                    other => this.build_from_input(other),
+                }
+            }
+            Some(e) => {
+                // the rows before a decompression error (a cut .gz), then the error, as a
+                // stream read gives them; typed from those rows
+                let held = arrow_buffer::Buffer::from_vec(head);
+                let this = self.with_first_pass(Box::new(compress::buffer_reader(held.clone())))?;
+                let failing = compress::buffer_reader(held).chain(FailWith(Some(e)));
+                this.build(failing)
+            }
+        }
     }
 
     /// Read an opened [`Input`].
@@ -94,6 +124,30 @@ impl crate::ReaderBuilder {
             Input::Mmap(m) => self.build_from_mmap(m),
             Input::Stream(r) => self.build(r),
             Input::Buffer(b) => self.build_from_buffer(b),
+        }
+    }
+}
+
+/// An empty buffer that can take `most` bytes and one more without moving: address space only
+/// until written (grown by doubling, a 300 MB input was copied again and faulted in afresh at
+/// each step), in huge pages where the kernel allows. Where the reservation is refused, an
+/// ordinary growing buffer.
+fn hold_buffer(most: usize) -> Vec<u8> {
+    let mut v = Vec::new();
+    if v.try_reserve_exact(most.saturating_add(1)).is_ok() {
+        crate::types::buffers::advise_huge_range(v.as_mut_ptr(), v.capacity());
+    }
+    v
+}
+
+/// A `Read` that fails with the error it holds (once; then it is at its end).
+struct FailWith(Option<std::io::Error>);
+
+impl Read for FailWith {
+    fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+        match self.0.take() {
+            Some(e) => Err(e),
+            None => Ok(0),
         }
     }
 }

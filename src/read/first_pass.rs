@@ -40,22 +40,21 @@ impl ReaderBuilder {
     }
 
     fn first_pass_schema(&self, r: Box<dyn Read + Send>) -> Result<Option<SchemaRef>> {
+        // what the source or the first object does wrong, the read says (it meets them first)
         let mut s = StreamReader::new(r);
-        if self.layout == Layout::Auto {
-            s.fill_to(SNIFF_LEN)?;
-            check_msgpack(self, &s.buf[..s.buf.len().min(SNIFF_LEN)])?;
-        }
-        let truncated = |e: &crate::Error| matches!(e.kind(), ErrorKind::Truncated { .. });
-        let first_end = match s.fill_object(0) {
-            Ok(Some(e)) => e,
-            Ok(None) => return Ok(None),
-            Err(e) if truncated(&e) => return Ok(None),
-            Err(e) => return Err(e),
+        let Ok(Some(first_end)) = s.fill_object(0) else {
+            return Ok(None);
         };
         // one object is read whole by the read (exact already); a stream of rows is walked here
-        if !s.fill_to(first_end + 1)? {
+        if !s.fill_to(first_end + 1).unwrap_or(false) {
             return Ok(None);
         }
+        if self.layout == Layout::Auto
+            && check_msgpack(self, &s.buf[..s.buf.len().min(SNIFF_LEN)]).is_err()
+        {
+            return Ok(None);
+        }
+        let truncated = |e: &crate::Error| matches!(e.kind(), ErrorKind::Truncated { .. });
         let Some(p) = plan_first(self, &s.buf, false)? else {
             return Ok(None);
         };
@@ -92,7 +91,11 @@ impl ReaderBuilder {
                     s.base += pos as u64;
                     pos = 0;
                     let want = s.buf.len() + READ_CHUNK.max(s.buf.len());
-                    s.fill_to(want)?;
+                    // a source that fails (a cut .gz) fails the read as well, after the rows
+                    // before it: those are the rows to type
+                    if s.fill_to(want).is_err() {
+                        break;
+                    }
                 }
                 // the end, or a cut there: the rows before it are the rows read
                 Err(e) if truncated(&e) => break,

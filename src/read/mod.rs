@@ -59,6 +59,8 @@ pub use crate::wire::cursor::DEFAULT_MAX_DEPTH;
 pub const MAX_BATCH_CELLS: usize = 1 << 24;
 /// Columns (distinct top-level keys) a records file may have, by default.
 pub const DEFAULT_MAX_COLUMNS: usize = 65_536;
+/// Decompressed bytes held in memory, by default ([`ReaderBuilder::with_hold_decompressed`]).
+pub const DEFAULT_HOLD_DECOMPRESSED: usize = 1 << 30;
 /// Rows a streaming (`Read`) source infers its schema from, by default.
 pub const DEFAULT_STREAM_INFER_ROWS: usize = 1000;
 /// ... or the rows in this many bytes, if fewer (at least one): a stream of wide rows (a remote
@@ -125,6 +127,7 @@ pub struct ReaderBuilder {
     whole_chunks: bool,
     /// the schema a first pass over the whole stream found ([`ReaderBuilder::with_first_pass`])
     stream_schema: Option<SchemaRef>,
+    hold_decompressed: usize,
 }
 
 impl Default for ReaderBuilder {
@@ -166,6 +169,7 @@ impl ReaderBuilder {
             eager: false,
             whole_chunks: false,
             stream_schema: None,
+            hold_decompressed: DEFAULT_HOLD_DECOMPRESSED,
         }
     }
     /// A `columns` map (each chunk of a stream of them) becomes one batch, whatever
@@ -312,11 +316,22 @@ impl ReaderBuilder {
     }
     /// Infer the schema from this many rows (default `None`: all rows of an in-memory or mapped
     /// file, or of a compressed one read from a path or with
-    /// [`ReaderBuilder::build_from_reopenable`], which takes a first pass over the rows for their
-    /// types; 1000 for other `Read` streams). Keys first seen later are then errors.
+    /// [`ReaderBuilder::build_from_reopenable`] (see [`ReaderBuilder::with_hold_decompressed`]);
+    /// 1000 for other `Read` streams). Keys first seen later are then errors.
     pub fn with_infer_rows(mut self, n: Option<usize>) -> Self {
         self.infer_rows = n;
         self
+    }
+    /// How many decompressed bytes a compressed file (or compressed bytes) may be held in memory
+    /// as (default [`DEFAULT_HOLD_DECOMPRESSED`], 1 GiB): an input up to this is decompressed
+    /// once and read as bytes; a larger one is decompressed twice, a first pass for the types of
+    /// every row, then batch by batch in bounded memory. 0: always the latter.
+    pub fn with_hold_decompressed(mut self, bytes: usize) -> Self {
+        self.hold_decompressed = bytes;
+        self
+    }
+    pub(crate) fn hold_decompressed(&self) -> usize {
+        self.hold_decompressed
     }
     /// Tensor representation (default [`TensorMode::Array`]: nested FixedSizeList / List).
     pub fn with_tensor(mut self, t: TensorMode) -> Self {

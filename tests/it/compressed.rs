@@ -84,23 +84,24 @@ fn a_compressed_file_or_buffer_reads_as_the_plain_file_whatever_its_later_rows_h
         let packed = compress(&data, codec);
         let p = d.path().join(format!("late.msgpack.{ext}"));
         std::fs::write(&p, &packed).unwrap();
-        // small batches: the first ones were decoded before the rows that widen the types
-        let got = table(
-            ReaderBuilder::new()
-                .with_batch_size(100)
-                .build_from_path(&p)
-                .unwrap(),
-        );
-        assert_eq!(got.schema(), want.schema(), "{ext}");
-        assert_eq!(got, want, "{ext}");
-        let buf = Buffer::from_vec(packed.clone());
-        let reopen = || open_buffer(buf.clone());
-        let got = table(
-            ReaderBuilder::new()
-                .build_from_reopenable(reopen().unwrap(), reopen)
-                .unwrap(),
-        );
-        assert_eq!(got, want, "{ext} in memory");
+        // held in memory whole (default); held in part, then walked and read again; never held
+        for hold in [None, Some(50_000), Some(0)] {
+            let b = || match hold {
+                Some(n) => ReaderBuilder::new().with_hold_decompressed(n),
+                None => ReaderBuilder::new(),
+            };
+            // small batches: the first ones decoded before the rows that widen the types
+            let got = table(b().with_batch_size(100).build_from_path(&p).unwrap());
+            assert_eq!(got.schema(), want.schema(), "{ext} {hold:?}");
+            assert_eq!(got, want, "{ext} {hold:?}");
+            let buf = Buffer::from_vec(packed.clone());
+            let reopen = || open_buffer(buf.clone());
+            let got = table(
+                b().build_from_reopenable(reopen().unwrap(), reopen)
+                    .unwrap(),
+            );
+            assert_eq!(got, want, "{ext} {hold:?} in memory");
+        }
         // inferring from the first rows is still one pass, and a later row then a clear error
         let e = ReaderBuilder::new()
             .with_infer_rows(Some(1000))
@@ -120,5 +121,48 @@ fn a_compressed_file_or_buffer_reads_as_the_plain_file_whatever_its_later_rows_h
             )
         };
         assert_eq!(head(&p), head(&plain), "{ext} head");
+    }
+}
+
+#[test]
+fn a_compressed_file_cut_short_gives_its_rows_then_the_decompressor_s_error() {
+    let data = late_types();
+    let d = tempfile::tempdir().unwrap();
+    let plain = d.path().join("late.msgpack");
+    std::fs::write(&plain, &data).unwrap();
+    let want = table(ReaderBuilder::new().build_from_path(&plain).unwrap());
+    let packed = compress(&data, Codec::Gzip);
+    let p = d.path().join("cut.msgpack.gz");
+    std::fs::write(&p, &packed[..packed.len() * 3 / 5]).unwrap();
+    for hold in [usize::MAX, 0] {
+        let mut rows = 0;
+        let mut err = None;
+        let r = ReaderBuilder::new()
+            .with_batch_size(100)
+            .with_hold_decompressed(hold)
+            .build_from_path(&p)
+            .unwrap();
+        for b in r {
+            match b {
+                Ok(b) => {
+                    // the rows before the cut, as the whole file has them (typed from them)
+                    let w = want.slice(rows, b.num_rows());
+                    for (i, f) in b.schema().fields().iter().enumerate() {
+                        let wc = w.column_by_name(f.name()).unwrap();
+                        if f.data_type() == wc.data_type() {
+                            assert_eq!(b.column(i), wc, "{hold} {}", f.name());
+                        }
+                    }
+                    rows += b.num_rows();
+                }
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        let e = err.expect("the cut is an error");
+        assert!(rows > 0 && rows < 3000, "{hold}: {rows} rows");
+        assert!(e.to_string().contains("incomplete"), "{hold}: {e}");
     }
 }
