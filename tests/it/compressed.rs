@@ -67,13 +67,20 @@ fn table(r: msgpack_arrow::Reader) -> RecordBatch {
     arrow_select::concat::concat_batches(&schema, &batches).unwrap()
 }
 
-#[test]
-fn a_compressed_file_or_buffer_reads_as_the_plain_file_whatever_its_later_rows_hold() {
-    let data = late_types();
+/// [`late_types`] as a plain file in a new directory, and its table (the one every compressed
+/// read must give).
+fn plain_file() -> (tempfile::TempDir, std::path::PathBuf, RecordBatch) {
     let d = tempfile::tempdir().unwrap();
     let plain = d.path().join("late.msgpack");
-    std::fs::write(&plain, &data).unwrap();
+    std::fs::write(&plain, late_types()).unwrap();
     let want = table(ReaderBuilder::new().build_from_path(&plain).unwrap());
+    (d, plain, want)
+}
+
+#[test]
+fn a_compressed_file_or_buffer_reads_as_the_plain_file_whatever_its_later_rows_hold() {
+    let (d, plain, want) = plain_file();
+    let data = late_types();
     assert_eq!(want.num_rows(), 3000);
     assert_eq!(want.num_columns(), 4, "{:?}", want.schema());
     for (codec, ext) in [
@@ -126,11 +133,8 @@ fn a_compressed_file_or_buffer_reads_as_the_plain_file_whatever_its_later_rows_h
 
 #[test]
 fn a_compressed_file_cut_short_gives_its_rows_then_the_decompressor_s_error() {
+    let (d, _, want) = plain_file();
     let data = late_types();
-    let d = tempfile::tempdir().unwrap();
-    let plain = d.path().join("late.msgpack");
-    std::fs::write(&plain, &data).unwrap();
-    let want = table(ReaderBuilder::new().build_from_path(&plain).unwrap());
     let packed = compress(&data, Codec::Gzip);
     let p = d.path().join("cut.msgpack.gz");
     std::fs::write(&p, &packed[..packed.len() * 3 / 5]).unwrap();

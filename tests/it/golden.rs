@@ -182,28 +182,16 @@ fn bad_inputs_give_positioned_errors() {
 )]
 fn streaming_read_equals_in_memory_read() {
     // a `Read` source decodes batch by batch from a bounded buffer
-    let m = manifest();
-    let mut failures = Vec::new();
-    for case in m["good"].as_array().unwrap() {
-        let name = case["name"].as_str().unwrap();
-        let layout = case["layout"].as_str().unwrap();
-        let f = File::open(golden_dir().join("good").join(format!("{name}.msgpack"))).unwrap();
-        let r = ReaderBuilder::new()
-            .with_layout(layout.parse().unwrap())
+    every_good_case_reads_as_expected(|layout, data| {
+        ReaderBuilder::new()
+            .with_layout(layout)
             .with_batch_size(4)
             .with_infer_rows(None)
-            .build(std::io::BufReader::with_capacity(3, f))
-            .and_then(|r| r.collect::<msgpack_arrow::Result<Vec<_>>>());
-        match r {
-            Err(e) => failures.push(format!("{name}: {e}")),
-            Ok(got) => {
-                if let Err(e) = compare(name, &got, &expected(name)) {
-                    failures.push(e);
-                }
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+            .build(std::io::BufReader::with_capacity(
+                3,
+                std::io::Cursor::new(data),
+            ))
+    });
 }
 
 #[test]
@@ -212,29 +200,38 @@ fn streaming_read_equals_in_memory_read() {
     ignore = "needs Python and the golden corpus it generates: `make test` runs it"
 )]
 fn compressed_read_equals_what_msgpack_numpy_decoded() {
-    // zstd in memory, read in two passes (every row's types, then the decode) as a .zst file is
+    // zstd in memory: held decompressed and read as bytes, or typed by a first pass over every
+    // row and decoded batch by batch, as a .zst file larger than what is held
     use msgpack_arrow::io::compress::{open_buffer, Codec, CompressedWriter};
     use std::io::Write;
+    for hold in [usize::MAX, 0] {
+        every_good_case_reads_as_expected(|layout, data| {
+            let mut w = CompressedWriter::new(Vec::new(), Some(Codec::Zstd)).unwrap();
+            w.write_all(&data).unwrap();
+            let buf = arrow_buffer::Buffer::from_vec(w.finish().unwrap());
+            let reopen = || open_buffer(buf.clone());
+            ReaderBuilder::new()
+                .with_layout(layout)
+                .with_batch_size(4)
+                .with_hold_decompressed(hold)
+                .build_from_reopenable(reopen()?, reopen)
+        });
+    }
+}
+
+/// Read each good case's bytes with `read` (given its layout) and compare with what Python's
+/// msgpack_numpy decoded.
+fn every_good_case_reads_as_expected(
+    read: impl Fn(msgpack_arrow::Layout, Vec<u8>) -> msgpack_arrow::Result<msgpack_arrow::Reader>,
+) {
     let m = manifest();
     let mut failures = Vec::new();
     for case in m["good"].as_array().unwrap() {
         let name = case["name"].as_str().unwrap();
-        let layout = case["layout"].as_str().unwrap();
+        let layout = case["layout"].as_str().unwrap().parse().unwrap();
         let data =
             std::fs::read(golden_dir().join("good").join(format!("{name}.msgpack"))).unwrap();
-        let mut w = CompressedWriter::new(Vec::new(), Some(Codec::Zstd)).unwrap();
-        w.write_all(&data).unwrap();
-        let buf = arrow_buffer::Buffer::from_vec(w.finish().unwrap());
-        let reopen = || open_buffer(buf.clone());
-        let r = reopen()
-            .and_then(|input| {
-                ReaderBuilder::new()
-                    .with_layout(layout.parse().unwrap())
-                    .with_batch_size(4)
-                    .build_from_reopenable(input, reopen)
-            })
-            .and_then(|r| r.collect::<msgpack_arrow::Result<Vec<_>>>());
-        match r {
+        match read(layout, data).and_then(|r| r.collect::<msgpack_arrow::Result<Vec<_>>>()) {
             Err(e) => failures.push(format!("{name}: {e}")),
             Ok(got) => {
                 if let Err(e) = compare(name, &got, &expected(name)) {
