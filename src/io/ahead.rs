@@ -1,7 +1,7 @@
 //! Decompression on a thread of its own, a few chunks ahead of the decode: with two cores or more
 //! the decode no longer waits for the decompressor, nor the decompressor for the decode. For
-//! files and bytes in memory only: a pipe's reader would wait for a whole chunk before handing on
-//! the first rows of a live stream.
+//! files only: a pipe's reader would wait for a whole chunk before handing on the first rows of a
+//! live stream, and a Python buffer must be released on a Python thread.
 
 use std::io::{self, Read};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};

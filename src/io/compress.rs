@@ -208,10 +208,16 @@ pub fn open_input_with(
         ))));
     }
     let file = File::open(path).map_err(|e| io_error(path, e))?;
-    if let Some(codec) = Codec::from_path(path) {
-        return Ok(Input::Stream(ahead(codec.decoder(count(Box::new(file)))?)?));
-    }
     let meta = file.metadata().map_err(|e| io_error(path, e))?;
+    if let Some(codec) = Codec::from_path(path) {
+        let dec = codec.decoder(count(Box::new(file)))?;
+        // a FIFO's rows are handed on as they come, not a chunk at a time
+        return Ok(Input::Stream(if meta.is_file() {
+            ahead(dec)?
+        } else {
+            dec
+        }));
+    }
     if !meta.is_file() {
         // A FIFO or character device cannot be mapped: read it as a stream.
         return Ok(Input::Stream(decompress_by_magic(count(Box::new(file)))?));
@@ -228,7 +234,7 @@ pub fn open_input_with(
     Ok(Input::Mmap(map))
 }
 
-/// A decompressor of a file or of bytes in memory, run a few chunks ahead on its own thread.
+/// A decompressor of a file, run a few chunks ahead on its own thread.
 fn ahead(r: Box<dyn Read + Send>) -> Result<Box<dyn Read + Send>> {
     Ok(Box::new(super::ahead::ReadAhead::new(r)?))
 }
@@ -249,9 +255,10 @@ pub fn decompress_by_magic(mut r: Box<dyn Read + Send>) -> Result<Box<dyn Read +
 pub fn open_buffer(buf: arrow_buffer::Buffer) -> Result<Input> {
     match Codec::from_magic(&buf[..buf.len().min(SNIFF_LEN)]) {
         None => Ok(Input::Buffer(buf)),
-        Some(c) => Ok(Input::Stream(ahead(
+        // (decompressed on the caller's thread: a Python buffer must not be released on another)
+        Some(c) => Ok(Input::Stream(
             c.decoder(Box::new(io::Cursor::new(BufferBytes(buf))))?,
-        )?)),
+        )),
     }
 }
 

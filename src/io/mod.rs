@@ -84,11 +84,14 @@ impl crate::ReaderBuilder {
         let Input::Stream(mut r) = input else {
             return self.build_from_input(input);
         };
-        if !self.wants_first_pass() {
+        if !self.wants_every_row() {
             return self.build(r);
         }
         let most = self.hold_decompressed();
-        let mut head = hold_buffer(most);
+        let Some(mut head) = hold_buffer(most) else {
+            // no room to hold it: typed by a first pass, decoded from the start again
+            return self.first_pass_then(r, reopen);
+        };
         let failed = (&mut r)
             .take((most as u64).saturating_add(1))
             .read_to_end(&mut head)
@@ -100,21 +103,42 @@ impl crate::ReaderBuilder {
             }
             None => {
                 // too big to hold: walked from what was read on, decoded from the start again
-                let walked = Box::new(std::io::Cursor::new(head).chain(r));
-                let this = self.with_first_pass(walked)?;
-                match reopen()? {
-                    Input::Stream(r) => this.build(r),
-                    other => this.build_from_input(other),
-                }
+                self.first_pass_then(Box::new(std::io::Cursor::new(head).chain(r)), reopen)
+            }
+            Some(e) if e.kind() == std::io::ErrorKind::OutOfMemory => {
+                // no room to hold it after all: what was read is walked with the rest
+                self.first_pass_then(Box::new(std::io::Cursor::new(head).chain(r)), reopen)
             }
             Some(e) => {
                 // the rows before a decompression error (a cut .gz), then the error, as a
                 // stream read gives them; typed from those rows
                 let held = arrow_buffer::Buffer::from_vec(head);
-                let this = self.with_first_pass(Box::new(compress::buffer_reader(held.clone())))?;
+                let this = if self.wants_first_pass() {
+                    self.with_first_pass(Box::new(compress::buffer_reader(held.clone())))?
+                } else {
+                    self
+                };
                 let failing = compress::buffer_reader(held).chain(FailWith(Some(e)));
                 this.build(failing)
             }
+        }
+    }
+
+    /// Type the rows of `walked` by a first pass (where rows are skipped, from the first rows
+    /// only, as any stream), then read the input `reopen` opens.
+    fn first_pass_then(
+        self,
+        walked: Box<dyn Read + Send>,
+        reopen: impl FnOnce() -> Result<Input>,
+    ) -> Result<crate::Reader> {
+        let this = if self.wants_first_pass() {
+            self.with_first_pass(walked)?
+        } else {
+            self
+        };
+        match reopen()? {
+            Input::Stream(r) => this.build(r),
+            other => this.build_from_input(other),
         }
     }
 
@@ -128,16 +152,16 @@ impl crate::ReaderBuilder {
     }
 }
 
-/// An empty buffer that can take `most` bytes and one more without moving: address space only
+/// An empty buffer that can take `most` bytes (up to the default bound) and one more without moving: address space only
 /// until written (grown by doubling, a 300 MB input was copied again and faulted in afresh at
-/// each step), in huge pages where the kernel allows. Where the reservation is refused, an
-/// ordinary growing buffer.
-fn hold_buffer(most: usize) -> Vec<u8> {
+/// each step), in huge pages where the kernel allows. `None` where the reservation is refused.
+fn hold_buffer(most: usize) -> Option<Vec<u8>> {
     let mut v = Vec::new();
-    if v.try_reserve_exact(most.saturating_add(1)).is_ok() {
-        crate::types::buffers::advise_huge_range(v.as_mut_ptr(), v.capacity());
-    }
-    v
+    // (a larger bound than the default grows past it, by doubling)
+    v.try_reserve_exact(most.min(crate::read::DEFAULT_HOLD_DECOMPRESSED) + 1)
+        .ok()?;
+    crate::types::buffers::advise_huge_range(v.as_mut_ptr(), v.capacity());
+    Some(v)
 }
 
 /// A `Read` that fails with the error it holds (once; then it is at its end).

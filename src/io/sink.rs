@@ -79,8 +79,8 @@ pub enum Sink<W: Write + Seek + Send> {
     Ipc(arrow_ipc::writer::FileWriter<W>),
     /// NumPy `.npz`.
     Npz(NpzWriter<W>),
-    /// msgpack-numpy, compressed or not.
-    Msgpack(Writer<CompressedWriter<W>>),
+    /// msgpack-numpy, compressed or not (boxed: a compressor's state is large).
+    Msgpack(Box<Writer<CompressedWriter<W>>>),
 }
 
 impl<W: Write + Seek + Send> Sink<W> {
@@ -112,13 +112,13 @@ impl<W: Write + Seek + Send> Sink<W> {
                 } else {
                     opts.layout
                 };
-                Sink::Msgpack(
+                Sink::Msgpack(Box::new(
                     WriterBuilder::new()
                         .with_layout(layout)
                         .with_aligned(opts.aligned)
                         .with_dialect(opts.dialect)
                         .build(CompressedWriter::new(w, opts.codec)?, schema)?,
-                )
+                ))
             }
         })
     }

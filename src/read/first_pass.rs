@@ -19,13 +19,20 @@ use crate::wire::cursor::Cursor;
 use crate::wire::sniff::SNIFF_LEN;
 
 impl ReaderBuilder {
-    /// Whether a stream read would infer from its first rows only where a first pass could see
-    /// them all: no schema given, no row bound asked for (`infer_rows`, `n_rows`), rows to walk.
-    pub(crate) fn wants_first_pass(&self) -> bool {
+    /// Whether a stream read would infer from its first rows only where every row could be
+    /// seen: no schema given, no row bound asked for (`infer_rows`, `n_rows`), rows to walk.
+    pub(crate) fn wants_every_row(&self) -> bool {
         self.schema.is_none()
             && self.infer_rows.is_none()
             && self.n_rows.is_none()
             && self.layout != Layout::Columns
+    }
+
+    /// [`ReaderBuilder::wants_every_row`], by a first pass over a stream: not where rows are
+    /// skipped, which a stream read decodes (with the types of the rows after them, they could
+    /// fail) before it drops them.
+    pub(crate) fn wants_first_pass(&self) -> bool {
+        self.wants_every_row() && self.skip_rows == 0
     }
 
     /// Walk every row of `r` (the same input the read will be given) and keep the schema a plan
@@ -42,7 +49,7 @@ impl ReaderBuilder {
     fn first_pass_schema(&self, r: Box<dyn Read + Send>) -> Result<Option<SchemaRef>> {
         // what the source or the first object does wrong, the read says (it meets them first)
         let mut s = StreamReader::new(r);
-        let Ok(Some(first_end)) = s.fill_object(0) else {
+        let Some(first_end) = first_object_end(&mut s, self.max_depth) else {
             return Ok(None);
         };
         // one object is read whole by the read (exact already); a stream of rows is walked here
@@ -110,5 +117,28 @@ impl ReaderBuilder {
             schema.map(Arc::new),
             &given_nd,
         ))
+    }
+}
+
+/// Past this, a first object is one object read whole (a columns map, one top-level array, a
+/// bare ndarray): the read buffers it itself, exactly, and a stream's rows are never this big.
+const FIRST_OBJECT_MAX: usize = 64 << 20;
+
+/// Where the first object ends, once it is buffered whole; `None` at an error, at the end, or
+/// when it goes on past [`FIRST_OBJECT_MAX`] (not buffered twice).
+fn first_object_end(s: &mut StreamReader, max_depth: usize) -> Option<usize> {
+    loop {
+        let mut c = Cursor::new(&s.buf, 0);
+        match c.skip(max_depth) {
+            Ok(()) => return Some(c.pos()),
+            Err(e) if matches!(e.kind(), ErrorKind::Truncated { .. }) => {
+                if s.eof || s.buf.len() >= FIRST_OBJECT_MAX {
+                    return None;
+                }
+                let want = (s.buf.len() * 2).clamp(READ_CHUNK, FIRST_OBJECT_MAX);
+                s.fill_to(want).ok()?;
+            }
+            Err(_) => return None,
+        }
     }
 }

@@ -19,10 +19,6 @@ pub(crate) struct StreamReader {
     /// less than asked; zero-filling a full chunk for each such read made a source that hands out
     /// a few bytes at a time cost a megabyte of writes per read.
     pub(crate) ask: usize,
-    /// How far `buf`'s allocation is initialised (zeroed, or written by a read), past its length
-    /// too: a read into bytes already initialised need not zero them again (zeroing each chunk
-    /// before the read was 5% of a stream's decode).
-    init: usize,
 }
 
 /// The most one read asks for.
@@ -39,7 +35,6 @@ impl StreamReader {
             base: 0,
             eof: false,
             ask: 64 << 10,
-            init: 0,
         }
     }
     /// Read until `buf` has at least `n` bytes; false at EOF before that.
@@ -47,7 +42,7 @@ impl StreamReader {
         while self.buf.len() < n && !self.eof {
             let old = self.buf.len();
             let ask = self.ask;
-            self.grow_initialised(old + ask);
+            self.buf.resize(old + ask, 0);
             let got = loop {
                 match self.src.read(&mut self.buf[old..]) {
                     Ok(g) => break g,
@@ -70,30 +65,8 @@ impl StreamReader {
         }
         Ok(self.buf.len() >= n)
     }
-    /// Make `buf` `len` bytes long (`len` ≥ its length), the new bytes zeroed where no earlier
-    /// read left bytes behind.
-    fn grow_initialised(&mut self, len: usize) {
-        let old = self.buf.len();
-        if self.buf.capacity() < len {
-            self.buf.reserve(len - old);
-            // a new allocation holds the first `old` bytes only
-            self.init = old;
-        }
-        let from = self.init.max(old);
-        if from < len {
-            for b in &mut self.buf.spare_capacity_mut()[from - old..len - old] {
-                b.write(0);
-            }
-            self.init = len;
-        }
-        // SAFETY: the capacity is at least `len`, and bytes `old..len` are initialised: zeroed
-        // above, or written before (a truncate or drain leaves the bytes past the length as
-        // they were; `init` starts again when the buffer grows or is taken)
-        unsafe { self.buf.set_len(len) };
-    }
     /// The buffered bytes, leaving the buffer empty.
     pub(crate) fn take_buf(&mut self) -> Vec<u8> {
-        self.init = 0;
         std::mem::take(&mut self.buf)
     }
     /// End of the complete object starting at `start`, reading more as needed; `None` at a clean EOF.

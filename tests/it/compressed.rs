@@ -170,3 +170,31 @@ fn a_compressed_file_cut_short_gives_its_rows_then_the_decompressor_s_error() {
         assert!(e.to_string().contains("incomplete"), "{hold}: {e}");
     }
 }
+
+#[test]
+fn rows_skipped_in_a_compressed_file_are_not_typed_when_it_is_held() {
+    let (d, plain, _) = plain_file();
+    let p = d.path().join("late.msgpack.zst");
+    std::fs::write(&p, compress(&late_types(), Codec::Zstd)).unwrap();
+    let read = |p: &std::path::Path, hold: usize| {
+        ReaderBuilder::new()
+            .with_skip_rows(2600)
+            .with_hold_decompressed(hold)
+            .build_from_path(p)
+            .map(table)
+    };
+    let want = read(&plain, usize::MAX).unwrap();
+    assert_eq!(want.num_rows(), 400);
+    assert_eq!(read(&p, usize::MAX).unwrap(), want);
+    // too big to hold: skipped rows are decoded by a stream read before they are dropped, so the
+    // types come from the first rows, skipped ones included, and a row that does not fit them is
+    // an error that names it
+    let e = ReaderBuilder::new()
+        .with_skip_rows(2600)
+        .with_hold_decompressed(0)
+        .build_from_path(&p)
+        .unwrap()
+        .find_map(|b| b.err())
+        .expect("x holds a float at row 2,500, past the first rows");
+    assert_eq!(e.record(), Some(2500), "{e}");
+}
