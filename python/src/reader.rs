@@ -98,8 +98,9 @@ impl Source {
                 let open = || open_buffer(buf.clone());
                 b.build_from_reopenable(open()?, open)
             }
+            // fetched once: held in memory (typed from every row) up to the bound
             Source::Url(url, storage) => {
-                b.build_from_input(open_input_with(Path::new(url), None, storage)?)
+                b.build_from_held(open_input_with(Path::new(url), None, storage)?)
             }
         }
     }

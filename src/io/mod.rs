@@ -60,12 +60,16 @@ impl crate::ReaderBuilder {
                 }
             }
         }
-        // a compressed file can be read twice: once for the types of every row, once to decode
+        // a compressed file can be read twice: once for the types of every row, once to decode;
+        // a remote object is fetched once (held, or typed from its first rows)
         let local_file = !compress::is_stdio(path)
             && !is_url(path)
             && std::fs::metadata(path).is_ok_and(|m| m.is_file());
         if local_file {
             return self.build_from_reopenable(input, || open_input(path));
+        }
+        if is_url(path) {
+            return self.build_from_held(input);
         }
         self.build_from_input(input)
     }
@@ -81,6 +85,24 @@ impl crate::ReaderBuilder {
         input: Input,
         reopen: impl FnOnce() -> Result<Input>,
     ) -> Result<crate::Reader> {
+        self.hold_or(input, |b, walked| b.first_pass_then(walked, reopen))
+    }
+
+    /// Read an opened [`Input`] that is not opened again (a remote object, fetched once): a
+    /// stream of rows up to [`ReaderBuilder::with_hold_decompressed`] bytes is held in memory and
+    /// read as bytes, typed from every row; a larger one is read batch by batch, typed from its
+    /// first rows (`infer_rows`, default 1,000 or 4 MiB).
+    pub fn build_from_held(self, input: Input) -> Result<crate::Reader> {
+        self.hold_or(input, |b, rest| b.build(rest))
+    }
+
+    /// Hold a stream of rows in memory and read it as bytes; where it is bigger than the bound
+    /// (or the bound cannot be reserved), hand the stream, from its start, to `too_big`.
+    fn hold_or(
+        self,
+        input: Input,
+        too_big: impl FnOnce(Self, Box<dyn Read + Send>) -> Result<crate::Reader>,
+    ) -> Result<crate::Reader> {
         let Input::Stream(mut r) = input else {
             return self.build_from_input(input);
         };
@@ -89,8 +111,7 @@ impl crate::ReaderBuilder {
         }
         let most = self.hold_decompressed();
         let Some(mut head) = hold_buffer(most) else {
-            // no room to hold it: typed by a first pass, decoded from the start again
-            return self.first_pass_then(r, reopen);
+            return too_big(self, r);
         };
         let failed = (&mut r)
             .take((most as u64).saturating_add(1))
@@ -101,13 +122,10 @@ impl crate::ReaderBuilder {
                 head.shrink_to_fit();
                 self.build_from_buffer(arrow_buffer::Buffer::from_vec(head))
             }
-            None => {
-                // too big to hold: walked from what was read on, decoded from the start again
-                self.first_pass_then(Box::new(std::io::Cursor::new(head).chain(r)), reopen)
-            }
+            // too big to hold (or no room after all): what was read, then the rest
+            None => too_big(self, Box::new(HeadThen::new(head, r))),
             Some(e) if e.kind() == std::io::ErrorKind::OutOfMemory => {
-                // no room to hold it after all: what was read is walked with the rest
-                self.first_pass_then(Box::new(std::io::Cursor::new(head).chain(r)), reopen)
+                too_big(self, Box::new(HeadThen::new(head, r)))
             }
             Some(e) => {
                 // the rows before a decompression error (a cut .gz), then the error, as a
@@ -162,6 +180,36 @@ fn hold_buffer(most: usize) -> Option<Vec<u8>> {
         .ok()?;
     crate::types::buffers::advise_huge_range(v.as_mut_ptr(), v.capacity());
     Some(v)
+}
+
+/// The bytes already read, then the rest of the source; the bytes are freed once read past.
+struct HeadThen {
+    head: Vec<u8>,
+    at: usize,
+    rest: Box<dyn Read + Send>,
+}
+
+impl HeadThen {
+    fn new(head: Vec<u8>, rest: Box<dyn Read + Send>) -> Self {
+        HeadThen { head, at: 0, rest }
+    }
+}
+
+impl Read for HeadThen {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.at < self.head.len() {
+            let k = out.len().min(self.head.len() - self.at);
+            out[..k].copy_from_slice(&self.head[self.at..self.at + k]);
+            self.at += k;
+            if self.at == self.head.len() {
+                // up to the bound held: not kept for the rest of the read
+                self.head = Vec::new();
+                self.at = 0;
+            }
+            return Ok(k);
+        }
+        self.rest.read(out)
+    }
 }
 
 /// A `Read` that fails with the error it holds (once; then it is at its end).

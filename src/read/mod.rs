@@ -322,10 +322,11 @@ impl ReaderBuilder {
         self.infer_rows = n;
         self
     }
-    /// How many decompressed bytes a compressed file (or compressed bytes) may be held in memory
-    /// as (default [`DEFAULT_HOLD_DECOMPRESSED`], 1 GiB): an input up to this is decompressed
-    /// once and read as bytes; a larger one is decompressed twice, a first pass for the types of
-    /// every row, then batch by batch in bounded memory. 0: always the latter.
+    /// How many decompressed bytes a compressed file (or compressed bytes, or a remote object)
+    /// may be held in memory as (default [`DEFAULT_HOLD_DECOMPRESSED`], 1 GiB), for the types of
+    /// every row: an input up to this is decompressed once and read as bytes; a larger file is
+    /// decompressed twice, a first pass for the types, then batch by batch in bounded memory (a
+    /// larger remote object is fetched once, typed from its first rows). 0: always the latter.
     pub fn with_hold_decompressed(mut self, bytes: usize) -> Self {
         self.hold_decompressed = bytes;
         self

@@ -198,3 +198,41 @@ fn rows_skipped_in_a_compressed_file_are_not_typed_when_it_is_held() {
         .expect("x holds a float at row 2,500, past the first rows");
     assert_eq!(e.record(), Some(2500), "{e}");
 }
+
+#[test]
+fn a_stream_fetched_once_is_held_and_typed_from_every_row_up_to_the_bound() {
+    use msgpack_arrow::io::Input;
+    let (_d, _, want) = plain_file();
+    let stream = |data: Vec<u8>| Input::Stream(Box::new(std::io::Cursor::new(data)));
+    let got = table(
+        ReaderBuilder::new()
+            .build_from_held(stream(late_types()))
+            .unwrap(),
+    );
+    assert_eq!(got, want);
+    // past the bound: what was held, then the rest, read once and typed from the first rows
+    let e = ReaderBuilder::new()
+        .with_hold_decompressed(50_000)
+        .build_from_held(stream(late_types()))
+        .unwrap()
+        .find_map(|b| b.err())
+        .expect("x holds a float at row 2,500, past the first rows");
+    assert_eq!(e.record(), Some(2500), "{e}");
+    // rows whose types settle early read whole through the held bytes and the rest
+    let mut settled = Vec::new();
+    for i in 0..3000u32 {
+        rmp::encode::write_map_len(&mut settled, 2).unwrap();
+        rmp::encode::write_str(&mut settled, "x").unwrap();
+        rmp::encode::write_sint(&mut settled, i as i64).unwrap();
+        rmp::encode::write_str(&mut settled, "t").unwrap();
+        ndarray_f4(&mut settled, &[i as f32, 0.5]);
+    }
+    let whole = table(ReaderBuilder::new().build_from_slice(&settled).unwrap());
+    let got = table(
+        ReaderBuilder::new()
+            .with_hold_decompressed(50_000)
+            .build_from_held(stream(settled))
+            .unwrap(),
+    );
+    assert_eq!(got, whole);
+}
