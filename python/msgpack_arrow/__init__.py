@@ -630,8 +630,10 @@ def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any
         if hit is not None:
             _remember(key, hit)
             return hit
+    # a URL is not fetched whole for its schema: typed from its first rows, as a stream is
+    hold = {"hold_decompressed": 0} if isinstance(source, str) and _is_url(source) else {}
     with _naming(source, many):
-        first = _reader(source, schema_overrides=overrides, batch_size=1, for_polars=True, **opts)
+        first = _reader(source, schema_overrides=overrides, batch_size=1, for_polars=True, **hold, **opts)
     # take what is needed and drop the reader at once: a URL's transfer goes on until it is dropped
     decoded, names, empty = first.decoded_schema(), first.columns, first.empty()
     del first

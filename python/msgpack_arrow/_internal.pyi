@@ -50,6 +50,7 @@ class Reader:
         storage_options: list[tuple[str, str]] | None = None,
         eager: bool = False,
         whole_chunks: bool = False,
+        hold_decompressed: int | None = None,
     ) -> None: ...
     @property
     def layout(self) -> str: ...

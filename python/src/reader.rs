@@ -158,7 +158,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, skip_rows = 0, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", npy_ext = None, numpy_extension = false, storage_options = None, eager = false, whole_chunks = false))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, skip_rows = 0, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", npy_ext = None, numpy_extension = false, storage_options = None, eager = false, whole_chunks = false, hold_decompressed = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -185,6 +185,7 @@ impl PyReader {
         storage_options: Option<Vec<(String, String)>>,
         eager: bool,
         whole_chunks: bool,
+        hold_decompressed: Option<usize>,
     ) -> PyResult<Self> {
         if batch_size == 0 {
             return Err(PyValueError::new_err("batch_size must be at least 1"));
@@ -210,6 +211,10 @@ impl PyReader {
             .with_npy_ext(npy_ext)
             .with_eager(eager)
             .with_whole_chunks(whole_chunks);
+        let builder = match hold_decompressed {
+            Some(n) => builder.with_hold_decompressed(n),
+            None => builder,
+        };
         let builder = match schema {
             Some(s) => builder.with_schema(import_schema(s)?),
             None => builder,

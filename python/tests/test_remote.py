@@ -116,6 +116,23 @@ def test_http_read_equals_local(http_server, tmp_path):
     assert methods <= {"GET", "HEAD"}, http_server.summary()
 
 
+def test_http_rows_typed_late_read_as_the_local_file(http_server, tmp_path):
+    # an optional field nil for 1,500 rows, an int column with a float at row 2,000: the object
+    # is fetched once and typed from every row, plain or gzip-compressed, as the local file is
+    import gzip
+
+    rows = [{"n": i if i != 2000 else 2000.5, "opt": None if i < 1500 else f"s{i}"} for i in range(3000)]
+    data = b"".join(msgpack_numpy.packb(r) for r in rows)
+    want = local_read(tmp_path, data)
+    assert want.schema == {"n": pl.Float64, "opt": pl.String}
+    for name, body in (("/late.msgpack", data), ("/late.msgpack.gz", gzip.compress(data))):
+        url = http_server.put(name, body)
+        assert_frame_equal(ma.read_msgpack(url), want)
+        # a scan's schema comes from the object's first rows (its head must not fetch it all)
+        with pytest.raises(ma.DecodeError, match='record 1500, column "opt"'):
+            ma.scan_msgpack(url).collect()
+
+
 def test_http_scan_head_reads_only_the_start(http_server, big):
     data, path = big
     url = http_server.put("/big.msgpack", data)
