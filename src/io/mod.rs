@@ -131,11 +131,7 @@ impl crate::ReaderBuilder {
                 // the rows before a decompression error (a cut .gz), then the error, as a
                 // stream read gives them; typed from those rows
                 let held = arrow_buffer::Buffer::from_vec(head);
-                let this = if self.wants_first_pass() {
-                    self.with_first_pass(Box::new(compress::buffer_reader(held.clone())))?
-                } else {
-                    self
-                };
+                let this = self.with_first_pass(Box::new(compress::buffer_reader(held.clone())))?;
                 let failing = compress::buffer_reader(held).chain(FailWith(Some(e)));
                 this.build(failing)
             }
@@ -149,11 +145,7 @@ impl crate::ReaderBuilder {
         walked: Box<dyn Read + Send>,
         reopen: impl FnOnce() -> Result<Input>,
     ) -> Result<crate::Reader> {
-        let this = if self.wants_first_pass() {
-            self.with_first_pass(walked)?
-        } else {
-            self
-        };
+        let this = self.with_first_pass(walked)?;
         match reopen()? {
             Input::Stream(r) => this.build(r),
             other => this.build_from_input(other),

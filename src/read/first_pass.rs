@@ -1,6 +1,7 @@
-//! The exact schema of a stream of rows that can be read twice (a compressed file, compressed
-//! bytes in memory): a first pass walks every row as the plan of a mapped file does, and the read
-//! that follows decodes with the schema it found. Inferred from the first rows only, a stream
+//! The exact schema of a stream of rows that can be read twice and is too big to hold in memory
+//! (a compressed file past [`ReaderBuilder::with_hold_decompressed`]): a first pass walks every
+//! row as the plan of a mapped file does, and the read that follows decodes with the schema it
+//! found. Inferred from the first rows only, a stream
 //! failed where the same rows, uncompressed, read: a column nil for its first thousand rows, an
 //! int column holding a float further on.
 
@@ -9,8 +10,9 @@ use std::sync::Arc;
 
 use arrow_schema::SchemaRef;
 
-use super::infer::Inferrer;
-use super::plan::{finish_schema, plan_first, rows_schema, Container, RowWalk, RowsSeen};
+use super::plan::{
+    finish_schema, plan_first, rows_inferrer, rows_schema, Container, RowWalk, RowsSeen,
+};
 use super::stream::{StreamReader, READ_CHUNK};
 use super::{check_msgpack, ReaderBuilder};
 use crate::error::{ErrorKind, Result};
@@ -36,10 +38,14 @@ impl ReaderBuilder {
     }
 
     /// Walk every row of `r` (the same input the read will be given) and keep the schema a plan
-    /// over all of them gives, for the read to decode with. Inputs that are not a stream of rows
+    /// over all of them gives, for the read to decode with (where
+    /// [`ReaderBuilder::wants_first_pass`]). Inputs that are not a stream of rows
     /// (one object: read whole, and exactly, anyway) leave the builder as it was; so does a cut
     /// at the end, which the read itself reports or keeps.
     pub(crate) fn with_first_pass(mut self, r: Box<dyn Read + Send>) -> Result<Self> {
+        if !self.wants_first_pass() {
+            return Ok(self);
+        }
         if let Some(s) = self.first_pass_schema(r)? {
             self.stream_schema = Some(s);
         }
@@ -69,15 +75,12 @@ impl ReaderBuilder {
         {
             return Ok(None);
         }
-        let mut inf = Inferrer::new(self.infer_options());
-        if let Some(o) = &self.overrides {
-            inf.given = o.fields().iter().map(|f| f.name().clone()).collect();
-        }
+        let (mut inf, given_value) = rows_inferrer(self, p.layout);
         let rw = RowWalk {
             b: self,
             layout: p.layout,
             limit: usize::MAX,
-            given_value: p.layout == Layout::Values && inf.given.iter().any(|g| g == "value"),
+            given_value,
         };
         let mut seen = RowsSeen::new(p.layout);
         let mut pos = 0;

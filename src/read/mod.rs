@@ -17,6 +17,7 @@ pub(crate) mod array;
 mod blobs;
 mod columns;
 mod decoder;
+mod empty_shapes;
 mod first_pass;
 pub(crate) mod infer;
 mod output;

@@ -2,6 +2,7 @@
 //! inferred from the data, and where each batch starts.
 
 use self::infer::{skip_marker_fits, Inferrer, NdKind, Ty};
+use super::empty_shapes::{attach_empty_shapes, note_empty_shapes, EmptyShapes};
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Dialect, Layout, ObjectArrays};
@@ -332,12 +333,7 @@ fn plan_single(
     if p.container == Container::Empty || p.rows == Some(0) {
         return Ok(p);
     }
-    let mut inf = Inferrer::new(b.infer_options());
-    if let Some(o) = &b.overrides {
-        inf.given = o.fields().iter().map(|f| f.name().clone()).collect();
-    }
-    // values layout: the one column is "value"
-    let given_value = p.layout == Layout::Values && inf.given.iter().any(|g| g == "value");
+    let (mut inf, given_value) = rows_inferrer(b, p.layout);
     let mut c = Cursor::new(data, 0);
     let layout = p.layout;
     // given columns (schema overrides) that hold ndarrays
@@ -492,6 +488,17 @@ fn plan_single(
     }
     p.schema = finish_schema(b, p.layout, &inf, p.schema, &given_nd);
     Ok(p)
+}
+
+/// The inferrer of a plan: the builder's options, and the columns whose types overrides give;
+/// also whether the one column of a `values` walk, `value`, is one of them.
+pub(crate) fn rows_inferrer(b: &ReaderBuilder, layout: Layout) -> (Inferrer, bool) {
+    let mut inf = Inferrer::new(b.infer_options());
+    if let Some(o) = &b.overrides {
+        inf.given = o.fields().iter().map(|f| f.name().clone()).collect();
+    }
+    let given_value = layout == Layout::Values && inf.given.iter().any(|g| g == "value");
+    (inf, given_value)
 }
 
 /// The schema of a walk's rows (`records`, `values`), unless one was given: one column per key,
@@ -809,99 +816,9 @@ pub(crate) fn leaf_dtype(t: &arrow_schema::DataType) -> Option<NumpyDtype> {
         .map(|d| crate::types::buffers::native(&d))
 }
 
-/// The most shapes recorded per column (beyond it, such rows write back as `(0, 0, ...)`).
-pub(crate) const MAX_EMPTY_SHAPES: usize = 4096;
-
 /// Column maps (chunks) of one file recorded in the schema, at most ([`meta::CHUNKS`]: more are
 /// written back as one map).
 pub(crate) const MAX_CHUNKS: usize = 4096;
-
-/// Row shapes that nested Lists lose, by the path of their column (a top-level column, or a field
-/// of a struct column, to any depth), then by row: `{row: shape}`.
-pub(crate) type EmptyShapes = HashMap<Vec<String>, serde_json::Map<String, serde_json::Value>>;
-
-/// Remember row shapes that nested Lists lose (a 0 axis followed by non-zero ones: `(0, 5)`), in
-/// a row of the `records` layout (a struct of its columns) or of `values` (the column `value`).
-pub(crate) fn note_empty_shapes(t: &Ty, row: usize, records: bool, out: &mut EmptyShapes) {
-    fn lost(t: &Ty) -> bool {
-        match t {
-            Ty::Nd { shape, .. } => shape
-                .iter()
-                .skip_while(|d| **d != Some(0))
-                .any(|d| d.is_some_and(|d| d > 0)),
-            Ty::Struct(fields) => fields.values().any(lost),
-            _ => false,
-        }
-    }
-    fn note(path: &mut Vec<String>, t: &Ty, row: usize, out: &mut EmptyShapes) {
-        match t {
-            Ty::Nd { shape, .. } if lost(t) => {
-                let m = out.entry(path.clone()).or_default();
-                if m.len() < MAX_EMPTY_SHAPES {
-                    m.insert(row.to_string(), serde_json::json!(shape));
-                }
-            }
-            Ty::Struct(fields) => {
-                for (k, v) in fields {
-                    path.push(k.clone());
-                    note(path, v, row, out);
-                    path.pop();
-                }
-            }
-            _ => {}
-        }
-    }
-    // most rows have none: nothing is allocated for them
-    if !lost(t) {
-        return;
-    }
-    match t {
-        Ty::Struct(fields) if records => {
-            for (k, v) in fields {
-                note(&mut vec![k.clone()], v, row, out);
-            }
-        }
-        other => note(&mut vec!["value".to_string()], other, row, out),
-    }
-}
-
-/// Put the noted shapes in the metadata (`msgpack_numpy.empty_shapes`) of the List fields they
-/// belong to, struct fields included.
-pub(crate) fn attach_empty_shapes(schema: Schema, mut empties: EmptyShapes) -> Schema {
-    fn attach(f: &Field, path: &mut Vec<String>, empties: &mut EmptyShapes) -> Field {
-        path.push(f.name().clone());
-        let out = match f.data_type() {
-            DataType::List(_) => match empties.remove(path.as_slice()) {
-                Some(m) => {
-                    let mut md = f.metadata().clone();
-                    md.insert(
-                        meta::EMPTY_SHAPES.to_string(),
-                        serde_json::Value::Object(m).to_string(),
-                    );
-                    f.clone().with_metadata(md)
-                }
-                None => f.clone(),
-            },
-            DataType::Struct(children) => {
-                let children: Vec<Field> =
-                    children.iter().map(|c| attach(c, path, empties)).collect();
-                f.clone().with_data_type(DataType::Struct(children.into()))
-            }
-            _ => f.clone(),
-        };
-        path.pop();
-        out
-    }
-    if empties.is_empty() {
-        return schema;
-    }
-    let fields: Vec<Field> = schema
-        .fields()
-        .iter()
-        .map(|f| attach(f, &mut Vec::new(), &mut empties))
-        .collect();
-    Schema::new_with_metadata(fields, schema.metadata().clone())
-}
 
 /// Infer one `columns` map: the type of each column's rows.
 pub(crate) fn infer_columns_map(
