@@ -76,10 +76,11 @@ impl crate::ReaderBuilder {
 
     /// Read an opened [`Input`] that `reopen` opens again from its start. A stream of rows
     /// (compressed data) is typed from every row, as the same bytes uncompressed are: up to
-    /// [`ReaderBuilder::with_hold_decompressed`] decompressed bytes are held in memory and read as bytes (one
-    /// decompression, decoded in parallel); a larger stream is walked whole first, for the types,
-    /// then decompressed again and decoded batch by batch. Reads that ask for no more than the
-    /// first rows (`infer_rows`, `n_rows`, a given schema) stay one pass over the stream.
+    /// [`ReaderBuilder::with_hold_decompressed`] decompressed bytes are held in memory and read
+    /// as bytes (one decompression, decoded in parallel); a larger stream is walked whole first,
+    /// for the types, then decompressed again and decoded batch by batch. Reads that ask for no
+    /// more than the first rows (`infer_rows`, `n_rows`, a given schema) stay one pass over the
+    /// stream.
     pub fn build_from_reopenable(
         self,
         input: Input,
@@ -162,9 +163,10 @@ impl crate::ReaderBuilder {
     }
 }
 
-/// An empty buffer that can take `most` bytes (up to the default bound) and one more without moving: address space only
-/// until written (grown by doubling, a 300 MB input was copied again and faulted in afresh at
-/// each step), in huge pages where the kernel allows. `None` where the reservation is refused.
+/// An empty buffer that can take `most` bytes (up to the default bound) and one more without
+/// moving: address space only until written (grown by doubling, a 300 MB input was copied again
+/// and faulted in afresh at each step), in huge pages where the kernel allows. `None` where the
+/// reservation is refused.
 fn hold_buffer(most: usize) -> Option<Vec<u8>> {
     let mut v = Vec::new();
     // (a larger bound than the default grows past it, by doubling)
