@@ -121,7 +121,9 @@ impl crate::ReaderBuilder {
         match failed {
             None if head.len() <= most => {
                 head.shrink_to_fit();
-                self.build_from_buffer(arrow_buffer::Buffer::from_vec(head))
+                // rows copied out free the held bytes behind them: the peak is not input + table
+                self.releasing_decoded()
+                    .build_from_buffer(arrow_buffer::Buffer::from_vec(head))
             }
             // too big to hold (or no room after all): what was read, then the rest
             None => too_big(self, Box::new(HeadThen::new(head, r))),

@@ -109,6 +109,9 @@ pub struct ReaderBuilder {
     threads: Option<usize>,
     /// the input is a file mapping: pages already decoded may be dropped from memory
     release_input: bool,
+    /// the input is memory this read alone holds (a decompressed stream): rows of the `records`
+    /// and `values` layouts, which are copied out, free their pages once finally decoded
+    release_decoded: bool,
     /// rows that add nothing to the type so far skip full inference ([`Inferrer::fits_row`]);
     /// off only in tests, which compare both ways
     fast_infer: bool,
@@ -156,6 +159,7 @@ impl ReaderBuilder {
             max_decoded_bytes: None,
             threads: None,
             release_input: false,
+            release_decoded: false,
             fast_infer: true,
             walk_piece_bytes: split::WALK_PIECE_BYTES,
             strict_schema: false,
@@ -388,6 +392,12 @@ impl ReaderBuilder {
     /// The input is a file mapping: pages already decoded may be dropped from memory.
     pub(crate) fn releasing_input(mut self) -> Self {
         self.release_input = true;
+        self
+    }
+    /// The input is memory only this read holds: rows finally decoded free their pages (never
+    /// those a walk or a decode ahead has passed: a batch decoded ahead may be decoded again).
+    pub(crate) fn releasing_decoded(mut self) -> Self {
+        self.release_decoded = true;
         self
     }
     /// Rows skipped before the first one read ([`ReaderBuilder::with_skip_rows`]).
@@ -735,7 +745,7 @@ impl Reader {
                     reason: p.reason,
                     inner: Inner::Rows(Box::new(RowsReader {
                         buf,
-                        release: b.release_input,
+                        release: b.release_input || b.release_decoded,
                         limit: Limit::new(b.max_decoded_bytes),
                         pos: p.first_row,
                         left: p.rows.unwrap_or(0),

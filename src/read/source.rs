@@ -34,8 +34,10 @@ pub(crate) fn release_behind(release: bool, buf: &[u8], released: usize, pos: us
     }
 }
 
-/// Tell the kernel the mapped pages of `[from, to)` are done with. They are file-backed and
-/// read-only, so a later touch reads them back from the page cache: this only lowers RSS.
+/// Tell the kernel the pages of `[from, to)` are done with. Pages of a read-only file mapping are
+/// read back from the page cache if touched again: this only lowers RSS. Pages of memory the read
+/// holds alone ([`crate::ReaderBuilder::releasing_decoded`]) read back as zeros: only bytes never
+/// read again are released there.
 pub(crate) fn release_pages(buf: &[u8], from: usize, to: usize) {
     #[cfg(unix)]
     {
@@ -44,8 +46,8 @@ pub(crate) fn release_pages(buf: &[u8], from: usize, to: usize) {
         let a = (base + from).div_ceil(page) * page;
         let b = ((base + to) / page) * page;
         if b > a {
-            // SAFETY: the range lies inside the mapping `buf` holds; MADV_DONTNEED on a read-only
-            // file mapping discards nothing that cannot be read again.
+            // SAFETY: the range lies inside the allocation `buf` holds (whole pages of it, never
+            // an allocator's header before it); MADV_DONTNEED changes no memory outside it.
             unsafe {
                 libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_DONTNEED);
             }

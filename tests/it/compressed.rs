@@ -236,3 +236,35 @@ fn a_stream_fetched_once_is_held_and_typed_from_every_row_up_to_the_bound() {
     );
     assert_eq!(got, whole);
 }
+
+#[test]
+fn held_bytes_freed_behind_the_decode_give_the_plain_file_s_table() {
+    // 24 MB of rows: past the step at which decoded pages are freed, on one thread and on two
+    let mut data = Vec::new();
+    for i in 0..12_000u32 {
+        rmp::encode::write_map_len(&mut data, 2).unwrap();
+        rmp::encode::write_str(&mut data, "i").unwrap();
+        rmp::encode::write_uint(&mut data, u64::from(i)).unwrap();
+        rmp::encode::write_str(&mut data, "t").unwrap();
+        let v: Vec<f32> = (0..500).map(|k| (i * 500 + k) as f32 * 0.5).collect();
+        ndarray_f4(&mut data, &v);
+    }
+    let d = tempfile::tempdir().unwrap();
+    let plain = d.path().join("big.msgpack");
+    std::fs::write(&plain, &data).unwrap();
+    let p = d.path().join("big.msgpack.zst");
+    std::fs::write(&p, compress(&data, Codec::Zstd)).unwrap();
+    let want = table(ReaderBuilder::new().build_from_path(&plain).unwrap());
+    for threads in [1, 2] {
+        for batch in [1000, 65_536] {
+            let got = table(
+                ReaderBuilder::new()
+                    .with_threads(Some(threads))
+                    .with_batch_size(batch)
+                    .build_from_path(&p)
+                    .unwrap(),
+            );
+            assert!(got == want, "{threads} threads, batches of {batch}: not the plain table");
+        }
+    }
+}
