@@ -123,6 +123,7 @@ impl crate::ReaderBuilder {
                 head.shrink_to_fit();
                 // rows copied out free the held bytes behind them: the peak is not input + table
                 self.releasing_decoded()
+                    .with_eager(false)
                     .build_from_buffer(arrow_buffer::Buffer::from_vec(head))
             }
             // too big to hold (or no room after all): what was read, then the rest
