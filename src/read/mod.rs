@@ -32,7 +32,7 @@ pub use self::decoder::Decoder;
 use self::plan::{plan, plan_first, Container, Plan, MAX_CHUNKS};
 use self::rows::{Limit, Parallel, RowDecoder, RowsReader};
 use self::source::mmap_buffer;
-use self::stream::{StreamReader, StreamRows};
+use self::stream::StreamRows;
 use crate::wire::sniff::{not_msgpack_message, sniff, SNIFF_LEN};
 
 use std::io::Read;
@@ -528,74 +528,6 @@ impl ReaderBuilder {
     pub fn build<R: Read + Send + 'static>(self, r: R) -> Result<Reader> {
         self.build_with(|b| b.build_all(r))
     }
-
-    fn build_all<R: Read + Send + 'static>(self, r: R) -> Result<Reader> {
-        let mut s = StreamReader::new(Box::new(r));
-        if self.layout == Layout::Auto {
-            s.fill_to(SNIFF_LEN)?;
-            check_msgpack(&self, &s.buf[..s.buf.len().min(SNIFF_LEN)])?;
-        }
-        let keep = self.on_truncated == OnTruncated::Keep;
-        // a cut among the first objects: read what there is and keep its complete prefix
-        let cut_early = |e: &Error, s: &StreamReader| {
-            keep && s.eof && matches!(e.kind(), ErrorKind::Truncated { .. })
-        };
-        // buffer the first object (and one more byte, to know whether more follow)
-        let first_end = match s.fill_object(0) {
-            Err(e) if cut_early(&e, &s) => {
-                return self.build_from_buffer_all(Buffer::from_vec(s.buf))
-            }
-            r => r?,
-        };
-        let single = match first_end {
-            None => true,
-            Some(e) => !s.fill_to(e + 1)?,
-        };
-        let probe_plan = plan_first(&self, &s.buf, single)?;
-        match probe_plan.map(|p| (p.layout, p.container)) {
-            Some((Layout::Records | Layout::Values, Container::Stream)) if !single => {
-                let mut me = self;
-                let infer = me.infer_rows.unwrap_or(DEFAULT_STREAM_INFER_ROWS);
-                let max_bytes = match me.infer_rows {
-                    Some(_) => usize::MAX,
-                    None => DEFAULT_STREAM_INFER_BYTES,
-                };
-                // buffer `infer` objects to infer from, and two at least: the plan of one object
-                // alone would take a top-level array's elements for the rows
-                let mut end = 0usize;
-                let mut n = 0usize;
-                while (n < infer && (n == 0 || end < max_bytes)) || n < 2 {
-                    match s.fill_object(end) {
-                        Ok(Some(e)) => {
-                            end = e;
-                            n += 1;
-                        }
-                        Ok(None) => break,
-                        Err(e) if cut_early(&e, &s) => {
-                            return me.build_from_buffer_all(Buffer::from_vec(s.buf))
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-                me.infer_rows = Some(n.min(infer).max(1));
-                // a stream's skipped rows are decoded, then dropped
-                let skip = std::mem::take(&mut me.skip_rows);
-                let mut plan = plan(&me, &s.buf[..end])?;
-                if let Some(all) = me.stream_schema.take() {
-                    // the first rows gave the layout; every row gives the types
-                    plan.schema = Some(all);
-                }
-                let mut r = Reader::from_stream(me, s, plan)?;
-                r.window.skip = skip;
-                Ok(r)
-            }
-            _ => {
-                let mut all = s.take_buf();
-                s.src.read_to_end(&mut all)?;
-                self.build_from_buffer_all(Buffer::from_vec(all))
-            }
-        }
-    }
 }
 
 /// Reads `RecordBatch`es; wrap it in [`ArrowReader`] for an [`arrow_array::RecordBatchReader`].
@@ -823,41 +755,6 @@ impl Reader {
                 decoded: Arc::new(Schema::empty()),
             }),
         }
-    }
-
-    fn from_stream(b: ReaderBuilder, s: StreamReader, p: Plan) -> Result<Reader> {
-        let ctx = Ctx {
-            dialect: b.dialect,
-            npy_ext: b.npy_ext,
-            max_depth: b.max_depth,
-            strict_keys: b.schema.is_none() || b.strict_schema,
-            given_schema: b.schema.is_some(),
-        };
-        let full = with_layout_metadata(
-            p.schema.as_deref().unwrap_or(&Schema::empty()),
-            p.layout,
-            p.container,
-        );
-        let projected = Arc::new(project(&full, b.projection.as_deref())?);
-        let (dec, _) = RowDecoder::new(p.layout, &full, b.projection.as_deref(), &ctx)?;
-        Ok(Reader {
-            schema: projected.clone(),
-            layout: p.layout,
-            reason: p.reason,
-            inner: Inner::Stream(Box::new(StreamRows {
-                s,
-                d: Decoder::from_parts(dec, projected, b.batch_size, b.max_depth)
-                    .with_batch_bytes(b.batch_bytes),
-                max_depth: b.max_depth,
-                limit: Limit::new(b.max_decoded_bytes),
-                keep: b.on_truncated == OnTruncated::Keep,
-                truncation: None,
-            })),
-            truncation: None,
-            window: RowWindow::ALL,
-            convert: Vec::new(),
-            decoded: Arc::new(Schema::empty()),
-        })
     }
 
     /// The layout used (`auto` resolved).

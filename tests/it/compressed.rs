@@ -264,7 +264,10 @@ fn held_bytes_freed_behind_the_decode_give_the_plain_file_s_table() {
                     .build_from_path(&p)
                     .unwrap(),
             );
-            assert!(got == want, "{threads} threads, batches of {batch}: not the plain table");
+            assert!(
+                got == want,
+                "{threads} threads, batches of {batch}: not the plain table"
+            );
         }
     }
 }
