@@ -256,9 +256,7 @@ pub fn open_buffer(buf: arrow_buffer::Buffer) -> Result<Input> {
     match Codec::from_magic(&buf[..buf.len().min(SNIFF_LEN)]) {
         None => Ok(Input::Buffer(buf)),
         // (decompressed on the caller's thread: a Python buffer must not be released on another)
-        Some(c) => Ok(Input::Stream(
-            c.decoder(Box::new(io::Cursor::new(BufferBytes(buf))))?,
-        )),
+        Some(c) => Ok(Input::Stream(c.decoder(Box::new(buffer_reader(buf)))?)),
     }
 }
 

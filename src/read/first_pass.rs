@@ -1,9 +1,8 @@
 //! The exact schema of a stream of rows that can be read twice and is too big to hold in memory
 //! (a compressed file past [`ReaderBuilder::with_hold_decompressed`]): a first pass walks every
 //! row as the plan of a mapped file does, and the read that follows decodes with the schema it
-//! found. Inferred from the first rows only, a stream
-//! failed where the same rows, uncompressed, read: a column nil for its first thousand rows, an
-//! int column holding a float further on.
+//! found. Inferred from the first rows only, a stream failed where the same rows, uncompressed,
+//! read: a column nil for its first thousand rows, an int column holding a float further on.
 
 use std::io::Read;
 use std::sync::Arc;
@@ -13,7 +12,7 @@ use arrow_schema::SchemaRef;
 use super::plan::{
     finish_schema, plan_first, rows_inferrer, rows_schema, Container, RowWalk, RowsSeen,
 };
-use super::stream::{StreamReader, READ_CHUNK};
+use super::stream::StreamReader;
 use super::{check_msgpack, ReaderBuilder};
 use crate::error::{ErrorKind, Result};
 use crate::options::Layout;
@@ -55,7 +54,7 @@ impl ReaderBuilder {
     fn first_pass_schema(&self, r: Box<dyn Read + Send>) -> Result<Option<SchemaRef>> {
         // what the source or the first object does wrong, the read says (it meets them first)
         let mut s = StreamReader::new(r);
-        let Some(first_end) = first_object_end(&mut s, self.max_depth) else {
+        let Ok(Some(first_end)) = s.fill_object_within(0, FIRST_OBJECT_MAX) else {
             return Ok(None);
         };
         // one object is read whole by the read (exact already); a stream of rows is walked here
@@ -97,13 +96,11 @@ impl ReaderBuilder {
                     pos = end;
                 }
                 Err(e) if truncated(&e) && !s.eof => {
-                    s.buf.drain(..pos);
-                    s.base += pos as u64;
+                    s.consume(pos);
                     pos = 0;
-                    let want = s.buf.len() + READ_CHUNK.max(s.buf.len());
                     // a source that fails (a cut .gz) fails the read as well, after the rows
                     // before it: those are the rows to type
-                    if s.fill_to(want).is_err() {
+                    if s.read_more().is_err() {
                         break;
                     }
                 }
@@ -124,24 +121,6 @@ impl ReaderBuilder {
 }
 
 /// Past this, a first object is one object read whole (a columns map, one top-level array, a
-/// bare ndarray): the read buffers it itself, exactly, and a stream's rows are never this big.
+/// bare ndarray): the read buffers it itself, exactly, and a stream's rows are never this big
+/// (not buffered twice).
 const FIRST_OBJECT_MAX: usize = 64 << 20;
-
-/// Where the first object ends, once it is buffered whole; `None` at an error, at the end, or
-/// when it goes on past [`FIRST_OBJECT_MAX`] (not buffered twice).
-fn first_object_end(s: &mut StreamReader, max_depth: usize) -> Option<usize> {
-    loop {
-        let mut c = Cursor::new(&s.buf, 0);
-        match c.skip(max_depth) {
-            Ok(()) => return Some(c.pos()),
-            Err(e) if matches!(e.kind(), ErrorKind::Truncated { .. }) => {
-                if s.eof || s.buf.len() >= FIRST_OBJECT_MAX {
-                    return None;
-                }
-                let want = (s.buf.len() * 2).clamp(READ_CHUNK, FIRST_OBJECT_MAX);
-                s.fill_to(want).ok()?;
-            }
-            Err(_) => return None,
-        }
-    }
-}

@@ -338,7 +338,6 @@ fn plan_single(
     let layout = p.layout;
     // given columns (schema overrides) that hold ndarrays
     let mut given_nd: Vec<String> = Vec::new();
-    let ty_to_schema = |ty: Ty, inf: &Inferrer| ty_schema(ty, layout, inf);
     // with a schema given, rows are only counted (and batch starts found), not inferred
     let limit = if b.schema.is_some() {
         0
@@ -383,7 +382,7 @@ fn plan_single(
                 else {
                     return;
                 };
-                if let Ok(s) = ty_to_schema(seen.ty.clone(), inf) {
+                if let Ok(s) = ty_schema(seen.ty.clone(), layout, inf) {
                     walked(WalkedBatch {
                         k,
                         start: p.batch_starts[k],
@@ -474,7 +473,7 @@ fn plan_single(
                 chunks += 1;
             }
             if b.schema.is_none() {
-                p.schema = Some(Arc::new(ty_to_schema(ty, &inf)?));
+                p.schema = Some(Arc::new(ty_schema(ty, layout, &inf)?));
             }
         }
         (Layout::Values, Container::NdArray) if b.schema.is_none() => {

@@ -174,12 +174,33 @@ impl StreamReader {
         }
         Ok(self.buf.len() >= n)
     }
+    /// Drop the first `n` buffered bytes (decoded or walked).
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.buf.drain(..n);
+        self.base += n as u64;
+    }
+    /// Read at least as much again as is buffered (and a chunk at least): an object cut at the
+    /// end is read again from its start on every retry, so fixed steps would make a big one
+    /// quadratic. False at the end of the source.
+    pub(crate) fn read_more(&mut self) -> Result<bool> {
+        let want = self.buf.len() + READ_CHUNK.max(self.buf.len());
+        self.fill_to(want)
+    }
     /// The buffered bytes, leaving the buffer empty.
     pub(crate) fn take_buf(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.buf)
     }
     /// End of the complete object starting at `start`, reading more as needed; `None` at a clean EOF.
     pub(crate) fn fill_object(&mut self, start: usize) -> Result<Option<usize>> {
+        self.fill_object_within(start, usize::MAX)
+    }
+    /// [`StreamReader::fill_object`], also `None` once `most` bytes of the object are buffered
+    /// and it goes on.
+    pub(crate) fn fill_object_within(
+        &mut self,
+        start: usize,
+        most: usize,
+    ) -> Result<Option<usize>> {
         loop {
             if start >= self.buf.len() && !self.fill_to(start + 1)? {
                 return Ok(None);
@@ -189,6 +210,9 @@ impl StreamReader {
             match c.skip(crate::read::DEFAULT_MAX_DEPTH.max(1024)) {
                 Ok(()) => return Ok(Some(c.pos())),
                 Err(e) if matches!(e.kind(), ErrorKind::Truncated { .. }) && !self.eof => {
+                    if self.buf.len() - start >= most {
+                        return Ok(None);
+                    }
                     // at least double what the object has buffered: every retry re-reads the
                     // object from its start, so fixed steps would make a big object quadratic
                     let want = self.buf.len() + READ_CHUNK.max(self.buf.len() - start);
@@ -217,8 +241,7 @@ impl StreamRows {
         loop {
             let used = self.d.decode(&self.s.buf)?;
             // drop what was decoded; keep the (partial) rest
-            self.s.buf.drain(..used);
-            self.s.base += used as u64;
+            self.s.consume(used);
             if self.d.is_full() {
                 break;
             }
@@ -240,10 +263,7 @@ impl StreamRows {
                 }
                 break;
             }
-            // at least double what the cut object has buffered: every retry re-reads it from
-            // its start, so fixed steps would make a big object quadratic
-            let want = self.s.buf.len() + READ_CHUNK.max(self.s.buf.len());
-            self.s.fill_to(want)?;
+            self.s.read_more()?;
         }
         match self.d.flush()? {
             None => Ok(None),
