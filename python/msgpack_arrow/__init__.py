@@ -17,31 +17,36 @@ from __future__ import annotations
 import contextlib
 import glob as _glob
 import hashlib
-import re as _re
-import stat as _stat
-import io
 import os
+import stat as _stat
 import re
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any, Literal, Union
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
 
 import polars as pl
 
 from ._internal import MSGPACK_EXTENSIONS as _EXTS
-from ._internal import REMOTE, ArrowStream, Reader, __version__
+from ._internal import REMOTE, ArrowStream, Reader, __version__  # noqa: F401 (REMOTE: _files uses it)
 from ._internal import expand_url as _expand_url
-from ._internal import write as _write
-from ._internal import write_iter as _write_iter
-from ._export import pieces as _pieces
+from ._sources import (
+    PathLike,
+    SchemaOverrides,
+    Source,
+    _columns,
+    _is_path,
+    _is_url,
+    _one_source,
+    _overrides,
+    _path,
+    _storage,
+)
+from ._write import sink_msgpack, write_msgpack
 from .exceptions import DecodeError, EncodeError, MsgpackArrowError, TruncatedInputWarning, _Positioned
 
 # registers the `msgpack` namespace of pl.Expr and pl.Series (decode/encode blobs)
-from .expressions import TESTED_POLARS, MsgpackExprNamespace, MsgpackSeriesNamespace, _no_null
+from .expressions import TESTED_POLARS, MsgpackExprNamespace, MsgpackSeriesNamespace
 from .tensors import to_numpy, to_torch
-
-if TYPE_CHECKING:
-    from polars._typing import PolarsDataType
 
 __all__ = [
     "read_msgpack",
@@ -87,88 +92,11 @@ def _check_polars_version(version: str = pl.__version__) -> bool:
 _check_polars_version()
 
 Layout = Literal["auto", "records", "columns", "values"]
-PathLike = Union[str, "os.PathLike[str]"]
-Source = Union[PathLike, bytes, bytearray, memoryview, IO[bytes]]
-SchemaOverrides = Union[Mapping[str, "PolarsDataType"], Any]
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
 #: The file names a directory source expands to (msgpack files, plain or compressed), as in the CLI.
 MSGPACK_EXTENSIONS: tuple[str, ...] = tuple(_EXTS)
-
-
-#: URLs of remote stores, read and written through object_store (``storage_options``)
-_URL = _re.compile(r"^(s3|s3a|gs|gcs|az|azure|abfs|abfss|adl|http|https)://", _re.IGNORECASE)
-
-
-def _is_path(x: Any) -> bool:
-    return isinstance(x, (str, os.PathLike))
-
-
-def _path(x: PathLike) -> str:
-    p = os.fsdecode(os.fspath(x))
-    return p if _is_url(p) else os.path.expanduser(p)
-
-
-def _one_source(source: Source) -> str | bytes | bytearray | memoryview:
-    """A path (str) or bytes-like object the Rust reader takes."""
-    if _is_path(source):
-        return _path(source)
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return source
-    read = getattr(source, "read", None)
-    if callable(read):
-        if isinstance(source, io.TextIOBase) or "b" not in getattr(source, "mode", "b"):
-            raise TypeError("source is a text file object; open it in binary mode ('rb')")
-        data = read()
-        if isinstance(data, str):
-            raise TypeError("source is a text file object; open it in binary mode ('rb')")
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"source.read() returned {type(data).__name__}, expected bytes")
-        return data
-    try:
-        memoryview(source)  # any other object with the buffer protocol (a numpy uint8 array, ...)
-    except TypeError:
-        raise TypeError(
-            f"source must be a path, bytes-like object or binary file object, got {type(source).__name__}"
-        ) from None
-    return source
-
-
-def _columns(columns: str | Sequence[str] | None) -> list[str] | None:
-    if columns is None:
-        return None
-    if isinstance(columns, str):
-        return [columns]
-    out = list(columns)
-    for c in out:
-        if not isinstance(c, str):
-            raise TypeError(f"columns must be column names (str), got {type(c).__name__}")
-    return out
-
-
-def _overrides(schema_overrides: SchemaOverrides | None) -> Any:
-    """An object with the override types in its Arrow schema (an empty Polars DataFrame)."""
-    if schema_overrides is None:
-        return None
-    if isinstance(schema_overrides, Mapping):
-        if not schema_overrides:
-            return None
-        return pl.DataFrame(schema=dict(schema_overrides))
-    if hasattr(schema_overrides, "__arrow_c_schema__") or hasattr(schema_overrides, "__arrow_c_stream__"):
-        return schema_overrides  # a pyarrow Schema, an empty DataFrame, ...
-    raise TypeError("schema_overrides must be a dict of column name -> polars dtype")
-
-
-def _storage(storage_options: dict[str, Any] | None) -> list[tuple[str, str]] | None:
-    """Polars-style ``storage_options`` as the (key, value) strings object_store takes."""
-    if storage_options is None:
-        return None
-    return [(str(k), str(v).lower() if isinstance(v, bool) else str(v)) for k, v in storage_options.items()]
-
-
-def _is_url(p: Any) -> bool:
-    return isinstance(p, str) and _URL.match(p) is not None
 
 
 def _reader(source, *, columns=None, infer_rows=None, storage_options=None, numpy_types="polars", **kw) -> Reader:
@@ -257,6 +185,7 @@ def read_arrow(
     conflicts: Literal["error", "binary"] = "error",
     lists: Literal["list", "array"] = "list",
     npy_ext: int | None = None,
+    hold_decompressed: int | None = None,
 ) -> ArrowStream:
     """Read msgpack-numpy into Arrow record batches.
 
@@ -350,6 +279,7 @@ def read_msgpack(
     conflicts: Literal["error", "binary"] = "error",
     lists: Literal["list", "array"] = "list",
     npy_ext: int | None = None,
+    hold_decompressed: int | None = None,
     numpy_types: Literal["polars", "extension"] = "polars",
     row_index_name: str | None = None,
     row_index_offset: int = 0,
@@ -411,6 +341,12 @@ def read_msgpack(
         compressed bytes are then held in memory decompressed (up to 1 GiB; a larger one is
         decompressed twice, once to see every row's types, once to decode); a number reads them
         once, batch by batch (and a later row that does not fit is an error).
+    hold_decompressed
+        Compressed input (and a URL's object): hold up to this many decompressed bytes in memory
+        to type the schema from every row (default ``None``: 1 GiB). Past it, a file is
+        decompressed twice and a URL is typed from its first rows; ``0`` never holds, so memory
+        stays a few batches (a small file that expands hugely then costs a second pass, not
+        memory).
     conflicts
         A column whose values do not unify (ints and strings, ndarrays of different ndim):
         ``"error"`` (default, a :class:`DecodeError` naming the column, both types and the
@@ -633,7 +569,7 @@ def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any
     # a URL is not fetched whole for its schema: typed from its first rows, as a stream is
     hold = {"hold_decompressed": 0} if isinstance(source, str) and _is_url(source) else {}
     with _naming(source, many):
-        first = _reader(source, schema_overrides=overrides, batch_size=1, for_polars=True, **hold, **opts)
+        first = _reader(source, schema_overrides=overrides, batch_size=1, for_polars=True, **{**opts, **hold})
     # take what is needed and drop the reader at once: a URL's transfer goes on until it is dropped
     decoded, names, empty = first.decoded_schema(), first.columns, first.empty()
     del first
@@ -668,6 +604,7 @@ def scan_msgpack(
     conflicts: Literal["error", "binary"] = "error",
     lists: Literal["list", "array"] = "list",
     npy_ext: int | None = None,
+    hold_decompressed: int | None = None,
     numpy_types: Literal["polars", "extension"] = "polars",
     row_index_name: str | None = None,
     row_index_offset: int = 0,
@@ -713,6 +650,7 @@ def scan_msgpack(
         npy_ext=npy_ext,
         numpy_types=numpy_types,
         storage_options=storage_options,
+        hold_decompressed=hold_decompressed,
     )
     overrides = _overrides(schema_overrides)
     full_schema, all_columns, empty = _first_schema(sources[0], len(sources) > 1, overrides, schema_overrides, opts)
@@ -793,217 +731,3 @@ def scan_msgpack(
             _warn_truncation(r, src)
 
     return pl.io.plugins.register_io_source(io_source, schema=pl_schema)
-
-
-#: Polars dtypes with no msgpack-numpy form, and what to do instead (README: "Polars dtypes on write").
-_UNWRITABLE = {
-    "Object": "Python objects have no msgpack-numpy form (msgpack_numpy would pickle them); "
-    "convert them to a supported type first",
-    "Int128": "numpy has no 128-bit integers: cast to pl.Int64 if the values fit, or to pl.String",
-    "UInt128": "numpy has no 128-bit integers: cast to pl.UInt64 if the values fit, or to pl.String",
-    "Decimal": "numpy has no decimal dtype: cast to pl.Float64 (rounds) or pl.String (exact)",
-    "Time": "numpy has no time-of-day dtype: cast to pl.Duration (time since midnight) or pl.String",
-}
-
-
-def _unwritable(name: str, dtype: Any) -> tuple[str, Any, str] | None:
-    """The first (column path, dtype, hint) inside ``dtype`` that has no msgpack-numpy form."""
-    base = dtype.base_type().__name__ if hasattr(dtype, "base_type") else type(dtype).__name__
-    if base in _UNWRITABLE:
-        return name, dtype, _UNWRITABLE[base]
-    if isinstance(dtype, (pl.List, pl.Array)):
-        return _unwritable(name, dtype.inner)
-    if isinstance(dtype, pl.Struct):
-        for f in dtype.fields:
-            found = _unwritable(f"{name}.{f.name}", f.dtype)
-            if found:
-                return found
-    return None
-
-
-def _check_writable(df: pl.DataFrame, schema: pl.Schema | None = None) -> None:
-    """Refuse (EncodeError, before anything is written) a column no msgpack-numpy value can hold,
-    instead of writing something else: Polars exports an Object column as pointers."""
-    seen = set()  # each dtype once: a wide table has thousands of columns of a few dtypes
-    for name, dtype in (schema or df.schema).items():
-        if dtype in seen:
-            continue
-        seen.add(dtype)
-        found = _unwritable(name, dtype)
-        if found:
-            path, t, hint = found
-            raise EncodeError(f"cannot write column {path!r} of dtype {t}: {hint}", column=path)
-
-
-def _without_null_dtype(df: pl.DataFrame, schema: pl.Schema | None = None) -> pl.DataFrame:
-    """Polars exports its Null dtype with a buffer, which arrow-rs refuses ("The datatype Null
-    doesn't expect buffer"): give such columns an all-null Boolean type, written the same way
-    (every value nil)."""
-    schema = schema or df.schema
-    changed = {t: u for t in set(schema.values()) if (u := _no_null(t)) != t}
-    casts = {n: changed[t] for n, t in schema.items() if t in changed}
-    return df.cast(casts) if casts else df
-
-
-def write_msgpack(
-    df: pl.DataFrame | pl.LazyFrame | ArrowStream | Any,
-    target: PathLike | IO[bytes] | None,
-    *,
-    layout: Layout | None = None,
-    aligned: bool = False,
-    missing: Literal["auto", "nil", "omit"] = "auto",
-    dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
-    storage_options: dict[str, Any] | None = None,
-    fsync: bool = True,
-    index: bool = False,
-) -> bytes | None:
-    """Write a DataFrame (or any Arrow data) as msgpack-numpy, readable by ``msgpack_numpy``.
-
-    Parameters
-    ----------
-    df
-        A Polars DataFrame (a LazyFrame is collected), or anything with ``__arrow_c_stream__``
-        (a pyarrow Table, :func:`read_arrow`'s result, ...).
-    target
-        A path: written to a temporary file beside it and renamed over it when complete, so a
-        failed write leaves the previous file untouched. A URL (``s3://``, ``gs://``, ``az://``,
-        ...; see ``storage_options`` in :func:`read_msgpack`): a multipart upload, completed only
-        when the output is whole, else aborted (the previous object stays as it was). A binary
-        file object: the bytes are written to it. ``None``: the bytes are returned.
-    layout
-        ``"records"`` (one map per row), ``"columns"`` (one map of name -> ndarray/list),
-        ``"values"`` (one column), or ``"auto"``: the layout recorded in the Arrow schema by
-        :func:`read_arrow` (else ``"records"``). Default ``None``: ``"records"``, except for a
-        frame read with ``numpy_types="extension"``, which is written in the layout it was read
-        in (``"auto"``).
-    aligned
-        Place every ndarray payload at an offset that is a multiple of 64, using only wider
-        (still valid) msgpack encodings, so readers can view it in place. Default ``False``:
-        byte-identical to what Python ``msgpack_numpy`` writes.
-    missing
-        A null in a record: ``"nil"`` writes the key with nil, ``"omit"`` leaves the key out
-        (sparse records, as producers whose records have different key sets expect back), and
-        ``"auto"`` (default) omits where :func:`read_arrow` found absent keys in the file read,
-        else writes nil. A key present as nil and an absent one cannot be told apart. So that a
-        re-read finds every column in its order, a key written for the first time brings the
-        keys before it that were never written (as nil), and a column null everywhere
-        (``pl.Null``) is written as nil once.
-    dialect
-        The form of ndarrays and numpy scalars: ``"msgpack-numpy"`` (``{nd, type, kind, shape,
-        data}``), ``"openpi"`` (openpi_client's ``{__ndarray__, data, dtype, shape}`` and
-        ``{__npgeneric__, data, dtype}``, what its ``unpackb`` loads; complex, structured and
-        object dtypes have no form there and are an error), or ``"auto"`` (default): the dialect
-        :func:`read_arrow` recorded for the file read (schema metadata
-        ``msgpack_arrow.dialect``), else msgpack-numpy (also when ``aligned``). A Polars
-        DataFrame carries no schema metadata: name the dialect.
-    storage_options
-        For a URL target, as in :func:`read_msgpack`.
-    fsync
-        A path target: flush the file to the disk before renaming it into place (default
-        ``True``), so it survives a power loss once the call returns. ``False`` skips that (a
-        316 MB write: 0.37 s instead of 1.09 s on a virtual disk); other processes still see the
-        old file or the whole new one, never a part, but a power loss soon after may leave the
-        new file empty or partial on some file systems.
-    index
-        A path target of plain msgpack: also write ``TARGET.offsets``, the byte offset of every
-        record as big-endian uint64s (datadings' record index: one more for the end), so that
-        ``read_msgpack(TARGET, rows=slice(a, b))`` goes straight to row ``a``. A file that had
-        an index gets a new one whatever this says (the old one would describe the old file).
-
-    Notes
-    -----
-    Numpy dtypes: a Polars dtype that names a numpy dtype (native-order numerics, bool, str,
-    bytes, and Array/List/Struct of those) is written as that dtype, so
-    ``msgpack_numpy.unpackb`` gives it back. What only Arrow field metadata records (big-endian
-    data, ``<U5`` widths, complex numbers, ...) is lost in a Polars DataFrame: use
-    :func:`read_arrow` to keep it. A List column of narrow numbers (int8..uint32, float16/32),
-    which no plain msgpack value reads as, is written as one ndarray per row (ragged tensors)
-    when every row can be one.
-    """
-    if isinstance(df, pl.LazyFrame):
-        df = df.collect()
-    elif isinstance(df, pl.Series):
-        df = df.to_frame()
-    # a DataFrame is in memory: the writer looks at all of it first, so List columns that held
-    # ndarrays (narrow numbers, every row rectangular) are written as ndarrays again
-    whole = isinstance(df, pl.DataFrame)
-    if whole:
-        schema = df.schema  # built once: a Schema of thousands of columns costs milliseconds
-        _check_writable(df, schema)
-        df = _pieces(_without_null_dtype(df, schema))
-    # index=True without a path target: a ValueError from the writer, before anything is written
-    opts = dict(layout=layout, aligned=aligned, whole_table=whole, missing=missing, dialect=dialect, index=index)
-    if storage_options is not None:
-        opts["storage_options"] = _storage(storage_options)
-    if target is None:
-        return _write(df, None, **opts)
-    if _is_path(target):
-        _write(df, _path(target), fsync=fsync, **opts)
-        return None
-    if not callable(getattr(target, "write", None)):
-        raise TypeError(f"target must be a path or a binary file object, got {type(target).__name__}")
-    # written in chunks as encoded: the whole output is never held twice
-    _write(df, None, target=target, **opts)
-    return None
-
-
-def sink_msgpack(
-    lf: pl.LazyFrame,
-    target: PathLike | IO[bytes],
-    *,
-    layout: Layout | None = None,
-    aligned: bool = False,
-    chunk_size: int | None = None,
-    missing: Literal["auto", "nil", "omit"] = "auto",
-    dialect: Literal["auto", "msgpack-numpy", "openpi"] = "auto",
-    storage_options: dict[str, Any] | None = None,
-    fsync: bool = True,
-    index: bool = False,
-) -> None:
-    """Write a LazyFrame as msgpack-numpy in batches, without collecting it: a query larger than
-    memory streams through, one batch (Polars' ``collect_batches()``) in memory at a time.
-
-    Parameters
-    ----------
-    lf
-        The query (a DataFrame is written as its lazy form).
-    target
-        A path (written atomically, as :func:`write_msgpack`: a temporary file beside it, renamed
-        over it when complete; on any error, Ctrl-C included, the previous file stays) or a binary
-        file object (written in chunks as the batches are encoded).
-    layout
-        ``"records"`` (default) or ``"values"``, streamed; ``"columns"`` is one map, built whole
-        by the writer (bounded by the table, not the batch).
-    aligned
-        As :func:`write_msgpack`.
-    chunk_size
-        Rows per batch (Polars' default when None).
-    missing, dialect, fsync, index
-        As :func:`write_msgpack`.
-
-    Unlike :func:`write_msgpack`, which sees the whole table, a List column of narrow numbers is
-    written as lists (a stream cannot know that every later row would fit an ndarray).
-
-    >>> import io, polars as pl, msgpack_numpy as mn
-    >>> buf = io.BytesIO()
-    >>> sink_msgpack(pl.LazyFrame({"x": [1, 2, 3]}).filter(pl.col("x") > 1), buf)
-    >>> list(mn.Unpacker(io.BytesIO(buf.getvalue()), raw=False))
-    [{'x': 2}, {'x': 3}]
-    """
-    if isinstance(lf, pl.DataFrame):
-        lf = lf.lazy()
-    if not isinstance(lf, pl.LazyFrame):
-        raise TypeError(f"sink_msgpack takes a LazyFrame, got {type(lf).__name__}")
-    schema = lf.collect_schema()
-    empty = _without_null_dtype(pl.DataFrame(schema=schema))
-    _check_writable(empty)
-    batches = (_without_null_dtype(b) for b in lf.collect_batches(chunk_size=chunk_size))
-    opts = dict(layout=layout, aligned=aligned, missing=missing, dialect=dialect, index=index)
-    if storage_options is not None:
-        opts["storage_options"] = _storage(storage_options)
-    if _is_path(target):
-        _write_iter(empty, batches, _path(target), fsync=fsync, **opts)
-        return
-    if not callable(getattr(target, "write", None)):
-        raise TypeError(f"target must be a path or a binary file object, got {type(target).__name__}")
-    _write_iter(empty, batches, None, target, **opts)

@@ -8,7 +8,6 @@ memory with torch through numpy (``torch.from_numpy``).
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import polars as pl

@@ -2,11 +2,16 @@
 
 import doctest
 
+import pytest
+
 import msgpack_arrow
+import msgpack_arrow._write
 
 
-def test_docstring_examples():
-    result = doctest.testmod(msgpack_arrow, optionflags=doctest.NORMALIZE_WHITESPACE)
+# each module's own functions (doctest skips what a module imports): the readers, the writers
+@pytest.mark.parametrize("module", [msgpack_arrow, msgpack_arrow._write], ids=lambda m: m.__name__)
+def test_docstring_examples(module):
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 4
     assert result.failed == 0
 

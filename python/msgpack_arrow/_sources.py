@@ -1,0 +1,92 @@
+"""What a source is: a path, a URL of a remote store, bytes or a binary file object, and the
+options that name columns, types and store settings, as the Rust reader takes them."""
+
+from __future__ import annotations
+
+import io
+import os
+import re as _re
+from collections.abc import Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, Union
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
+
+PathLike = Union[str, "os.PathLike[str]"]
+Source = Union[PathLike, bytes, bytearray, memoryview, IO[bytes]]
+SchemaOverrides = Union[Mapping[str, "PolarsDataType"], Any]
+
+#: URLs of remote stores, read and written through object_store (``storage_options``)
+_URL = _re.compile(r"^(s3|s3a|gs|gcs|az|azure|abfs|abfss|adl|http|https)://", _re.IGNORECASE)
+
+
+def _is_path(x: Any) -> bool:
+    return isinstance(x, (str, os.PathLike))
+
+
+def _path(x: PathLike) -> str:
+    p = os.fsdecode(os.fspath(x))
+    return p if _is_url(p) else os.path.expanduser(p)
+
+
+def _one_source(source: Source) -> str | bytes | bytearray | memoryview:
+    """A path (str) or bytes-like object the Rust reader takes."""
+    if _is_path(source):
+        return _path(source)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return source
+    read = getattr(source, "read", None)
+    if callable(read):
+        if isinstance(source, io.TextIOBase) or "b" not in getattr(source, "mode", "b"):
+            raise TypeError("source is a text file object; open it in binary mode ('rb')")
+        data = read()
+        if isinstance(data, str):
+            raise TypeError("source is a text file object; open it in binary mode ('rb')")
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"source.read() returned {type(data).__name__}, expected bytes")
+        return data
+    try:
+        memoryview(source)  # any other object with the buffer protocol (a numpy uint8 array, ...)
+    except TypeError:
+        raise TypeError(
+            f"source must be a path, bytes-like object or binary file object, got {type(source).__name__}"
+        ) from None
+    return source
+
+
+def _columns(columns: str | Sequence[str] | None) -> list[str] | None:
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        return [columns]
+    out = list(columns)
+    for c in out:
+        if not isinstance(c, str):
+            raise TypeError(f"columns must be column names (str), got {type(c).__name__}")
+    return out
+
+
+def _overrides(schema_overrides: SchemaOverrides | None) -> Any:
+    """An object with the override types in its Arrow schema (an empty Polars DataFrame)."""
+    if schema_overrides is None:
+        return None
+    if isinstance(schema_overrides, Mapping):
+        if not schema_overrides:
+            return None
+        return pl.DataFrame(schema=dict(schema_overrides))
+    if hasattr(schema_overrides, "__arrow_c_schema__") or hasattr(schema_overrides, "__arrow_c_stream__"):
+        return schema_overrides  # a pyarrow Schema, an empty DataFrame, ...
+    raise TypeError("schema_overrides must be a dict of column name -> polars dtype")
+
+
+def _storage(storage_options: dict[str, Any] | None) -> list[tuple[str, str]] | None:
+    """Polars-style ``storage_options`` as the (key, value) strings object_store takes."""
+    if storage_options is None:
+        return None
+    return [(str(k), str(v).lower() if isinstance(v, bool) else str(v)) for k, v in storage_options.items()]
+
+
+def _is_url(p: Any) -> bool:
+    return isinstance(p, str) and _URL.match(p) is not None
