@@ -105,7 +105,11 @@ def test_compressed_rows_are_typed_from_every_row_as_the_plain_file(tmp_path):
     for source in (packed, gzip.compress(data)):
         assert_frame_equal(ma.read_msgpack(source), want)
         assert_frame_equal(ma.read_msgpack(source, batch_size=100), want)
+        # held in part, or never (decompressed twice: once for the types, once for the rows)
+        for hold in (len(data) // 3, 0):
+            assert_frame_equal(ma.read_msgpack(source, hold_decompressed=hold, batch_size=500), want)
     assert_frame_equal(ma.scan_msgpack(packed).collect(), want)
+    assert_frame_equal(ma.scan_msgpack(packed, hold_decompressed=0).collect(), want)
     # one pass from the first rows: the str at row 1,500 is then an error that names it
     with pytest.raises(ma.DecodeError, match='record 1500, column "opt"'):
         ma.read_msgpack(packed, infer_rows=1000)

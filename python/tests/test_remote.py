@@ -128,6 +128,9 @@ def test_http_rows_typed_late_read_as_the_local_file(http_server, tmp_path):
     for name, body in (("/late.msgpack", data), ("/late.msgpack.gz", gzip.compress(data))):
         url = http_server.put(name, body)
         assert_frame_equal(ma.read_msgpack(url), want)
+        # not held: fetched as a stream, typed from its first rows
+        with pytest.raises(ma.DecodeError, match='record 1500, column "opt"'):
+            ma.read_msgpack(url, hold_decompressed=0)
         # a scan's schema comes from the object's first rows (its head must not fetch it all)
         with pytest.raises(ma.DecodeError, match='record 1500, column "opt"'):
             ma.scan_msgpack(url).collect()

@@ -19,6 +19,14 @@ use crate::options::Layout;
 use crate::wire::cursor::Cursor;
 use crate::wire::sniff::SNIFF_LEN;
 
+/// What a first pass over a stream found: the schema of every row, and how many rows there
+/// are (`None` where the input ended in a cut or failed: the read says what it keeps).
+#[derive(Debug, Clone)]
+pub(crate) struct FirstPass {
+    pub schema: SchemaRef,
+    pub rows: Option<usize>,
+}
+
 impl ReaderBuilder {
     /// Whether a stream read would infer from its first rows only where every row could be
     /// seen: no schema given, no row bound asked for (`infer_rows`, `n_rows`), rows to walk.
@@ -45,13 +53,11 @@ impl ReaderBuilder {
         if !self.wants_first_pass() {
             return Ok(self);
         }
-        if let Some(s) = self.first_pass_schema(r)? {
-            self.stream_schema = Some(s);
-        }
+        self.first_pass = self.walk_first(r)?;
         Ok(self)
     }
 
-    fn first_pass_schema(&self, r: Box<dyn Read + Send>) -> Result<Option<SchemaRef>> {
+    fn walk_first(&self, r: Box<dyn Read + Send>) -> Result<Option<FirstPass>> {
         // what the source or the first object does wrong, the read says (it meets them first)
         let mut s = StreamReader::new(r);
         let Ok(Some(first_end)) = s.fill_object_within(0, FIRST_OBJECT_MAX) else {
@@ -83,6 +89,7 @@ impl ReaderBuilder {
         };
         let mut seen = RowsSeen::new(p.layout);
         let mut pos = 0;
+        let mut complete = true;
         loop {
             // the row at `pos`, when it is buffered whole (the walk must not see half of one)
             let mut probe = Cursor::new(&s.buf, s.base);
@@ -101,22 +108,22 @@ impl ReaderBuilder {
                     // a source that fails (a cut .gz) fails the read as well, after the rows
                     // before it: those are the rows to type
                     if s.read_more().is_err() {
+                        complete = false;
                         break;
                     }
                 }
                 // the end, or a cut there: the rows before it are the rows read
-                Err(e) if truncated(&e) => break,
+                Err(e) if truncated(&e) => {
+                    complete &= pos == s.buf.len();
+                    break;
+                }
                 Err(e) => return Err(e.at_record(seen.rows as u64)),
             }
         }
+        let rows = complete.then_some(seen.rows);
         let (schema, given_nd) = rows_schema(self, p.layout, seen, &inf, true)?;
-        Ok(finish_schema(
-            self,
-            p.layout,
-            &inf,
-            schema.map(Arc::new),
-            &given_nd,
-        ))
+        let schema = finish_schema(self, p.layout, &inf, schema.map(Arc::new), &given_nd);
+        Ok(schema.map(|schema| FirstPass { schema, rows }))
     }
 }
 

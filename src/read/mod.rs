@@ -129,8 +129,8 @@ pub struct ReaderBuilder {
     numpy_extension: bool,
     eager: bool,
     whole_chunks: bool,
-    /// the schema a first pass over the whole stream found ([`ReaderBuilder::with_first_pass`])
-    stream_schema: Option<SchemaRef>,
+    /// what a first pass over the whole stream found ([`ReaderBuilder::with_first_pass`])
+    first_pass: Option<first_pass::FirstPass>,
     hold_decompressed: usize,
 }
 
@@ -173,7 +173,7 @@ impl ReaderBuilder {
             numpy_extension: false,
             eager: false,
             whole_chunks: false,
-            stream_schema: None,
+            first_pass: None,
             hold_decompressed: DEFAULT_HOLD_DECOMPRESSED,
         }
     }
@@ -784,7 +784,8 @@ impl Reader {
         self.decoded.clone()
     }
     /// Rows in the input, where they are known before decoding (in-memory and mapped files of
-    /// records, values or columns); `None` for a `Read` stream.
+    /// records, values or columns, and a `Read` stream that a first pass walked whole); `None`
+    /// for other `Read` streams.
     pub fn num_rows(&self) -> Option<usize> {
         match &self.inner {
             Inner::Empty => Some(0),
@@ -796,7 +797,7 @@ impl Reader {
                     .sum::<usize>()
                     .saturating_sub(self.window.skip),
             ),
-            Inner::Stream(_) => None,
+            Inner::Stream(s) => s.rows.map(|r| r.saturating_sub(self.window.skip)),
         }
     }
     /// Read everything into batches (convenience; prefer iterating for large inputs).

@@ -62,12 +62,16 @@ impl ReaderBuilder {
                 // a stream's skipped rows are decoded, then dropped
                 let skip = std::mem::take(&mut me.skip_rows);
                 let mut plan = plan(&me, &s.buf[..end])?;
-                if let Some(all) = me.stream_schema.take() {
+                let walked = me.first_pass.take();
+                if let Some(all) = &walked {
                     // the first rows gave the layout; every row gives the types
-                    plan.schema = Some(all);
+                    plan.schema = Some(all.schema.clone());
                 }
                 let mut r = Reader::from_stream(me, s, plan)?;
                 r.window.skip = skip;
+                if let Inner::Stream(rows) = &mut r.inner {
+                    rows.rows = walked.and_then(|w| w.rows);
+                }
                 Ok(r)
             }
             _ => {
@@ -107,6 +111,7 @@ impl Reader {
                 limit: Limit::new(b.max_decoded_bytes),
                 keep: b.on_truncated == OnTruncated::Keep,
                 truncation: None,
+                rows: None,
             })),
             truncation: None,
             window: RowWindow::ALL,
@@ -234,6 +239,8 @@ pub(crate) struct StreamRows {
     /// [`OnTruncated::Keep`]: an object cut by the end of the input ends the rows
     pub(crate) keep: bool,
     pub(crate) truncation: Option<Truncation>,
+    /// rows in the whole stream, where a first pass counted them
+    pub(crate) rows: Option<usize>,
 }
 
 impl StreamRows {

@@ -98,7 +98,10 @@ fn a_compressed_file_or_buffer_reads_as_the_plain_file_whatever_its_later_rows_h
                 None => ReaderBuilder::new(),
             };
             // small batches: the first ones decoded before the rows that widen the types
-            let got = table(b().with_batch_size(100).build_from_path(&p).unwrap());
+            let r = b().with_batch_size(100).build_from_path(&p).unwrap();
+            // the rows were counted, whether held or walked by a first pass
+            assert_eq!(r.num_rows(), Some(3000), "{ext} {hold:?}");
+            let got = table(r);
             assert_eq!(got.schema(), want.schema(), "{ext} {hold:?}");
             assert_eq!(got, want, "{ext} {hold:?}");
             let buf = Buffer::from_vec(packed.clone());
@@ -146,6 +149,8 @@ fn a_compressed_file_cut_short_gives_its_rows_then_the_decompressor_s_error() {
             .with_hold_decompressed(hold)
             .build_from_path(&p)
             .unwrap();
+        // the rows are not known: the read keeps or refuses what the cut leaves
+        assert_eq!(r.num_rows(), None, "{hold}");
         for b in r {
             match b {
                 Ok(b) => {
