@@ -20,8 +20,9 @@ use crate::error::Result;
 use crate::io::compress::io_error;
 use crate::io::{projection_indices, sorted_projection, BatchIter, Compression};
 
-mod tensor_leaf;
+mod dense_leaf;
 mod writer;
+mod zstd_pages;
 pub use writer::{ParquetWriter, MAX_ROW_GROUP_ROWS};
 
 /// A row group is flushed once its size passes this, so that wide tensor columns do not buffer
@@ -60,7 +61,7 @@ pub fn writer_properties_for(
             b = b.set_column_dictionary_enabled(col.path().clone(), false);
         }
         let field = schema.fields().get(descr.get_column_root_idx(leaf));
-        if field.is_some_and(|f| tensor_leaf::tensor_dims(f).is_some()) {
+        if field.is_some_and(|f| dense_leaf::tensor_dims(f).is_some()) {
             b = b.set_column_statistics_enabled(col.path().clone(), EnabledStatistics::None);
         }
     }

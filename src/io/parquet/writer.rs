@@ -13,21 +13,22 @@ use std::io::Write;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 use parquet::arrow::arrow_writer::{
     compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory,
 };
 use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression as PqCompression, ZstdLevel};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::ParquetError;
 use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::types::{ColumnDescPtr, SchemaDescriptor};
+use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor};
 use rayon::prelude::*;
 
-use super::{tensor_leaf, writer_properties_for, MAX_ROW_GROUP_BYTES};
+use super::{dense_leaf, writer_properties_for, MAX_ROW_GROUP_BYTES};
 use crate::error::{Error, Result};
 use crate::io::Compression;
 
@@ -198,7 +199,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         for c in chunks {
             match c {
                 Chunk::Arrow(c) => c.append_to_row_group(&mut group)?,
-                Chunk::Tensor(bytes, close) => group.append_column(&bytes, close)?,
+                Chunk::Dense(bytes, close) => group.append_column(&bytes, close)?,
             }
         }
         group.close()?;
@@ -218,8 +219,8 @@ impl<W: Write + Send> ParquetWriter<W> {
 /// A leaf column chunk of a row group, encoded.
 enum Chunk {
     Arrow(ArrowColumnChunk),
-    /// a tensor leaf encoded by [`tensor_leaf::encode`]: its bytes, from offset 0
-    Tensor(Bytes, ColumnCloseResult),
+    /// a leaf encoded by [`dense_leaf::encode`]: its bytes, from offset 0
+    Dense(Bytes, ColumnCloseResult),
 }
 
 /// What encoding a row group needs, shared by the threads that encode them.
@@ -227,11 +228,18 @@ struct GroupEncoder {
     factory: ArrowRowGroupWriterFactory,
     /// the file's leaf columns, in order
     leaves: Vec<ColumnDescPtr>,
-    /// how many leaf columns each field has (a nested field has several)
+    /// how many leaf columns each field has (a nested field has several), and the first
     leaf_counts: Vec<usize>,
+    first_leaf: Vec<usize>,
     props: WriterPropertiesPtr,
+    /// zstd: the level, and `props` without compression for the column writers of
+    /// [`dense_leaf`], whose pages [`super::zstd_pages`] compresses
+    zstd: Option<(ZstdLevel, WriterPropertiesPtr)>,
     schema: SchemaRef,
 }
+
+/// A field's column chunk from its buffers ([`dense_leaf`]): its dimensions and each batch's values.
+type DenseParts = Option<(Vec<usize>, Vec<ArrayRef>)>;
 
 impl GroupEncoder {
     fn new(
@@ -246,52 +254,101 @@ impl GroupEncoder {
                 *n += 1;
             }
         }
+        // every column has the file's one compression (writer_properties_for sets no other)
+        let zstd = match props.compression(&ColumnPath::new(Vec::new())) {
+            PqCompression::ZSTD(level) => {
+                let plain = (*props)
+                    .clone()
+                    .into_builder()
+                    .set_compression(PqCompression::UNCOMPRESSED)
+                    .build();
+                Some((level, Arc::new(plain)))
+            }
+            _ => None,
+        };
+        let first_leaf = leaf_counts
+            .iter()
+            .scan(0, |at, &n| {
+                let first = *at;
+                *at += n;
+                Some(first)
+            })
+            .collect();
         GroupEncoder {
             factory,
             leaves: descr.columns().to_vec(),
             leaf_counts,
+            first_leaf,
             props,
+            zstd,
             schema,
         }
     }
 
     /// Encode row group `index`: its fields in parallel, each through all of the group's batches.
     fn encode(&self, index: usize, batches: &[RecordBatch]) -> Encoded {
-        let mut writers = self.factory.create_column_writers(index)?.into_iter();
+        let dense: Vec<DenseParts> = (0..self.leaf_counts.len())
+            .map(|i| self.dense_parts(i, batches))
+            .collect();
+        // the crate's writers (a codec each) only where a field goes its way
+        let mut writers = if dense.iter().all(Option::is_some) {
+            Vec::new().into_iter()
+        } else {
+            self.factory.create_column_writers(index)?.into_iter()
+        };
         let mut jobs = Vec::with_capacity(self.leaf_counts.len());
-        let mut leaf = 0;
-        for (i, &n) in self.leaf_counts.iter().enumerate() {
-            jobs.push((i, leaf, writers.by_ref().take(n).collect::<Vec<_>>()));
-            leaf += n;
+        for ((i, &n), d) in self.leaf_counts.iter().enumerate().zip(dense) {
+            let ws = writers.by_ref().take(n).collect::<Vec<_>>();
+            jobs.push((i, self.first_leaf[i], ws, d));
         }
         let per_field: Vec<Vec<Chunk>> = jobs
             .into_par_iter()
-            .map(|(i, leaf, ws)| self.encode_field(i, leaf, ws, batches))
+            .map(|(i, leaf, ws, d)| self.encode_field(i, leaf, ws, d, batches))
             .collect::<parquet::errors::Result<_>>()?;
         Ok(per_field.into_iter().flatten().collect())
     }
 
-    /// The column chunks of field `i` (first leaf `leaf`): a tensor without nulls from its buffer
-    /// (see [`tensor_leaf`]), anything else through `compute_leaves` and `writers` (its leaves in
+    /// Field `i`'s values in each batch, if [`dense_leaf`] encodes them: a tensor without nulls,
+    /// or a flat float column without nulls whose chunk is one mini-batch of the column writer
+    /// (the many small columns of a wide table, where a codec per chunk costs most). Larger flat
+    /// chunks came out cut into pages elsewhere than `ArrowWriter` cuts them (same values, other
+    /// bytes; `dense_leaf`'s test of large flat columns), and cost one codec among many pages.
+    fn dense_parts(&self, i: usize, batches: &[RecordBatch]) -> DenseParts {
+        let dims = dense_leaf::leaf_dims(&self.schema.fields()[i])?;
+        if dims.is_empty() {
+            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+            let leaf = self.leaves[self.first_leaf[i]].path();
+            if rows > self.props.write_batch_size() || self.props.dictionary_enabled(leaf) {
+                return None;
+            }
+        }
+        let parts = batches
+            .iter()
+            .map(|b| dense_leaf::dense_values(b.column(i), &dims))
+            .collect::<Option<Vec<_>>>()?;
+        Some((dims, parts))
+    }
+
+    /// The column chunks of field `i` (first leaf `leaf`): from its buffers if `dense` (see
+    /// [`dense_leaf`]), anything else through `compute_leaves` and `writers` (its leaves in
     /// parallel), one batch at a time so that only one batch's levels exist at once.
     fn encode_field(
         &self,
         i: usize,
         leaf: usize,
         mut writers: Vec<ArrowColumnWriter>,
+        dense: DenseParts,
         batches: &[RecordBatch],
     ) -> parquet::errors::Result<Vec<Chunk>> {
         let field = &self.schema.fields()[i];
-        if let Some(dims) = tensor_leaf::tensor_dims(field) {
-            let parts: Option<Vec<_>> = batches
-                .iter()
-                .map(|b| tensor_leaf::dense_values(b.column(i), &dims))
-                .collect();
-            if let Some(parts) = parts {
-                let d = self.leaves[leaf].clone();
-                let (bytes, close) = tensor_leaf::encode(d, self.props.clone(), &dims, &parts)?;
-                return Ok(vec![Chunk::Tensor(bytes, close)]);
-            }
+        if let Some((dims, parts)) = dense {
+            let d = self.leaves[leaf].clone();
+            let (props, zstd) = match &self.zstd {
+                Some((level, plain)) => (plain.clone(), Some(*level)),
+                None => (self.props.clone(), None),
+            };
+            let (bytes, close) = dense_leaf::encode(d, props, zstd, &dims, &parts)?;
+            return Ok(vec![Chunk::Dense(bytes, close)]);
         }
         for b in batches {
             let leaves = compute_leaves(field, b.column(i))?;

@@ -1,5 +1,7 @@
 //! The values of a tensor column (a FixedSizeList, nested for more dimensions, of f16/f32/f64/i32/i64)
-//! with no null anywhere, encoded straight from its Arrow buffer.
+//! or of a flat column of those types, with no null anywhere, encoded straight from its Arrow
+//! buffer, by a column writer made here (with zstd, one that leaves compression to
+//! [`super::zstd_pages`]: no codec per column chunk).
 //!
 //! Why: `compute_leaves` describes every value of a list column with a `usize` index, a definition
 //! and a repetition level, and the column writer then gathers the values through those indices.
@@ -15,11 +17,14 @@ use arrow_array::types::{Float16Type, Float32Type, Float64Type, Int32Type, Int64
 use arrow_array::{Array, ArrayRef, ArrowPrimitiveType};
 use arrow_schema::{DataType, Field};
 use bytes::Bytes;
+use parquet::basic::ZstdLevel;
 use parquet::column::writer::{get_column_writer, ColumnCloseResult, ColumnWriter};
 use parquet::data_type::{ByteArray, FixedLenByteArray};
 use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
+
+use super::zstd_pages::{with_codec, ZstdPages};
 
 /// Levels handed to the column writer per call (one row's pattern repeated to about this length).
 const LEVELS_PER_CALL: usize = 1 << 16;
@@ -27,6 +32,12 @@ const LEVELS_PER_CALL: usize = 1 << 16;
 /// The dimensions of `field` if it is a tensor column this module encodes: FixedSizeLists (of
 /// nonzero sizes) around a f16, f32, f64, i32 or i64 leaf.
 pub fn tensor_dims(field: &Field) -> Option<Vec<usize>> {
+    leaf_dims(field).filter(|d| !d.is_empty())
+}
+
+/// [`tensor_dims`], or no dimensions for a flat column of those leaf types: any column this
+/// module encodes.
+pub fn leaf_dims(field: &Field) -> Option<Vec<usize>> {
     let mut dims = Vec::new();
     let mut t = field.data_type();
     while let DataType::FixedSizeList(item, n) = t {
@@ -44,7 +55,7 @@ pub fn tensor_dims(field: &Field) -> Option<Vec<usize>> {
             | DataType::Int32
             | DataType::Int64
     );
-    (leaf && !dims.is_empty()).then_some(dims)
+    leaf.then_some(dims)
 }
 
 /// The leaf values of `col` (a column of a type [`tensor_dims`] accepts), if neither the lists nor
@@ -68,11 +79,13 @@ pub fn dense_values(col: &ArrayRef, dims: &[usize]) -> Option<ArrayRef> {
     (a.null_count() == 0).then_some(a)
 }
 
-/// Encode the column chunk of one tensor leaf from `parts` (each [`dense_values`] of a batch):
-/// the chunk's bytes, starting at offset 0, and what closing the writer reported.
+/// Encode the column chunk of one leaf of `dims` (none: a flat column) from `parts` (each
+/// [`dense_values`] of a batch): the chunk's bytes, starting at offset 0, and what closing the
+/// writer reported. With `zstd`, `props` must ask for no compression: [`ZstdPages`] compresses.
 pub fn encode(
     descr: ColumnDescPtr,
     props: WriterPropertiesPtr,
+    zstd: Option<ZstdLevel>,
     dims: &[usize],
     parts: &[ArrayRef],
 ) -> parquet::errors::Result<(Bytes, ColumnCloseResult)> {
@@ -91,16 +104,25 @@ pub fn encode(
             dims.len()
         )));
     }
-    // Every value is defined to the deepest level (at least 1: a list's repeated level counts);
-    // value j of a row repeats at the outermost dimension it starts a new element of (0 for the
-    // row's first value).
-    let def = vec![max_def; rows_per_call * per_row];
-    let mut rep = Vec::with_capacity(rows_per_call * per_row);
-    for _ in 0..rows_per_call {
-        for j in 0..per_row {
-            rep.push(row_rep_level(dims, j));
-        }
-    }
+    // Every value is defined to the deepest level (a list's repeated level counts; a flat
+    // column that cannot be null has none); value j of a row repeats at the outermost dimension
+    // it starts a new element of (0 for the row's first value; no levels for a flat column).
+    // Levels for the longest call made, not a whole call's worth: a wide table's columns hold
+    // a few rows each, and 65,536 levels made per column were most of its export.
+    let longest = parts.iter().map(|p| p.len()).max().unwrap_or(0);
+    let levels = (rows_per_call * per_row).min(longest);
+    let def = if max_def > 0 {
+        vec![max_def; levels]
+    } else {
+        Vec::new()
+    };
+    let rep: Vec<i16> = if dims.is_empty() {
+        Vec::new()
+    } else {
+        (0..levels)
+            .map(|k| row_rep_level(dims, k % per_row))
+            .collect()
+    };
 
     let total: usize = parts
         .iter()
@@ -108,15 +130,19 @@ pub fn encode(
         .sum();
     let mut sink = TrackedWrite::new(Vec::with_capacity(total + 4096));
     let close = {
-        let pages = Box::new(SerializedPageWriter::new(&mut sink));
-        let mut w = get_column_writer(descr, props, pages);
+        let pages = SerializedPageWriter::new(&mut sink);
+        let mut w = match zstd {
+            Some(level) => get_column_writer(descr, props, Box::new(ZstdPages::new(pages, level))),
+            None => get_column_writer(descr, props, Box::new(pages)),
+        };
         // f16 values of one call, the vector kept from call to call
         let mut halves: Vec<FixedLenByteArray> = Vec::new();
         for p in parts {
             let mut at = 0;
             while at < p.len() {
                 let n = (p.len() - at).min(rows_per_call * per_row);
-                let (d, r) = (Some(&def[..n]), Some(&rep[..n]));
+                let d = (max_def > 0).then(|| &def[..n]);
+                let r = (!dims.is_empty()).then(|| &rep[..n]);
                 // the values of this call, as the slice they are, to a writer of their type
                 macro_rules! slice_to {
                     ($t:expr, $arrow:ty) => {
@@ -152,6 +178,10 @@ pub fn encode(
             }
         }
         w.close()?
+    };
+    let close = match zstd {
+        Some(level) => with_codec(close, level)?,
+        None => close,
     };
     Ok((Bytes::from(sink.into_inner()?), close))
 }
@@ -271,6 +301,43 @@ mod tests {
             ("unit", tensor(Arc::new(ones), &[1], None, true), true),
             ("column", tensor(Arc::new(cols4), &[4, 1], None, true), true),
             ("strict", tensor(Arc::new(strict), &[3], None, false), false),
+            // flat columns: without nulls from their buffers, nullable or not; with nulls the
+            // general way
+            (
+                "x",
+                Arc::new(Float64Array::from_iter_values(
+                    (0..rows).map(|i| (i as f64 * 0.7).tan()),
+                )),
+                true,
+            ),
+            (
+                "h",
+                Arc::new(Float16Array::from_iter_values(
+                    (0..rows).map(|i| half::f16::from_f32(i as f32 / 8.0)),
+                )),
+                true,
+            ),
+            (
+                "n32",
+                Arc::new(Int32Array::from_iter_values(
+                    (0..rows).map(|i| (i % 13) as i32),
+                )),
+                false,
+            ),
+            (
+                "req",
+                Arc::new(Float32Array::from_iter_values(
+                    (0..rows).map(|i| i as f32 * 0.5),
+                )),
+                false,
+            ),
+            (
+                "xn",
+                Arc::new(Float32Array::from_iter(
+                    (0..rows).map(|i| (i % 7 != 3).then_some(i as f32)),
+                )),
+                true,
+            ),
         ];
         let schema = Schema::new(
             cols.iter()
@@ -294,22 +361,32 @@ mod tests {
         ]
     }
 
-    /// The names of the columns that take this module's path.
+    /// The names of the columns that take this module's path (a flat one only without a
+    /// dictionary, a float, in row groups of at most a mini-batch).
     fn dense(t: &RecordBatch) -> Vec<String> {
         let s = t.schema();
+        let small = t.num_rows() <= 1024;
         s.fields()
             .iter()
             .zip(t.columns())
-            .filter(|(f, c)| tensor_dims(f).and_then(|d| dense_values(c, &d)).is_some())
+            .filter(|(f, _)| f.data_type().is_nested() || (small && f.data_type().is_floating()))
+            .filter(|(f, c)| leaf_dims(f).and_then(|d| dense_values(c, &d)).is_some())
             .map(|(f, _)| f.name().clone())
             .collect()
     }
 
-    /// The tensor columns written from their buffers give the very bytes arrow-rs's own
-    /// `ArrowWriter` writes for the same batches, with and without nulls (which go its way).
+    /// The tensor and flat columns written from their buffers (their zstd pages compressed by
+    /// one context per thread) give the very bytes arrow-rs's own `ArrowWriter` writes for the
+    /// same batches, with and without nulls (which go its way), compressed or not.
     #[test]
     fn tensor_columns_encode_as_arrow_writer_does() {
-        for nulls in [false, true] {
+        for (nulls, compression) in [
+            (false, Compression::default()),
+            (true, Compression::default()),
+            (false, Compression::Zstd(1)),
+            (false, Compression::Snappy),
+            (false, Compression::None),
+        ] {
             let t = table(3000, nulls);
             let schema = t.schema();
             let expect_dense: &[&str] = if nulls {
@@ -321,10 +398,9 @@ mod tests {
             };
             assert_eq!(dense(&t), expect_dense);
 
-            let props = writer_properties_for(&schema, Compression::default()).unwrap();
+            let props = writer_properties_for(&schema, compression).unwrap();
             let mut want = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
-            let mut ours =
-                ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default()).unwrap();
+            let mut ours = ParquetWriter::try_new(Vec::new(), schema.clone(), compression).unwrap();
             for b in batches(&t) {
                 want.write(&b).unwrap();
                 ours.write(&b).unwrap();
@@ -334,11 +410,142 @@ mod tests {
             assert!(ours.len() > 3000 * 768, "{} bytes", ours.len());
             assert!(
                 ours == want,
-                "nulls {nulls}: {} vs {} bytes",
+                "nulls {nulls}, {compression:?}: {} vs {} bytes",
                 ours.len(),
                 want.len()
             );
         }
+    }
+
+    /// A wide table of small float columns (a row group of 300 rows, in three batches), which
+    /// take this module's path and its page compressor, beside columns with nulls and integer
+    /// columns, which do not: the same bytes as `ArrowWriter`'s, compressed or not.
+    #[test]
+    fn a_wide_table_of_small_columns_encodes_as_arrow_writer_does() {
+        let rows = 300;
+        let mut fields = Vec::new();
+        let mut cols: Vec<ArrayRef> = Vec::new();
+        for c in 0..240 {
+            let v = |i: usize| ((i * 31 + c * 7) % 101) as f64 / 7.0;
+            let (f, a): (Field, ArrayRef) = match c % 6 {
+                0 => (
+                    Field::new(format!("f64_{c}"), DataType::Float64, true),
+                    Arc::new(Float64Array::from_iter_values((0..rows).map(v))),
+                ),
+                1 => (
+                    Field::new(format!("f32_{c}"), DataType::Float32, false),
+                    Arc::new(Float32Array::from_iter_values(
+                        (0..rows).map(|i| v(i) as f32),
+                    )),
+                ),
+                2 => (
+                    Field::new(format!("f16_{c}"), DataType::Float16, true),
+                    Arc::new(Float16Array::from_iter_values(
+                        (0..rows).map(|i| half::f16::from_f64(v(i))),
+                    )),
+                ),
+                3 => (
+                    Field::new(format!("nulls_{c}"), DataType::Float64, true),
+                    Arc::new(Float64Array::from_iter(
+                        (0..rows).map(|i| (i % 9 != 4).then(|| v(i))),
+                    )),
+                ),
+                4 => (
+                    Field::new(format!("i64_{c}"), DataType::Int64, true),
+                    Arc::new(Int64Array::from_iter_values(
+                        (0..rows).map(|i| i as i64 * 3),
+                    )),
+                ),
+                _ => (
+                    Field::new(format!("emb_{c}"), DataType::Float32, true),
+                    Arc::new(Float32Array::from_iter_values(
+                        (0..rows).map(|i| -(v(i) as f32)),
+                    )),
+                ),
+            };
+            fields.push(f);
+            cols.push(a);
+        }
+        let schema = Arc::new(Schema::new(fields));
+        let t = RecordBatch::try_new(schema.clone(), cols).unwrap();
+        for compression in [
+            Compression::default(),
+            Compression::Zstd(1),
+            Compression::None,
+            Compression::Snappy,
+        ] {
+            let props = writer_properties_for(&schema, compression).unwrap();
+            let mut want = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
+            let mut ours = ParquetWriter::try_new(Vec::new(), schema.clone(), compression).unwrap();
+            for k in 0..3 {
+                let b = t.slice(k * 100, 100);
+                want.write(&b).unwrap();
+                ours.write(&b).unwrap();
+            }
+            let want = want.into_inner().unwrap();
+            let ours = ours.finish().unwrap();
+            assert!(
+                ours == want,
+                "{compression:?}: {} vs {} bytes",
+                ours.len(),
+                want.len()
+            );
+        }
+    }
+
+    /// Large columns, cut into many pages: flat integers whose dictionary outgrows its page and
+    /// falls back to plain pages, a timestamp of the same values, an integer tensor of distinct
+    /// values and a flat float column: the same bytes as `ArrowWriter`'s. (Flat columns of more
+    /// than a mini-batch taken from their buffers failed this: pages cut elsewhere.)
+    #[test]
+    fn large_columns_encode_as_arrow_writer_does() {
+        use arrow_array::TimestampSecondArray;
+        let rows = 300_000;
+        // an integer tensor (dictionary encoded too) of distinct values
+        let quad = tensor(
+            Arc::new(Int64Array::from_iter_values(0..rows * 4)),
+            &[4],
+            None,
+            true,
+        );
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, true),
+            Field::new(
+                "ts",
+                DataType::Timestamp(arrow_schema::TimeUnit::Second, None),
+                true,
+            ),
+            Field::new("k", quad.data_type().clone(), true),
+            Field::new("x", DataType::Float64, true),
+        ]));
+        let t = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..rows)),
+                Arc::new(TimestampSecondArray::from_iter_values(
+                    (0..rows).map(|i| 1_700_000_000 + i),
+                )),
+                quad,
+                Arc::new(Float64Array::from_iter_values(
+                    (0..rows).map(|i| (i as f64 * 0.37).sin()),
+                )),
+            ],
+        )
+        .unwrap();
+        let props = writer_properties_for(&schema, Compression::default()).unwrap();
+        let mut want = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
+        let mut ours =
+            ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default()).unwrap();
+        let mut at = 0;
+        while at < rows as usize {
+            let b = t.slice(at, 65536.min(rows as usize - at));
+            want.write(&b).unwrap();
+            ours.write(&b).unwrap();
+            at += b.num_rows();
+        }
+        let want = want.into_inner().unwrap();
+        let ours = ours.finish().unwrap();
+        assert!(ours == want, "{} vs {} bytes", ours.len(), want.len());
     }
 
     /// Many row groups: `ArrowWriter` given the same pieces and ending its row groups where ours
