@@ -30,6 +30,7 @@ from ._internal import MSGPACK_EXTENSIONS as _EXTS
 from ._internal import REMOTE, ArrowStream, Reader, __version__  # noqa: F401 (REMOTE: _files uses it)
 from ._internal import expand_url as _expand_url
 from ._sources import (
+    Layout,
     PathLike,
     SchemaOverrides,
     Source,
@@ -91,7 +92,6 @@ def _check_polars_version(version: str = pl.__version__) -> bool:
 
 _check_polars_version()
 
-Layout = Literal["auto", "records", "columns", "values"]
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 

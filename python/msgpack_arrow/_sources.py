@@ -7,13 +7,14 @@ import io
 import os
 import re as _re
 from collections.abc import Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any, Union
+from typing import IO, TYPE_CHECKING, Any, Literal, Union
 
 import polars as pl
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
+Layout = Literal["auto", "records", "columns", "values"]
 PathLike = Union[str, "os.PathLike[str]"]
 Source = Union[PathLike, bytes, bytearray, memoryview, IO[bytes]]
 SchemaOverrides = Union[Mapping[str, "PolarsDataType"], Any]

@@ -11,11 +11,9 @@ from ._export import pieces as _pieces
 from ._internal import ArrowStream
 from ._internal import write as _write
 from ._internal import write_iter as _write_iter
-from ._sources import PathLike, _is_path, _path, _storage
+from ._sources import Layout, PathLike, _is_path, _path, _storage
 from .exceptions import EncodeError
 from .expressions import _no_null
-
-Layout = Literal["auto", "records", "columns", "values"]
 
 #: Polars dtypes with no msgpack-numpy form, and what to do instead (README: "Polars dtypes on write").
 _UNWRITABLE = {

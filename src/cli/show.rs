@@ -52,17 +52,24 @@ fn open_showing_conflicts(path: &Path, opts: &ReadOptions) -> CliResult<(Table, 
     }
 }
 
-pub(super) fn schema_text(input: &str, read: &ReadArgs) -> CliResult<String> {
-    let path = Path::new(input);
-    let (t, conflict) = open_showing_conflicts(path, &read.options(65536))?;
+/// The lines above a schema or a table: a type conflict shown instead of failing, the format
+/// if not msgpack, the layout.
+fn preamble(t: &Table, conflict: Option<&str>) -> String {
     let mut text = String::new();
-    if let Some(c) = &conflict {
+    if let Some(c) = conflict {
         text.push_str(&format!("note: {c}\n"));
     }
     if t.format != Format::Msgpack {
         text.push_str(&format!("format: {}\n", t.format));
     }
-    text.push_str(&layout_line(&t).unwrap_or_default());
+    text.push_str(&layout_line(t).unwrap_or_default());
+    text
+}
+
+pub(super) fn schema_text(input: &str, read: &ReadArgs) -> CliResult<String> {
+    let path = Path::new(input);
+    let (t, conflict) = open_showing_conflicts(path, &read.options(65536))?;
+    let mut text = preamble(&t, conflict.as_deref());
     if let Some(n) = t.num_rows {
         text.push_str(&format!("rows: {n}\n"));
     }
@@ -80,14 +87,7 @@ pub(super) fn head_text(input: &str, n: usize, width: usize, read: &ReadArgs) ->
     let limit = opts.reader.n_rows().map_or(n, |m| m.min(n));
     opts.reader = opts.reader.with_n_rows(Some(limit));
     let (t, conflict) = open_showing_conflicts(path, &opts)?;
-    let mut text = String::new();
-    if let Some(c) = &conflict {
-        text.push_str(&format!("note: {c}\n"));
-    }
-    if t.format != Format::Msgpack {
-        text.push_str(&format!("format: {}\n", t.format));
-    }
-    text.push_str(&layout_line(&t).unwrap_or_default());
+    let mut text = preamble(&t, conflict.as_deref());
     let schema = t.schema.clone();
     let t_rows = t.num_rows;
     let t_cut = t.truncation.clone();

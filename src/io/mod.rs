@@ -135,7 +135,11 @@ impl crate::ReaderBuilder {
                 // the rows before a decompression error (a cut .gz), then the error, as a
                 // stream read gives them; typed from those rows
                 let held = arrow_buffer::Buffer::from_vec(head);
-                let this = self.with_first_pass(Box::new(compress::buffer_reader(held.clone())))?;
+                // every row may be held whole (a bad checksum, a cut trailer), but the read fails:
+                // the rows are not known
+                let this = self
+                    .with_first_pass(Box::new(compress::buffer_reader(held.clone())))?
+                    .without_row_count();
                 let failing = compress::buffer_reader(held).chain(FailWith(Some(e)));
                 this.build(failing)
             }

@@ -57,6 +57,14 @@ impl ReaderBuilder {
         Ok(self)
     }
 
+    /// Forget the rows a first pass counted: the input fails after them.
+    pub(crate) fn without_row_count(mut self) -> Self {
+        if let Some(f) = &mut self.first_pass {
+            f.rows = None;
+        }
+        self
+    }
+
     fn walk_first(&self, r: Box<dyn Read + Send>) -> Result<Option<FirstPass>> {
         // what the source or the first object does wrong, the read says (it meets them first)
         let mut s = StreamReader::new(r);

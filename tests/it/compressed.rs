@@ -276,3 +276,24 @@ fn held_bytes_freed_behind_the_decode_give_the_plain_file_s_table() {
         }
     }
 }
+
+#[test]
+fn a_gz_whose_trailer_is_cut_knows_no_row_count_and_fails() {
+    // every row decompresses, then the trailer (CRC and size) is missing: an error, after all
+    // the rows, held or not; the row count is not promised for an input that fails
+    let (d, _, _) = plain_file();
+    let packed = compress(&late_types(), Codec::Gzip);
+    let p = d.path().join("trailer.msgpack.gz");
+    std::fs::write(&p, &packed[..packed.len() - 4]).unwrap();
+    for hold in [usize::MAX, 0] {
+        let mut r = ReaderBuilder::new()
+            .with_hold_decompressed(hold)
+            .build_from_path(&p)
+            .unwrap();
+        assert_eq!(r.num_rows(), None, "{hold}");
+        let e = r
+            .find_map(|b| b.err())
+            .expect("the cut trailer is an error");
+        assert!(!e.to_string().is_empty(), "{hold}");
+    }
+}
