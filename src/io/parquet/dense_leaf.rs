@@ -98,7 +98,7 @@ pub fn encode(
     let max_def = descr.max_def_level();
     if descr.max_rep_level() as usize != dims.len() {
         return Err(parquet::errors::ParquetError::General(format!(
-            "tensor column {}: {} repetition levels for {} dimensions",
+            "column {}: {} repetition levels for {} dimensions",
             descr.path(),
             descr.max_rep_level(),
             dims.len()
@@ -169,7 +169,7 @@ pub fn encode(
                     }
                     _ => {
                         return Err(parquet::errors::ParquetError::General(format!(
-                            "tensor column {}: unexpected physical type",
+                            "column {}: unexpected physical type",
                             p.data_type()
                         )))
                     }
@@ -361,15 +361,15 @@ mod tests {
         ]
     }
 
-    /// The names of the columns that take this module's path (a flat one only without a
-    /// dictionary, a float, in row groups of at most a mini-batch).
+    /// The names of the columns that take this module's path (a flat one only in row groups of
+    /// at most a mini-batch).
     fn dense(t: &RecordBatch) -> Vec<String> {
         let s = t.schema();
         let small = t.num_rows() <= 1024;
         s.fields()
             .iter()
             .zip(t.columns())
-            .filter(|(f, _)| f.data_type().is_nested() || (small && f.data_type().is_floating()))
+            .filter(|(f, _)| f.data_type().is_nested() || small)
             .filter(|(f, c)| leaf_dims(f).and_then(|d| dense_values(c, &d)).is_some())
             .map(|(f, _)| f.name().clone())
             .collect()
@@ -417,9 +417,9 @@ mod tests {
         }
     }
 
-    /// A wide table of small float columns (a row group of 300 rows, in three batches), which
-    /// take this module's path and its page compressor, beside columns with nulls and integer
-    /// columns, which do not: the same bytes as `ArrowWriter`'s, compressed or not.
+    /// A wide table of small columns (a row group of 300 rows, in three batches): floats and
+    /// integers (with a dictionary) take this module's path and its page compressor, columns
+    /// with nulls do not; the same bytes as `ArrowWriter`'s, compressed or not.
     #[test]
     fn a_wide_table_of_small_columns_encodes_as_arrow_writer_does() {
         let rows = 300;

@@ -309,18 +309,15 @@ impl GroupEncoder {
     }
 
     /// Field `i`'s values in each batch, if [`dense_leaf`] encodes them: a tensor without nulls,
-    /// or a flat float column without nulls whose chunk is one mini-batch of the column writer
+    /// or a flat numeric column without nulls whose chunk is one mini-batch of the column writer
     /// (the many small columns of a wide table, where a codec per chunk costs most). Larger flat
     /// chunks came out cut into pages elsewhere than `ArrowWriter` cuts them (same values, other
     /// bytes; `dense_leaf`'s test of large flat columns), and cost one codec among many pages.
     fn dense_parts(&self, i: usize, batches: &[RecordBatch]) -> DenseParts {
         let dims = dense_leaf::leaf_dims(&self.schema.fields()[i])?;
-        if dims.is_empty() {
-            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-            let leaf = self.leaves[self.first_leaf[i]].path();
-            if rows > self.props.write_batch_size() || self.props.dictionary_enabled(leaf) {
-                return None;
-            }
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        if dims.is_empty() && rows > self.props.write_batch_size() {
+            return None;
         }
         let parts = batches
             .iter()
