@@ -58,7 +58,7 @@ pub fn leaf_dims(field: &Field) -> Option<Vec<usize>> {
     leaf.then_some(dims)
 }
 
-/// The leaf values of `col` (a column of a type [`tensor_dims`] accepts), if neither the lists nor
+/// The leaf values of `col` (a column of a type [`leaf_dims`] accepts), if neither the lists nor
 /// the values hold a null; `None` sends the column the general way.
 pub fn dense_values(col: &ArrayRef, dims: &[usize]) -> Option<ArrayRef> {
     let mut a = col.clone();
