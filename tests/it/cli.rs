@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arrow_array::{FixedSizeListArray, Float32Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
@@ -162,11 +162,31 @@ fn sigkill_during_convert_keeps_the_previous_output() {
             cmd.args(["convert", s(&big), "-o", s(&out)]);
         }
         let mut child = cmd.stderr(Stdio::null()).spawn().unwrap();
-        let wait = rand(300);
-        std::thread::sleep(Duration::from_millis(wait));
-        let writing = strays(d, &[&big, &small, &out])
-            .iter()
-            .any(|p| p.to_string_lossy().ends_with(".tmp"));
+        let tmp_exists = || {
+            strays(d, &[&big, &small, &out])
+                .iter()
+                .any(|p| p.to_string_lossy().ends_with(".tmp"))
+        };
+        // half the runs kill at a random moment (before the output exists, or during its
+        // write); the other half wait until the temporary output exists and kill a few ms
+        // into its write, so a faster writer cannot make every kill miss the write
+        let targeted = (i / 2) % 2 == 0;
+        let wait = if targeted {
+            let start = Instant::now();
+            while !tmp_exists()
+                && child.try_wait().unwrap().is_none()
+                && start.elapsed() < Duration::from_secs(20)
+            {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            std::thread::sleep(Duration::from_millis(rand(5)));
+            start.elapsed().as_millis() as u64
+        } else {
+            let wait = rand(300);
+            std::thread::sleep(Duration::from_millis(wait));
+            wait
+        };
+        let writing = tmp_exists();
         child.kill().unwrap(); // SIGKILL
         let status = child.wait().unwrap();
         if writing && !status.success() {
@@ -406,12 +426,12 @@ fn ctrl_c_during_convert_exits_130_at_once_and_leaves_no_output() {
             .unwrap();
         // wait until it writes (its temporary output exists): the reading before that is the
         // library's plan, checked for Ctrl-C only once batches flow
-        let t0 = std::time::Instant::now();
+        let t0 = Instant::now();
         while strays(d, &[&big, &out]).is_empty() && t0.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(5));
         }
         std::thread::sleep(Duration::from_millis(50));
-        let sent = std::time::Instant::now();
+        let sent = Instant::now();
         // SAFETY: kill(2) on our own child's pid
         unsafe {
             libc::kill(child.id() as libc::pid_t, libc::SIGINT);
