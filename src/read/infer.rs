@@ -581,14 +581,27 @@ impl Inferrer {
     /// [`meta::COLUMN`] if it was a list in a `columns` map.
     pub(crate) fn column_field(&self, name: &str, t: &Ty) -> Result<Field> {
         let f = t.to_field(name, &self.opts)?;
+        let [bin_key, list] = self.column_tags(name);
+        if !bin_key && !list {
+            return Ok(f);
+        }
         let mut md = f.metadata().clone();
-        if self.top_keys.get(name) == Some(&true) {
+        if bin_key {
             md.insert(meta::KEY.to_string(), "bin".to_string());
         }
-        if self.list_columns.get(name) == Some(&true) {
+        if list {
             md.insert(meta::COLUMN.to_string(), "list".to_string());
         }
         Ok(f.with_metadata(md))
+    }
+
+    /// Whether column `name`'s key was bin, and whether it was a list in a `columns` map: what
+    /// [`Inferrer::column_field`] adds to the field of its type.
+    pub(crate) fn column_tags(&self, name: &str) -> [bool; 2] {
+        [
+            self.top_keys.get(name) == Some(&true),
+            self.list_columns.get(name) == Some(&true),
+        ]
     }
 
     /// A value of a given column, skipped: [`Ty::Given`], noting whether it is an ndarray.

@@ -771,3 +771,80 @@ fn whole_chunks_make_one_batch_per_columns_map_with_the_same_rows() {
     assert_eq!(whole, vec![1000, 300]);
     assert_eq!(cut_table, whole_table);
 }
+
+/// Columns of one type share the field made for the first (renamed): a bin key and a list
+/// column still tag only their own field.
+#[test]
+fn columns_of_one_type_keep_their_own_key_and_list_tags() {
+    fn key(o: &mut Vec<u8>, k: &str, as_bin: bool) {
+        if as_bin {
+            rmp::encode::write_bin(o, k.as_bytes()).unwrap();
+        } else {
+            rmp::encode::write_str(o, k).unwrap();
+        }
+    }
+    fn f8_pair(o: &mut Vec<u8>) {
+        rmp::encode::write_map_len(o, 5).unwrap();
+        for (k, v) in [
+            ("nd", &b"\xc3"[..]),
+            ("type", b"\xa3<f8"),
+            ("kind", b"\xc4\x00"),
+            ("shape", b"\x91\x02"),
+        ] {
+            rmp::encode::write_bin(o, k.as_bytes()).unwrap();
+            o.extend_from_slice(v);
+        }
+        rmp::encode::write_bin(o, b"data").unwrap();
+        rmp::encode::write_bin(o, &[0u8; 16]).unwrap();
+    }
+    let tags = |data: &[u8]| {
+        let s = ReaderBuilder::new()
+            .build_from_slice(data)
+            .unwrap()
+            .schema();
+        s.fields()
+            .iter()
+            .map(|f| {
+                let md = f.metadata();
+                (
+                    f.name().clone(),
+                    md.get(meta::KEY).cloned(),
+                    md.get(meta::COLUMN).cloned(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let bin = Some("bin".to_string());
+    let list = Some("list".to_string());
+    // ndarray columns a, b (a bin key), c, d (a bin key)
+    let mut nd = vec![0x84];
+    for (k, as_bin) in [("a", false), ("b", true), ("c", false), ("d", true)] {
+        key(&mut nd, k, as_bin);
+        f8_pair(&mut nd);
+    }
+    assert_eq!(
+        tags(&nd),
+        vec![
+            ("a".into(), None, None),
+            ("b".into(), bin.clone(), None),
+            ("c".into(), None, None),
+            ("d".into(), bin.clone(), None),
+        ]
+    );
+    // list columns of float64 beside ndarray ones of the same type
+    let mut mixed = vec![0x83];
+    key(&mut mixed, "x", false);
+    f8_pair(&mut mixed);
+    for (k, as_bin) in [("l", false), ("m", true)] {
+        key(&mut mixed, k, as_bin);
+        mixed.extend_from_slice(b"\x92\xcb\x3f\xf0\0\0\0\0\0\0\xcb\x40\0\0\0\0\0\0\0");
+    }
+    assert_eq!(
+        tags(&mixed),
+        vec![
+            ("x".into(), None, None),
+            ("l".into(), None, list.clone()),
+            ("m".into(), bin, list),
+        ]
+    );
+}
