@@ -8,6 +8,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::options::Dialect;
 use crate::wire::cursor::{Cursor, Int, Kind};
 use crate::wire::dtype::{ByteOrder, NumpyDtype, StructField};
+use crate::wire::header_memo;
 use crate::wire::pyrepr::parse_complex;
 
 /// Most ndarray maps have 5 keys; an upper bound keeps the probe cheap on big user maps.
@@ -95,6 +96,9 @@ pub(crate) fn probe<'a>(
     if c.peek_kind()? != Kind::Map {
         return Ok(None);
     }
+    if let Some(nd) = header_memo::recall(c, dialect, depth) {
+        return Ok(Some(Special::Array(nd)));
+    }
     let n = c.read_map_len()?;
     if n == 0 || n > MAX_SPECIAL_KEYS {
         c.set_pos(start);
@@ -131,10 +135,18 @@ pub(crate) fn probe<'a>(
         c.set_pos(at[id]);
         c.read_bool().ok()
     };
+    // whether `special` is an ndarray() (its payload read as the `data` bin)
+    let mut parsed = false;
     let special = if has(1) && has(2) && has(5) {
         match read_bool(c, 1) {
-            Some(true) if has(4) => Some(ndarray(c, &at, false, dialect)?),
-            Some(false) => Some(ndarray(c, &at, true, dialect)?),
+            Some(true) if has(4) => {
+                parsed = true;
+                Some(ndarray(c, &at, false, dialect)?)
+            }
+            Some(false) => {
+                parsed = true;
+                Some(ndarray(c, &at, true, dialect)?)
+            }
             _ => None,
         }
     } else if has(6) && has(5) && !has(1) {
@@ -161,6 +173,7 @@ pub(crate) fn probe<'a>(
         match read_bool(c, 7) {
             Some(true) => {
                 at[2] = at[8];
+                parsed = true;
                 Some(ndarray(c, &at, false, dialect)?)
             }
             _ => None,
@@ -174,6 +187,13 @@ pub(crate) fn probe<'a>(
     } else {
         None
     };
+    // an ndarray map whose payload is its last entry (as msgpack-numpy writes them) is kept
+    // for the next one with the same header bytes
+    if let (Some(Special::Array(nd)), true) = (&special, c.pos() == end) {
+        if parsed {
+            header_memo::remember(c.buf(), start, at[5], nd, dialect, depth);
+        }
+    }
     c.set_pos(if special.is_some() { end } else { start });
     Ok(special)
 }
