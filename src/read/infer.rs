@@ -24,6 +24,12 @@ pub(crate) enum NdKind {
     Scalar,
 }
 
+/// A hash map keyed by column names, with a fast seeded hasher (names are hashed several times
+/// per column of a wide map).
+pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+/// The columns of a map, in the order first seen.
+pub(crate) type Columns = IndexMap<String, Ty, foldhash::fast::RandomState>;
+
 /// What one column holds, as far as inference has seen.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Ty {
@@ -52,7 +58,7 @@ pub(crate) enum Ty {
     },
     /// a msgpack list; the length every one seen had, `None` when they differ
     List(Box<Ty>, Option<usize>),
-    Struct(IndexMap<String, Ty>),
+    Struct(Columns),
     /// a column whose type the caller gives (schema overrides): its values are not inferred,
     /// only whether some are ndarrays (`true`: decoded as tensors of the given type)
     Given(bool),
@@ -425,9 +431,9 @@ pub(crate) struct Inferrer {
     /// the keys of a record that fitted, for [`Inferrer::fits_row`] to compare the next ones with
     row_template: Option<RowTemplate>,
     /// top-level keys (column names) as first seen: `true` if that key was msgpack bin
-    pub top_keys: HashMap<String, bool>,
+    pub top_keys: FastMap<String, bool>,
     /// `columns` layout: the columns whose value was first seen as a list (not an ndarray)
-    pub list_columns: HashMap<String, bool>,
+    pub list_columns: FastMap<String, bool>,
     /// an openpi `__ndarray__`/`__npgeneric__` map was seen (the file is written back so)
     pub openpi_seen: bool,
 }
@@ -440,8 +446,8 @@ impl Inferrer {
             dtypes: Vec::new(),
             headers: Vec::new(),
             row_template: None,
-            top_keys: HashMap::new(),
-            list_columns: HashMap::new(),
+            top_keys: FastMap::default(),
+            list_columns: FastMap::default(),
             openpi_seen: false,
         }
     }
@@ -632,7 +638,7 @@ impl Inferrer {
             }
         }
         let n = c.read_map_len()?;
-        let mut fields: IndexMap<String, Ty> = IndexMap::with_capacity(n.min(256));
+        let mut fields = Columns::with_capacity_and_hasher(n.min(256), Default::default());
         for _ in 0..n {
             let kp = c.pos();
             let key = if depth == 0 {

@@ -1,7 +1,7 @@
 //! The plan of a read: which layout `auto` picks (SPEC §2), how rows are contained, the schema
 //! inferred from the data, and where each batch starts.
 
-use self::infer::{skip_marker_fits, Inferrer, NdKind, Ty};
+use self::infer::{skip_marker_fits, Columns, Inferrer, NdKind, Ty};
 use super::empty_shapes::{attach_empty_shapes, note_empty_shapes, EmptyShapes};
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
@@ -843,8 +843,8 @@ pub(crate) fn infer_columns_map(
         )));
     }
     let n = c.read_map_len()?;
-    let mut fields = indexmap::IndexMap::new();
-    let mut len: Option<(usize, String)> = None;
+    let mut fields = Columns::default();
+    let mut len: Option<(usize, &str)> = None;
     for _ in 0..n {
         let kp = c.pos();
         let key = inf.top_key(c)?;
@@ -866,7 +866,7 @@ pub(crate) fn infer_columns_map(
                 )))
                 .at_offset(at))
             }
-            _ => len = Some((l, key.to_string())),
+            _ => len = Some((l, key)),
         }
         fields.insert(key.to_string(), t);
     }

@@ -2,7 +2,7 @@
 //! checked without allocating. Most rows of a file are like the ones before them, so most of an
 //! exact walk runs here; the slow path ([`Inferrer::value`]) sees only rows that widen the type.
 
-use indexmap::IndexMap;
+use super::Columns;
 
 use super::{Inferrer, Ty};
 use crate::types::NumpyDtype;
@@ -211,7 +211,7 @@ impl Inferrer {
     fn fits_template(
         &mut self,
         t: &RowTemplate,
-        fields: &IndexMap<String, Ty>,
+        fields: &Columns,
         c: &mut Cursor<'_>,
     ) -> Option<bool> {
         let buf = c.buf();
@@ -238,7 +238,7 @@ impl Inferrer {
 
     /// The template of the record at `c`, which has just fitted `fields` (`None` where records
     /// nest too deep for the values to be checked at depth 1).
-    fn make_template(&self, fields: &IndexMap<String, Ty>, c: &Cursor<'_>) -> Option<RowTemplate> {
+    fn make_template(&self, fields: &Columns, c: &Cursor<'_>) -> Option<RowTemplate> {
         if self.opts.max_depth <= 1 {
             return None;
         }
@@ -329,12 +329,7 @@ impl Inferrer {
     /// A user map whose keys are all in `fields`, once each, with values that fit them, and none
     /// of them a special map's key (a map that may be an ndarray or a complex takes the slow path;
     /// checked here, key by key, rather than in a walk of its own over every record).
-    fn fits_map(
-        &mut self,
-        fields: &IndexMap<String, Ty>,
-        c: &mut Cursor<'_>,
-        depth: usize,
-    ) -> bool {
+    fn fits_map(&mut self, fields: &Columns, c: &mut Cursor<'_>, depth: usize) -> bool {
         let Ok(n) = c.read_map_len() else {
             return false;
         };
