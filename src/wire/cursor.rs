@@ -366,6 +366,12 @@ impl<'a> Cursor<'a> {
         }
         let start = self.pos;
         let (b, _) = self.read_str_or_bin()?;
+        // most strings are ASCII: checked inline (a call to from_utf8 per short string was a
+        // twentieth of a scalar record read)
+        if b.is_ascii() {
+            // SAFETY: ASCII bytes are valid UTF-8.
+            return Ok(unsafe { std::str::from_utf8_unchecked(b) });
+        }
         std::str::from_utf8(b).map_err(|e| {
             self.error_at(
                 start,
