@@ -648,6 +648,7 @@ fn eager_reads_equal_reads_that_decode_after_the_walk() {
         ReaderBuilder::new()
             .with_batch_size(64)
             .with_eager(eager)
+            .with_ahead_min_bytes(0)
             .with_threads(Some(if eager { 2 } else { 1 }))
     };
     let data = rows(None);
