@@ -681,6 +681,29 @@ def scan_msgpack(
         n_rows: int | None,
         _batch_size: int | None,
     ) -> Iterator[pl.DataFrame]:
+        # the frames of small files go to Polars together, up to a batch's rows or bytes: each
+        # frame handed over cost Polars' engine about 0.2 ms (500 files of 20 rows: 127 ms,
+        # against 30 ms for reading them)
+        held: list[pl.DataFrame] = []
+        rows = size = 0
+        for df in frames(with_columns, predicate, n_rows):
+            if not held and (df.height >= batch_size or len(sources) == 1):
+                yield df
+                continue
+            held.append(df)
+            rows += df.height
+            size += df.estimated_size()
+            if rows >= batch_size or size >= batch_bytes:
+                yield pl.concat(held, rechunk=False) if len(held) > 1 else held[0]
+                held, rows, size = [], 0, 0
+        if held:
+            yield pl.concat(held, rechunk=False) if len(held) > 1 else held[0]
+
+    def frames(
+        with_columns: list[str] | None,
+        predicate: pl.Expr | None,
+        n_rows: int | None,
+    ) -> Iterator[pl.DataFrame]:
         want = list(with_columns) if with_columns is not None else order
         read = [c for c in want if c not in virtual]
         if predicate is not None:

@@ -123,6 +123,34 @@ def test_row_index_and_file_paths_as_polars_readers(tmp_path):
 
 
 @pytest.mark.parametrize("engine", ["in-memory", "streaming"])
+@pytest.mark.parametrize("batch_size", [65536, 7])
+def test_many_small_files_read_as_msgpack_numpy_decodes_each(tmp_path, engine, batch_size):
+    # the frames of small files reach Polars merged (up to a batch): rows, their order, the row
+    # index and each row's file stay those of the files one by one
+    rng = np.random.default_rng(5)
+    files, want = [], []
+    for k in range(40):
+        p = tmp_path / f"part{k:03d}.msgpack"
+        rows = [{"id": 100 * k + i, "v": rng.random(3).astype("<f4")} for i in range(k % 4 + 1)]
+        p.write_bytes(b"".join(mn.packb(r) for r in rows))
+        files.append(p)
+        for r in mn.Unpacker(io.BytesIO(p.read_bytes()), raw=False):
+            want.append((r["id"], r["v"].tolist(), str(p)))
+    ids, vs, paths = (list(c) for c in zip(*want))
+    lf = ma.scan_msgpack(str(tmp_path / "*.msgpack"), row_index_name="i", include_file_paths="f", batch_size=batch_size)
+    got = lf.collect(engine=engine)
+    assert got.columns == ["i", "id", "v", "f"]
+    assert got["i"].to_list() == list(range(len(want)))
+    assert got["id"].to_list() == ids and got["f"].to_list() == paths
+    assert got["v"].to_list() == vs
+    # a filter and a head across file boundaries
+    got = lf.filter(pl.col("id") % 3 == 0).head(9).collect(engine=engine)
+    keep = [j for j, x in enumerate(ids) if x % 3 == 0][:9]
+    assert got["i"].to_list() == keep and got["f"].to_list() == [paths[j] for j in keep]
+    assert ma.read_msgpack(files, n_rows=11)["id"].to_list() == ids[:11]
+
+
+@pytest.mark.parametrize("engine", ["in-memory", "streaming"])
 def test_polars_hazards_sort_head_and_mixed_predicates(engine):
     data = b"".join(mn.packb({"id": i, "g": i % 3, "s": str(i)}) for i in range(100))
     ref = pl.DataFrame([{"id": i, "g": i % 3, "s": str(i)} for i in range(100)]).lazy()
