@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 PRE = (
-    "import gzip, io, os, sys, time, numpy as np, polars as pl, pyarrow as pa, pyarrow.feather as feather, "
+    "import glob, gzip, io, os, sys, time, numpy as np, polars as pl, pyarrow as pa, pyarrow.feather as feather, "
     "msgpack, msgpack_numpy as mn, msgpack_arrow as ma\n"
 )
 
@@ -117,6 +117,26 @@ def make_more(d: Path, n: int) -> None:
         if not p.exists():
             p.write_bytes(data())
             feather.write_feather(ma.read_msgpack(p).to_arrow(), str(p.with_suffix(".feather")), compression="uncompressed")
+
+
+def make_many(d: Path, files: int, rows: int) -> None:
+    """`files` small files of `rows` records {id, v f32[16]} (one file per episode or shard), and
+    each as Parquet: the peer reading the same many-files shape."""
+    import msgpack_numpy as mn
+    import numpy as np
+
+    import msgpack_arrow as ma
+
+    g = d / "many"
+    if g.exists():
+        return
+    g.mkdir()
+    (d / "many_parquet").mkdir(exist_ok=True)
+    rng = np.random.default_rng(3)
+    for k in range(files):
+        p = g / f"part{k:05d}.msgpack"
+        p.write_bytes(b"".join(mn.packb({"id": k * rows + i, "v": rng.random(16, dtype=np.float32)}) for i in range(rows)))
+        ma.read_msgpack(p).write_parquet(d / "many_parquet" / f"part{k:05d}.parquet")
 
 
 def make_data(d: Path, n: int, wide: tuple[int, int], small: int, glob: tuple[int, int, int]) -> None:
@@ -326,6 +346,23 @@ def main() -> None:
             ("Feather (no mmap) → polars", fresh(ms_, feather_read, R), warm(ms_, feather_read, R)),
         ]
         rep.table(f"{title}: read", f"{p.stat().st_size / 1e6:.0f} MB of msgpack.", rows_, rows_[0][0])
+    # 4d. many small files: the per-file cost (open, plan, handing a frame to Polars)
+    many_files, many_rows = (20, 5) if quick else (500, 20)
+    make_many(work, many_files, many_rows)
+    mg = f"G = {str(work / 'many' / '*.msgpack')!r}; Q = {str(work / 'many_parquet' / '*.parquet')!r}"
+    mn_loop = textwrap.dedent("""
+        rs = [r for f in sorted(glob.glob(G)) for r in mn.Unpacker(open(f, 'rb'), raw=False)]
+        pl.DataFrame({'id': [r['id'] for r in rs], 'v': np.stack([r['v'] for r in rs])})
+    """)
+    many_rows_ = [
+        ("msgpack-arrow read_msgpack(glob)", fresh(mg, "ma.read_msgpack(G)", R), warm(mg, "ma.read_msgpack(G)", R)),
+        ("msgpack-arrow scan_msgpack(glob).collect()", fresh(mg, "ma.scan_msgpack(G).collect()", R),
+         warm(mg, "ma.scan_msgpack(G).collect()", R)),
+        ("msgpack_numpy per file + np.stack + polars", fresh(mg, mn_loop, R), warm(mg, mn_loop, R)),
+        ("polars read_parquet of the same files as Parquet", fresh(mg, "pl.read_parquet(Q)", R), warm(mg, "pl.read_parquet(Q)", R)),
+    ]
+    rep.table(f"{many_files:,} files of {many_rows} records {{id, v f32[16]}}", "", many_rows_, many_rows_[0][0])
+
     p = work / "wide_records.msgpack"
     wr = f"P = {str(p)!r}\ndf = ma.read_msgpack(P); recs = list(msgpack.Unpacker(open(P, 'rb')))"
     wr_rows = [
