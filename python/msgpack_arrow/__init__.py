@@ -658,7 +658,12 @@ def scan_msgpack(
     missing = [c for c in base if c not in all_columns]
     if missing:
         raise pl.exceptions.ColumnNotFoundError(f"columns {missing} not found; the columns are {all_columns}")
-    pl_schema = empty.select(base).schema
+    if len(set(base)) == len(base):
+        # (a select of the empty frame runs a query: a quarter of a millisecond per scan)
+        dtypes = empty.schema
+        pl_schema = pl.Schema([(c, dtypes[c]) for c in base])
+    else:
+        pl_schema = empty.select(base).schema  # raises Polars' DuplicateError
     limit = _n_rows(n_rows)
     virtual = [c for c in (row_index_name, include_file_paths) if c is not None]
     if include_file_paths is not None and not all(isinstance(s, str) for s in sources):
