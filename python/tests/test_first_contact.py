@@ -51,6 +51,14 @@ def test_categorical_enum_null_are_written_as_msgpack_numpy_reads_them():
     )
     rows = list(mn.Unpacker(io.BytesIO(ma.write_msgpack(df, None)), raw=False))
     assert rows == [{"cat": "a", "enum": "x", "null": None}, {"cat": "b", "enum": "y", "null": None}]
+    # Null inside a list or a struct (which Polars exports with a buffer too), among many columns
+    # of one dtype
+    wide = pl.DataFrame({f"c{i}": [1.5, 2.5] for i in range(50)}).with_columns(
+        ln=pl.Series([[None], []], dtype=pl.List(pl.Null)),
+        st=pl.Series([{"a": None}, {"a": None}], dtype=pl.Struct({"a": pl.Null})),
+    )
+    rows = list(mn.Unpacker(io.BytesIO(ma.write_msgpack(wide, None)), raw=False))
+    assert [(r["c49"], r["ln"], r["st"]) for r in rows] == [(1.5, [None], {"a": None}), (2.5, [], {"a": None})]
 
 
 def test_a_directory_reads_only_its_msgpack_files(tmp_path):
