@@ -61,7 +61,9 @@ impl Elems {
                 arr.data_type()
             )));
         }
-        let ty = dt.to_dtype_str();
+        // the dtype's text, for the errors of the kinds that can fail per element (made only for
+        // those: a wide table's 10,000 float columns made it for nothing)
+        let ty = || dt.to_dtype_str();
         Ok(match dt {
             NumpyDtype::Bool => Elems::Bool(arr.as_boolean().clone()),
             NumpyDtype::Int { size, .. } | NumpyDtype::Float { size, .. } => {
@@ -76,12 +78,12 @@ impl Elems {
                 strs: Strs::new(arr.as_ref()).expect("checked by accepts"),
                 chars: *chars,
                 big: *order == ByteOrder::Big,
-                ty,
+                ty: ty(),
             },
             NumpyDtype::Bytes { len } | NumpyDtype::Void { len } => Elems::Bytes {
                 bins: Bins::new(arr.as_ref()).expect("checked by accepts"),
                 len: *len,
-                ty,
+                ty: ty(),
             },
             NumpyDtype::Datetime { unit, order } | NumpyDtype::Timedelta { unit, order } => {
                 let src_ns = temporal_ns(arr.data_type()).expect("checked by accepts");
@@ -110,7 +112,7 @@ impl Elems {
                     mul,
                     div,
                     big: *order == ByteOrder::Big,
-                    ty,
+                    ty: ty(),
                 }
             }
             NumpyDtype::Struct(fields) => {
