@@ -111,7 +111,9 @@ pub fn write<'py>(
 /// Two ways, chosen by counting the first rows: where ndarray payloads are most of the output,
 /// a first pass counts the whole output (copying no payload) and a second encodes into the
 /// `bytes` object itself; where they are not (scalar records), that count would cost a second
-/// encode, so the table is encoded once into a buffer sized from the sample, then copied.
+/// encode, so the table is encoded once into a buffer sized from the sample, then copied. A
+/// container that holds its rows to the end (the `columns` map) counts nothing in the sample: a
+/// small one is encoded once and copied too, a big one counted.
 fn bytes_in_place<'py>(
     py: Python<'py>,
     builder: WriterBuilder,
@@ -120,6 +122,7 @@ fn bytes_in_place<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let err = |e: msgpack_arrow::Error| to_pyerr(py, Op::Encode, e.into());
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let table: usize = batches.iter().map(|b| b.get_array_memory_size()).sum();
     let sample_rows = rows.min(SAMPLE_ROWS);
     let first = slice_rows(batches, 0, sample_rows);
     let batches = || RecordBatchIterator::new(batches.iter().cloned().map(Ok), schema.clone());
@@ -130,10 +133,18 @@ fn bytes_in_place<'py>(
     let (counted, uncopied) = (sample.counted(), sample.uncopied());
     // the estimate can be far off where the first rows are not like the others: a reservation
     // the system refuses falls back to counting the whole table (never an abort)
-    let estimate = ((counted as f64 * rows as f64 / sample_rows.max(1) as f64 * 1.1) as usize)
+    let mut estimate = ((counted as f64 * rows as f64 / sample_rows.max(1) as f64 * 1.1) as usize)
         .saturating_add(4096);
+    // a container that holds its rows until the end (the `columns` map) counted nothing: a small
+    // table is encoded once and copied, where counting it first encoded it twice (a map of
+    // 10,000 columns: a count is about as long as the write)
+    let held = counted == 0 && rows > 0;
+    if held && table <= ENCODE_ONCE_MAX {
+        estimate = table + table / 4 + 64 * schema.fields().len() + 4096;
+    }
     let mut v: Vec<u8> = Vec::new();
-    if counted > 0 && uncopied * 2 < counted && v.try_reserve_exact(estimate).is_ok() {
+    let once = (counted > 0 && uncopied * 2 < counted) || (held && table <= ENCODE_ONCE_MAX);
+    if once && v.try_reserve_exact(estimate).is_ok() {
         msgpack_arrow::advise_huge_range(v.as_mut_ptr(), estimate);
         let w = builder.build(Growing(v), schema.clone()).map_err(err)?;
         let Growing(v) = pump(py, &mut batches(), w, None)?;
@@ -164,6 +175,10 @@ fn bytes_in_place<'py>(
         Ok(())
     })
 }
+
+/// The largest table (Arrow bytes) whose held container [`bytes_in_place`] encodes once into a
+/// growing buffer: the copy into `bytes` after it is then at most this much.
+const ENCODE_ONCE_MAX: usize = 64 << 20;
 
 /// Rows counted to choose how [`bytes_in_place`] makes its output.
 const SAMPLE_ROWS: usize = 2048;
