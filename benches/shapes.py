@@ -293,6 +293,16 @@ def main() -> None:
              warm(sw, "pl.from_arrow(feather.read_table(pa.BufferReader(fb)))", R)),
         ]
         rep.table(f"A columns map of {rr} rows × {cc:,} float64 columns", "", w_rows, "msgpack-arrow")
+        if cc == wide[1]:
+            ww = sw + "\ndf = ma.read_msgpack(b)"
+            mn_pack = "mn.packb({c: s.to_numpy() for c, s in zip(df.columns, df.get_columns())})"
+            ww_rows = [
+                ("msgpack-arrow write_msgpack(df, layout='columns') → bytes",
+                 fresh(ww, "ma.write_msgpack(df, None, layout='columns')", R), warm(ww, "ma.write_msgpack(df, None, layout='columns')", R)),
+                ("msgpack_numpy.packb of the columns (to_numpy each)", fresh(ww, mn_pack, R), warm(ww, mn_pack, R)),
+                ("Feather → BytesIO (polars)", fresh(ww, "df.write_ipc(io.BytesIO())", R), warm(ww, "df.write_ipc(io.BytesIO())", R)),
+            ]
+            rep.table(f"A columns map of {rr} rows × {cc:,} float64 columns: write", "", ww_rows, ww_rows[0][0])
 
     # 4. small arrays, as a stream and as one top-level array
     def small_rows(path: str, peer: str, peer_stmt: str) -> list:

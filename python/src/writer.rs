@@ -129,7 +129,6 @@ fn bytes_in_place<'py>(
     let mut sample = builder.clone().build_count(schema.clone()).map_err(err)?;
     let mut first = RecordBatchIterator::new(first.into_iter().map(Ok), schema.clone());
     encode_all(py, &mut first, &mut sample, None)?;
-    // a container that holds its rows until the end counts nothing here: count the whole
     let (counted, uncopied) = (sample.counted(), sample.uncopied());
     // the estimate can be far off where the first rows are not like the others: a reservation
     // the system refuses falls back to counting the whole table (never an abort)
@@ -137,13 +136,13 @@ fn bytes_in_place<'py>(
         .saturating_add(4096);
     // a container that holds its rows until the end (the `columns` map) counted nothing: a small
     // table is encoded once and copied, where counting it first encoded it twice (a map of
-    // 10,000 columns: a count is about as long as the write)
-    let held = counted == 0 && rows > 0;
-    if held && table <= ENCODE_ONCE_MAX {
+    // 10,000 columns: a count is about as long as the write); a big one is counted whole
+    let small_held = counted == 0 && rows > 0 && table <= ENCODE_ONCE_MAX;
+    if small_held {
         estimate = table + table / 4 + 64 * schema.fields().len() + 4096;
     }
     let mut v: Vec<u8> = Vec::new();
-    let once = (counted > 0 && uncopied * 2 < counted) || (held && table <= ENCODE_ONCE_MAX);
+    let once = (counted > 0 && uncopied * 2 < counted) || small_held;
     if once && v.try_reserve_exact(estimate).is_ok() {
         msgpack_arrow::advise_huge_range(v.as_mut_ptr(), estimate);
         let w = builder.build(Growing(v), schema.clone()).map_err(err)?;

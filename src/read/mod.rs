@@ -61,7 +61,7 @@ pub const MAX_BATCH_CELLS: usize = 1 << 24;
 
 /// Inputs smaller than this are walked, then decoded, on the calling thread: their walk is too
 /// short to overlap with anything, and handing a batch to the pool and waiting for it cost more
-/// (a 2 KB file read in 109 µs, of which the wake-ups were about half) than decoding it.
+/// than decoding it (a 2 KB file: 108 µs that way, 37.5 µs on the calling thread).
 const AHEAD_MIN_BYTES: usize = 1 << 20;
 /// Columns (distinct top-level keys) a records file may have, by default.
 pub const DEFAULT_MAX_COLUMNS: usize = 65_536;
