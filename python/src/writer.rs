@@ -12,11 +12,12 @@ use arrow_schema::{ArrowError, SchemaRef};
 use msgpack_arrow::io::compress::{Codec, CompressedWriter};
 use msgpack_arrow::io::{Format, Output, StorageOptions};
 use msgpack_arrow::types::extension;
-use msgpack_arrow::write::slice_rows;
+use msgpack_arrow::write::{slice_rows, Parts, SliceSink};
 use msgpack_arrow::{mark_ragged_ndarrays, Layout, Writer, WriterBuilder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use rayon::prelude::*;
 
 use crate::errors::{guarded, to_pyerr, Failure, Op};
 use crate::stream::{import_pieces, import_schema, import_stream};
@@ -114,6 +115,10 @@ pub fn write<'py>(
 /// encode, so the table is encoded once into a buffer sized from the sample, then copied. A
 /// container that holds its rows to the end (the `columns` map) counts nothing in the sample: a
 /// small one is encoded once and copied too, a big one counted.
+///
+/// A big stream of rows (more than [`PARTS_MIN_BYTES`]) is cut into one part per thread, each
+/// written by its own writer at once ([`Parts`]): counted then encoded into its range of the
+/// `bytes`, or (scalars) encoded into its own buffer, the buffers then copied at once.
 fn bytes_in_place<'py>(
     py: Python<'py>,
     builder: WriterBuilder,
@@ -125,7 +130,7 @@ fn bytes_in_place<'py>(
     let table: usize = batches.iter().map(|b| b.get_array_memory_size()).sum();
     let sample_rows = rows.min(SAMPLE_ROWS);
     let first = slice_rows(batches, 0, sample_rows);
-    let batches = || RecordBatchIterator::new(batches.iter().cloned().map(Ok), schema.clone());
+    let all = || RecordBatchIterator::new(batches.iter().cloned().map(Ok), schema.clone());
     let mut sample = builder.clone().build_count(schema.clone()).map_err(err)?;
     let mut first = RecordBatchIterator::new(first.into_iter().map(Ok), schema.clone());
     encode_all(py, &mut first, &mut sample, None)?;
@@ -141,12 +146,30 @@ fn bytes_in_place<'py>(
     if small_held {
         estimate = table + table / 4 + 64 * schema.fields().len() + 4096;
     }
-    let mut v: Vec<u8> = Vec::new();
     let once = (counted > 0 && uncopied * 2 < counted) || small_held;
+    // a big record or value stream: its parts encoded at once, one per thread
+    let threads = rayon::current_num_threads();
+    if threads > 1 && counted > 0 && table >= PARTS_MIN_BYTES {
+        let step = (SLICE_BYTES as u128 * rows as u128 / table.max(1) as u128).max(1) as usize;
+        let cut = py
+            .detach(|| guarded(|| Ok(Parts::cut(&builder, &schema, batches, threads)?)))
+            .map_err(|f| to_pyerr(py, Op::Encode, f))?;
+        if let Some(parts) = cut {
+            if once && parts.independent() {
+                return bytes_of_parts(py, &builder, &schema, parts, step, estimate);
+            }
+            if !once {
+                if let Some(parts) = count_parts(py, &builder, &schema, parts, step)? {
+                    return fill_parts(py, &builder, &schema, &parts, step);
+                }
+            }
+        }
+    }
+    let mut v: Vec<u8> = Vec::new();
     if once && v.try_reserve_exact(estimate).is_ok() {
         msgpack_arrow::advise_huge_range(v.as_mut_ptr(), estimate);
         let w = builder.build(Growing(v), schema.clone()).map_err(err)?;
-        let Growing(v) = pump(py, &mut batches(), w, None)?;
+        let Growing(v) = pump(py, &mut all(), w, None)?;
         return new_bytes(py, v.len(), |buf| {
             py.detach(|| buf.copy_from_slice(&v));
             Ok(())
@@ -154,7 +177,7 @@ fn bytes_in_place<'py>(
     }
     // the count copies no tensor payload: a fraction of the write for a tensor table
     let mut counted = builder.clone().build_count(schema.clone()).map_err(err)?;
-    encode_all(py, &mut batches(), &mut counted, None)?;
+    encode_all(py, &mut all(), &mut counted, None)?;
     let len = py
         .detach(|| guarded(|| Ok(counted.finish_count()?)))
         .map_err(|f| to_pyerr(py, Op::Encode, f))?;
@@ -162,18 +185,113 @@ fn bytes_in_place<'py>(
         .map_err(|_| PyValueError::new_err(format!("the output ({len} bytes) is too big")))?;
     new_bytes(py, len, |buf| {
         let w = builder
-            .build(InPlace { buf, at: 0 }, schema.clone())
+            .build(SliceSink::new(buf), schema.clone())
             .map_err(err)?;
-        let filled = pump(py, &mut batches(), w, None)?;
-        if filled.at != len {
+        let filled = pump(py, &mut all(), w, None)?.filled();
+        if filled != len {
             return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-                "the output came to {} bytes, not the {len} counted",
-                filled.at
+                "the output came to {filled} bytes, not the {len} counted"
             )));
         }
         Ok(())
     })
 }
+
+/// Each part of a table cut for the threads ([`Parts`]) encoded into its own growing buffer, all
+/// at once, then copied into one `bytes` (the copies at once too).
+fn bytes_of_parts<'py>(
+    py: Python<'py>,
+    builder: &WriterBuilder,
+    schema: &SchemaRef,
+    parts: Parts<'_>,
+    step: usize,
+    estimate: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let err = |f: Failure| to_pyerr(py, Op::Encode, f);
+    let n = parts.ranges().len();
+    let mut ws = parts
+        .writers(builder, schema, |_| {
+            let mut v: Vec<u8> = Vec::new();
+            let want = estimate / n + 4096;
+            // refused: the buffer grows as it goes (and may be refused then, as an error)
+            if v.try_reserve_exact(want).is_ok() {
+                msgpack_arrow::advise_huge_range(v.as_mut_ptr(), want);
+            }
+            Growing(v)
+        })
+        .map_err(|e| err(e.into()))?;
+    while py.detach(|| guarded(|| Ok(ws.step(step)?))).map_err(err)? {
+        py.check_signals()?;
+    }
+    let bufs: Vec<Vec<u8>> = py
+        .detach(|| guarded(|| Ok(ws.finish()?)))
+        .map_err(err)?
+        .into_iter()
+        .map(|Growing(v)| v)
+        .collect();
+    new_bytes(py, bufs.iter().map(Vec::len).sum(), |out| {
+        py.detach(|| {
+            let mut rest = out;
+            let mut pairs = Vec::with_capacity(bufs.len());
+            for b in &bufs {
+                let (head, tail) = std::mem::take(&mut rest).split_at_mut(b.len());
+                pairs.push((head, b));
+                rest = tail;
+            }
+            pairs
+                .into_par_iter()
+                .for_each(|(dst, src)| dst.copy_from_slice(src));
+        });
+        Ok(())
+    })
+}
+
+/// [`Parts`] counted in steps, with a Ctrl-C check between them: `None` where the parts could not
+/// be resumed where they were cut.
+fn count_parts<'a>(
+    py: Python<'_>,
+    builder: &WriterBuilder,
+    schema: &SchemaRef,
+    parts: Parts<'a>,
+    step: usize,
+) -> PyResult<Option<Parts<'a>>> {
+    let err = |f: Failure| to_pyerr(py, Op::Encode, f);
+    let mut counter = parts.counter(builder, schema).map_err(|e| err(e.into()))?;
+    while py
+        .detach(|| guarded(|| Ok(counter.step(step)?)))
+        .map_err(err)?
+    {
+        py.check_signals()?;
+    }
+    py.detach(|| guarded(|| Ok(counter.finish()?))).map_err(err)
+}
+
+/// Counted [`Parts`] encoded into one new `bytes` of their size, each part into its range of it
+/// at once (the pages faulted in by several threads too).
+fn fill_parts<'py>(
+    py: Python<'py>,
+    builder: &WriterBuilder,
+    schema: &SchemaRef,
+    parts: &Parts<'_>,
+    step: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let err = |f: Failure| to_pyerr(py, Op::Encode, f);
+    let len = parts.bytes().unwrap_or_default();
+    new_bytes(py, len, |buf| {
+        let mut ws = parts
+            .fill(builder, schema, buf)
+            .map_err(|e| err(e.into()))?;
+        while py.detach(|| guarded(|| Ok(ws.step(step)?))).map_err(err)? {
+            py.check_signals()?;
+        }
+        py.detach(|| guarded(|| Ok(ws.finish_filled()?)))
+            .map_err(err)
+    })
+}
+
+/// The smallest table (Arrow bytes) [`bytes_in_place`] cuts into parts for the threads: below it,
+/// starting the threads costs about what they save.
+const PARTS_MIN_BYTES: usize = 8 << 20;
 
 /// The largest table (Arrow bytes) whose held container [`bytes_in_place`] encodes once into a
 /// growing buffer: the copy into `bytes` after it is then at most this much.
@@ -226,30 +344,6 @@ impl Write for Growing {
             )
         })?;
         self.0.extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// A sink over a buffer of the counted size: more than that is an error, never a reallocation.
-struct InPlace<'a> {
-    buf: &'a mut [u8],
-    at: usize,
-}
-
-impl Write for InPlace<'_> {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        let end = self.at + b.len();
-        let dst = self.buf.get_mut(self.at..end).ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::WriteZero,
-                "the output is longer than counted",
-            )
-        })?;
-        dst.copy_from_slice(b);
-        self.at = end;
         Ok(b.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {

@@ -265,6 +265,34 @@ def test_bytes_of_a_table_whose_first_rows_are_unlike_the_rest_equal_python():
     assert ma.write_msgpack(df, None) == data
 
 
+@pytest.mark.parametrize("kind", ["tensors", "scalars"])
+def test_bytes_of_a_big_table_written_in_parts_equal_python(kind):
+    """A table of more than 8 MiB is written to bytes in parts, one per thread, each part from
+    where the rows before it end: the bytes are still msgpack_numpy's, and aligned output (whose
+    padding depends on where each payload lands) is the same as written to a file object."""
+    rng = np.random.default_rng(11)
+    if kind == "tensors":
+        recs = [
+            {"id": i, "emb": None if i % 997 == 5 else rng.random(128).astype("<f4")}
+            for i in range(20_000)
+        ]
+    else:
+        recs = [
+            {"id": int(rng.integers(-(2**40), 2**40)), "name": f"n{i}" * (i % 5), "x": float(rng.random())}
+            for i in range(300_000)
+        ]
+    data = b"".join(mn.packb(r) for r in recs)
+    df = ma.read_msgpack(data)
+    assert df.estimated_size() > 8 << 20
+    assert ma.write_msgpack(df, None) == data
+    aligned = ma.write_msgpack(df, None, aligned=True)
+    buf = io.BytesIO()
+    ma.write_msgpack(df, buf, aligned=True)
+    assert aligned == buf.getvalue()
+    assert (aligned != data) == (kind == "tensors")  # scalars have no payload to pad
+    assert_frame_equal(ma.read_msgpack(aligned), df)
+
+
 def test_array_strings_with_trailing_nuls_keep_them():
     """numpy's U/S types drop trailing NULs: such values are written as lists of str/bytes
     instead (values exact; the column reads back as a List), never silently cut."""

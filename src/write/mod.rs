@@ -29,6 +29,7 @@ mod columns;
 mod elements;
 mod encoder;
 mod ndarray;
+pub mod parts;
 mod tensor;
 
 use std::io::Write;
@@ -47,6 +48,7 @@ use crate::wire::write::{self as wire, Out};
 use aligned::{encode_aligned, Item, Segment};
 use columns::{column_encoder, rows_are_ndarrays, ColumnNd};
 use encoder::{make_encoder, make_top_encoder, ColumnEncoder};
+pub use parts::{Counter, Parts, Resume, SliceSink, Writers};
 
 /// A value this writer has no msgpack-numpy form for.
 pub(crate) fn unsupported(msg: impl Into<String>) -> Error {
