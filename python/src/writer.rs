@@ -156,9 +156,12 @@ fn bytes_in_place<'py>(
             .map_err(|f| to_pyerr(py, Op::Encode, f))?;
         if let Some(parts) = cut {
             if once && parts.independent() {
-                return bytes_of_parts(py, &builder, &schema, parts, step, estimate);
+                if let Some(out) = bytes_of_parts(py, &builder, &schema, &parts, step, estimate)? {
+                    return Ok(out);
+                }
             }
-            if !once {
+            // (a scalar table whose parts depend on each other, aligned: encoded once, below)
+            if !once || parts.independent() {
                 if let Some(parts) = count_parts(py, &builder, &schema, parts, step)? {
                     return fill_parts(py, &builder, &schema, &parts, step);
                 }
@@ -198,26 +201,31 @@ fn bytes_in_place<'py>(
 }
 
 /// Each part of a table cut for the threads ([`Parts`]) encoded into its own growing buffer, all
-/// at once, then copied into one `bytes` (the copies at once too).
+/// at once, then copied into one `bytes` (the copies at once too). `None` where the buffers'
+/// estimated size is refused (the output is then counted and made in place, one copy of it).
 fn bytes_of_parts<'py>(
     py: Python<'py>,
     builder: &WriterBuilder,
     schema: &SchemaRef,
-    parts: Parts<'_>,
+    parts: &Parts<'_>,
     step: usize,
     estimate: usize,
-) -> PyResult<Bound<'py, PyBytes>> {
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
     let n = parts.ranges().len();
+    let want = estimate / n + 4096;
+    let mut bufs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut v: Vec<u8> = Vec::new();
+        if v.try_reserve_exact(want).is_err() {
+            return Ok(None);
+        }
+        msgpack_arrow::advise_huge_range(v.as_mut_ptr(), want);
+        bufs.push(Some(Growing(v)));
+    }
     let mut ws = parts
-        .writers(builder, schema, |_| {
-            let mut v: Vec<u8> = Vec::new();
-            let want = estimate / n + 4096;
-            // refused: the buffer grows as it goes (and may be refused then, as an error)
-            if v.try_reserve_exact(want).is_ok() {
-                msgpack_arrow::advise_huge_range(v.as_mut_ptr(), want);
-            }
-            Growing(v)
+        .writers(builder, schema, |i| {
+            bufs[i].take().expect("one buffer per part")
         })
         .map_err(|e| err(e.into()))?;
     while py.detach(|| guarded(|| Ok(ws.step(step)?))).map_err(err)? {
@@ -229,7 +237,7 @@ fn bytes_of_parts<'py>(
         .into_iter()
         .map(|Growing(v)| v)
         .collect();
-    new_bytes(py, bufs.iter().map(Vec::len).sum(), |out| {
+    let out = new_bytes(py, bufs.iter().map(Vec::len).sum(), |out| {
         py.detach(|| {
             let mut rest = out;
             let mut pairs = Vec::with_capacity(bufs.len());
@@ -243,7 +251,8 @@ fn bytes_of_parts<'py>(
                 .for_each(|(dst, src)| dst.copy_from_slice(src));
         });
         Ok(())
-    })
+    })?;
+    Ok(Some(out))
 }
 
 /// [`Parts`] counted in steps, with a Ctrl-C check between them: `None` where the parts could not

@@ -139,7 +139,8 @@ impl<'a> Parts<'a> {
     /// independent, else one after another, each from where the one before it ended.
     pub fn counter(self, builder: &WriterBuilder, schema: &SchemaRef) -> Result<Counter<'a>> {
         let state = if self.independent {
-            CountState::AtOnce(self.writers(builder, schema, |_| ByteCount::default())?)
+            // counting writers: fixed-size payloads counted, not copied
+            CountState::AtOnce(self.writers_by(|_| builder.clone().build_count(schema.clone()))?)
         } else {
             CountState::InTurn {
                 w: Box::new(builder.clone().build_count(schema.clone())?),
@@ -162,9 +163,16 @@ impl<'a> Parts<'a> {
         schema: &SchemaRef,
         mut sink: impl FnMut(usize) -> W,
     ) -> Result<Writers<W>> {
+        self.writers_by(|i| builder.clone().build(sink(i), schema.clone()))
+    }
+
+    fn writers_by<W: Write>(
+        &self,
+        mut make: impl FnMut(usize) -> Result<Writer<W>>,
+    ) -> Result<Writers<W>> {
         let mut writers = Vec::with_capacity(self.ranges.len());
         for (i, (r, at)) in self.ranges.iter().zip(&self.starts).enumerate() {
-            let mut w = builder.clone().build(sink(i), schema.clone())?;
+            let mut w = make(i)?;
             if i > 0 {
                 w.resume(at);
             }
@@ -223,7 +231,9 @@ impl<'a> Counter<'a> {
         match &mut self.state {
             CountState::AtOnce(ws) => ws.step(rows),
             CountState::InTurn { w, part, at } => {
-                let r = self.parts.ranges[*part].clone();
+                let Some(r) = self.parts.ranges.get(*part).cloned() else {
+                    return Ok(false);
+                };
                 let n = rows.max(1).min(r.end - *at);
                 for b in slice_rows(self.parts.batches, *at, n) {
                     w.write(&b)?;
@@ -249,11 +259,15 @@ impl<'a> Counter<'a> {
     pub fn finish(mut self) -> Result<Option<Parts<'a>>> {
         let n = self.parts.ranges.len();
         let lens: Vec<u64> = match self.state {
-            CountState::AtOnce(ws) => ws
-                .writers
-                .into_iter()
-                .map(|(w, ..)| w.finish_count())
-                .collect::<Result<_>>()?,
+            CountState::AtOnce(ws) => {
+                if !ws.done() {
+                    return Ok(None);
+                }
+                ws.writers
+                    .into_iter()
+                    .map(|(w, ..)| w.finish_count())
+                    .collect::<Result<_>>()?
+            }
             CountState::InTurn { w, part, .. } => {
                 if part != n {
                     return Ok(None);
@@ -288,9 +302,10 @@ pub struct Writers<W: Write> {
 
 impl<W: Write + Send> Writers<W> {
     /// Each part writes its next `rows` rows, all at once (on the thread pool); `false` once
-    /// every part is written. Between steps the caller may look for an interrupt.
+    /// every part is written. Between steps the caller may look for an interrupt. Of errors in
+    /// several parts, the first part's is returned (the one a single writer meets first).
     pub fn step(&mut self, rows: usize) -> Result<bool> {
-        let more = self
+        let steps: Vec<Result<()>> = self
             .writers
             .par_iter_mut()
             .map(|(w, batches, at)| {
@@ -298,10 +313,18 @@ impl<W: Write + Send> Writers<W> {
                     w.write(&b)?;
                     *at += b.num_rows();
                 }
-                Ok(*at < batches.iter().map(|b| b.num_rows()).sum())
+                Ok(())
             })
-            .collect::<Result<Vec<bool>>>()?;
-        Ok(more.into_iter().any(|m| m))
+            .collect();
+        steps.into_iter().collect::<Result<Vec<()>>>()?;
+        Ok(!self.done())
+    }
+
+    /// Every part is written.
+    fn done(&self) -> bool {
+        self.writers
+            .iter()
+            .all(|(_, batches, at)| *at == batches.iter().map(|b| b.num_rows()).sum::<usize>())
     }
 
     /// Finish every part; the sinks, in order.
@@ -504,42 +527,46 @@ mod tests {
 
     #[test]
     fn an_error_in_a_later_part_names_its_record_in_the_whole_table() {
-        let (schema, batches) = table(40, 0, 40);
-        let b = &batches[0];
-        // a null inside row 37's ndarray: not writable (no numpy value for it)
-        let emb = b
-            .column(2)
-            .as_any()
-            .downcast_ref::<FixedSizeListArray>()
+        // rows 2 and 28 fail in the same step (parts of rows 0.., 13.., 26..): the first part's
+        // error is the one a single writer meets
+        for (bad_rows, first) in [(&[37][..], "record 37"), (&[2, 28][..], "record 2,")] {
+            let (schema, batches) = table(40, 0, 40);
+            let b = &batches[0];
+            // a null inside the ndarray of each bad row: not writable (no numpy value for it)
+            let emb = b
+                .column(2)
+                .as_any()
+                .downcast_ref::<FixedSizeListArray>()
+                .unwrap();
+            let vals: Float32Array = (0..120)
+                .map(|i| (!bad_rows.contains(&(i / 3)) || i % 3 != 1).then_some(i as f32))
+                .collect();
+            let item = Arc::new(Field::new("item", DataType::Float32, true));
+            let emb: ArrayRef = Arc::new(
+                FixedSizeListArray::try_new(item, 3, Arc::new(vals), emb.nulls().cloned()).unwrap(),
+            );
+            let bad = RecordBatch::try_new(
+                schema.clone(),
+                vec![b.column(0).clone(), b.column(1).clone(), emb],
+            )
             .unwrap();
-        let vals: Float32Array = (0..120)
-            .map(|i| (i != 37 * 3 + 1).then_some(i as f32))
-            .collect();
-        let item = Arc::new(Field::new("item", DataType::Float32, true));
-        let emb: ArrayRef = Arc::new(
-            FixedSizeListArray::try_new(item, 3, Arc::new(vals), emb.nulls().cloned()).unwrap(),
-        );
-        let bad = RecordBatch::try_new(
-            schema.clone(),
-            vec![b.column(0).clone(), b.column(1).clone(), emb],
-        )
-        .unwrap();
-        let w = WriterBuilder::new();
-        let mut one = w.clone().build(Vec::new(), schema.clone()).unwrap();
-        let want = one.write(&bad).unwrap_err().to_string();
-        assert!(want.contains("37"), "{want}");
-        let parts = Parts::cut(&w, &schema, std::slice::from_ref(&bad), 3)
-            .unwrap()
-            .unwrap();
-        let mut count = parts.counter(&w, &schema).unwrap();
-        let got = loop {
-            match count.step(5) {
-                Ok(true) => continue,
-                Ok(false) => panic!("counted without the error"),
-                Err(e) => break e.to_string(),
-            }
-        };
-        assert_eq!(got, want);
+            let w = WriterBuilder::new();
+            let mut one = w.clone().build(Vec::new(), schema.clone()).unwrap();
+            let want = one.write(&bad).unwrap_err().to_string();
+            assert!(want.contains(first), "{want}");
+            let parts = Parts::cut(&w, &schema, std::slice::from_ref(&bad), 3)
+                .unwrap()
+                .unwrap();
+            let mut count = parts.counter(&w, &schema).unwrap();
+            let got = loop {
+                match count.step(5) {
+                    Ok(true) => continue,
+                    Ok(false) => panic!("counted without the error"),
+                    Err(e) => break e.to_string(),
+                }
+            };
+            assert_eq!(got, want);
+        }
     }
 
     #[test]
