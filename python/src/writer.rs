@@ -228,9 +228,7 @@ fn bytes_of_parts<'py>(
             bufs[i].take().expect("one buffer per part")
         })
         .map_err(|e| err(e.into()))?;
-    while py.detach(|| guarded(|| Ok(ws.step(step)?))).map_err(err)? {
-        py.check_signals()?;
-    }
+    in_steps(py, || ws.step(step))?;
     let bufs: Vec<Vec<u8>> = py
         .detach(|| guarded(|| Ok(ws.finish()?)))
         .map_err(err)?
@@ -255,6 +253,20 @@ fn bytes_of_parts<'py>(
     Ok(Some(out))
 }
 
+/// Run `step` without the GIL until it says all is done, with a Ctrl-C check between steps.
+fn in_steps(
+    py: Python<'_>,
+    mut step: impl FnMut() -> msgpack_arrow::Result<bool> + Send,
+) -> PyResult<()> {
+    while py
+        .detach(|| guarded(|| Ok(step()?)))
+        .map_err(|f| to_pyerr(py, Op::Encode, f))?
+    {
+        py.check_signals()?;
+    }
+    Ok(())
+}
+
 /// [`Parts`] counted in steps, with a Ctrl-C check between them: `None` where the parts could not
 /// be resumed where they were cut.
 fn count_parts<'a>(
@@ -266,12 +278,7 @@ fn count_parts<'a>(
 ) -> PyResult<Option<Parts<'a>>> {
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
     let mut counter = parts.counter(builder, schema).map_err(|e| err(e.into()))?;
-    while py
-        .detach(|| guarded(|| Ok(counter.step(step)?)))
-        .map_err(err)?
-    {
-        py.check_signals()?;
-    }
+    in_steps(py, || counter.step(step))?;
     py.detach(|| guarded(|| Ok(counter.finish()?))).map_err(err)
 }
 
@@ -287,12 +294,10 @@ fn fill_parts<'py>(
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
     let len = parts.bytes().unwrap_or_default();
     new_bytes(py, len, |buf| {
-        let mut ws = parts
-            .fill(builder, schema, buf)
-            .map_err(|e| err(e.into()))?;
-        while py.detach(|| guarded(|| Ok(ws.step(step)?))).map_err(err)? {
-            py.check_signals()?;
-        }
+        let mut ws = py
+            .detach(|| guarded(|| Ok(parts.fill(builder, schema, buf)?)))
+            .map_err(err)?;
+        in_steps(py, || ws.step(step))?;
         py.detach(|| guarded(|| Ok(ws.finish_filled()?)))
             .map_err(err)
     })
