@@ -12,7 +12,7 @@ use arrow_schema::{ArrowError, SchemaRef};
 use msgpack_arrow::io::compress::{Codec, CompressedWriter};
 use msgpack_arrow::io::{Format, Output, StorageOptions};
 use msgpack_arrow::types::extension;
-use msgpack_arrow::write::{slice_rows, Parts, SliceSink};
+use msgpack_arrow::write::{slice_rows, Parts, SliceSink, PARTS_MIN_BYTES, SAMPLE_ROWS};
 use msgpack_arrow::{mark_ragged_ndarrays, Layout, Writer, WriterBuilder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -303,16 +303,9 @@ fn fill_parts<'py>(
     })
 }
 
-/// The smallest table (Arrow bytes) [`bytes_in_place`] cuts into parts for the threads: below it,
-/// starting the threads costs about what they save.
-const PARTS_MIN_BYTES: usize = 8 << 20;
-
 /// The largest table (Arrow bytes) whose held container [`bytes_in_place`] encodes once into a
 /// growing buffer: the copy into `bytes` after it is then at most this much.
 const ENCODE_ONCE_MAX: usize = 64 << 20;
-
-/// Rows counted to choose how [`bytes_in_place`] makes its output.
-const SAMPLE_ROWS: usize = 2048;
 
 /// A new `bytes` object of `len` bytes (advised into huge pages), filled in by `fill`.
 fn new_bytes<'py>(

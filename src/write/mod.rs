@@ -48,7 +48,7 @@ use crate::wire::write::{self as wire, Out};
 use aligned::{encode_aligned, Item, Segment};
 use columns::{column_encoder, rows_are_ndarrays, ColumnNd};
 use encoder::{make_encoder, make_top_encoder, ColumnEncoder};
-pub use parts::{Counter, Parts, Resume, SliceSink, Writers};
+pub use parts::{Counter, Parts, Resume, SliceSink, Writers, PARTS_MIN_BYTES, SAMPLE_ROWS};
 
 /// A value this writer has no msgpack-numpy form for.
 pub(crate) fn unsupported(msg: impl Into<String>) -> Error {
@@ -870,6 +870,10 @@ pub fn write_batches(batches: &[RecordBatch], layout: Layout) -> Result<Vec<u8>>
     let Some(first) = batches.first() else {
         return Ok(Vec::new());
     };
+    // a big stream of ndarray rows: its parts on every thread at once
+    if let Some(out) = parts::write_at_once(batches, &first.schema(), layout)? {
+        return Ok(out);
+    }
     let mut w = WriterBuilder::new()
         .with_layout(layout)
         .build(std::io::sink(), first.schema())?;

@@ -78,6 +78,52 @@ impl<W: Write> Writer<W> {
     }
 }
 
+/// The smallest table (Arrow bytes) worth cutting into parts for the threads: below it, starting
+/// them costs about what they save.
+pub const PARTS_MIN_BYTES: usize = 8 << 20;
+
+/// [`super::write_batches`] of a big stream whose output is mostly ndarray payloads, on every
+/// thread: counted (payloads not copied), then each part encoded into its range of one buffer.
+/// `None` where that is not worth it (few threads, a small table, scalar rows, whose count would
+/// cost a second encode) or the layout cannot be cut.
+pub(crate) fn write_at_once(
+    batches: &[RecordBatch],
+    schema: &SchemaRef,
+    layout: Layout,
+) -> Result<Option<Vec<u8>>> {
+    let threads = rayon::current_num_threads();
+    let table: usize = batches.iter().map(|b| b.get_array_memory_size()).sum();
+    if threads < 2 || table < PARTS_MIN_BYTES {
+        return Ok(None);
+    }
+    let b = WriterBuilder::new().with_layout(layout);
+    // the first rows say whether payloads are most of the output
+    let mut sample = b.clone().build_count(schema.clone())?;
+    for x in slice_rows(batches, 0, SAMPLE_ROWS) {
+        sample.write(&x)?;
+    }
+    if sample.uncopied() * 2 < sample.counted() {
+        return Ok(None);
+    }
+    let Some(parts) = Parts::cut(&b, schema, batches, threads)? else {
+        return Ok(None);
+    };
+    let mut count = parts.counter(&b, schema)?;
+    while count.step(usize::MAX)? {}
+    let Some(parts) = count.finish()? else {
+        return Ok(None);
+    };
+    // zeroed pages come from the kernel as they are: no pass over them before the fill
+    let mut out = vec![0u8; parts.bytes().unwrap_or_default()];
+    let mut fill = parts.fill(&b, schema, &mut out)?;
+    while fill.step(usize::MAX)? {}
+    fill.finish_filled()?;
+    Ok(Some(out))
+}
+
+/// Rows counted to tell a table of payloads from one of scalars.
+pub const SAMPLE_ROWS: usize = 2048;
+
 /// A table's rows cut into ranges, with where each range's writer starts.
 #[derive(Debug)]
 pub struct Parts<'a> {
@@ -567,6 +613,52 @@ mod tests {
             };
             assert_eq!(got, want);
         }
+    }
+
+    #[test]
+    fn write_batches_of_a_big_tensor_stream_is_one_writers_bytes() {
+        // 3,000 rows of float32[1024] in uneven batches: 12 MB, written in parts
+        let item = Arc::new(Field::new("item", DataType::Float32, true));
+        let vals = Float32Array::from_iter_values((0..3000 * 1024).map(|i| i as f32));
+        let emb: ArrayRef =
+            Arc::new(FixedSizeListArray::try_new(item, 1024, Arc::new(vals), None).unwrap());
+        let ids: ArrayRef = Arc::new(Int64Array::from_iter_values(0..3000));
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("emb", emb.data_type().clone(), false),
+        ]));
+        let whole = RecordBatch::try_new(schema.clone(), vec![ids, emb]).unwrap();
+        let batches: Vec<RecordBatch> = [(0, 7), (7, 1993), (2000, 1000)]
+            .iter()
+            .map(|&(at, n)| whole.slice(at, n))
+            .collect();
+        for layout in [Layout::Records, Layout::Values] {
+            let (schema, batches) = if layout == Layout::Values {
+                let s = Arc::new(Schema::new(vec![schema.field(1).clone()]));
+                let bs: Vec<RecordBatch> = batches
+                    .iter()
+                    .map(|b| RecordBatch::try_new(s.clone(), vec![b.column(1).clone()]).unwrap())
+                    .collect();
+                (s, bs)
+            } else {
+                (schema.clone(), batches.clone())
+            };
+            let b = WriterBuilder::new().with_layout(layout);
+            // on a pool of two threads whatever the machine's cores
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .build()
+                .unwrap();
+            let at_once = pool.install(|| write_at_once(&batches, &schema, layout).unwrap());
+            let got = at_once.expect("written in parts");
+            assert!(got == one_writer(&b, &schema, &batches), "{layout:?}");
+            assert!(got == crate::write::write_batches(&batches, layout).unwrap());
+        }
+        // scalar rows: left to one writer
+        let (schema, batches) = table(400_000, 0, 100_000);
+        assert!(write_at_once(&batches, &schema, Layout::Records)
+            .unwrap()
+            .is_none());
     }
 
     #[test]
