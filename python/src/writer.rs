@@ -116,7 +116,7 @@ pub fn write<'py>(
 /// container that holds its rows to the end (the `columns` map) counts nothing in the sample: a
 /// small one is encoded once and copied too, a big one counted.
 ///
-/// A big stream of rows (more than [`PARTS_MIN_BYTES`]) is cut into one part per thread, each
+/// A big table of rows (more than [`PARTS_MIN_BYTES`]) is cut into one part per thread, each
 /// written by its own writer at once ([`Parts`]): counted then encoded into its range of the
 /// `bytes`, or (scalars) encoded into its own buffer, the buffers then copied at once.
 fn bytes_in_place<'py>(
@@ -137,8 +137,11 @@ fn bytes_in_place<'py>(
     let (counted, uncopied) = (sample.counted(), sample.uncopied());
     // the estimate can be far off where the first rows are not like the others: a reservation
     // the system refuses falls back to counting the whole table (never an abort)
-    let mut estimate = ((counted as f64 * rows as f64 / sample_rows.max(1) as f64 * 1.1) as usize)
-        .saturating_add(4096);
+    let estimate_of = |counted: u64| {
+        ((counted as f64 * rows as f64 / sample_rows.max(1) as f64 * 1.1) as usize)
+            .saturating_add(4096)
+    };
+    let mut estimate = estimate_of(counted);
     // a container that holds its rows until the end (the `columns` map) counted nothing: a small
     // table is encoded once and copied, where counting it first encoded it twice (a map of
     // 10,000 columns: a count is about as long as the write); a big one is counted whole
@@ -147,21 +150,31 @@ fn bytes_in_place<'py>(
         estimate = table + table / 4 + 64 * schema.fields().len() + 4096;
     }
     let once = (counted > 0 && uncopied * 2 < counted) || small_held;
-    // a big record or value stream: its parts encoded at once, one per thread
+    // a big table of rows (concatenated or in one top-level array): its parts at once, one per
+    // thread
     let threads = rayon::current_num_threads();
-    if threads > 1 && counted > 0 && table >= PARTS_MIN_BYTES {
+    if threads > 1 && table >= PARTS_MIN_BYTES {
         let step = (SLICE_BYTES as u128 * rows as u128 / table.max(1) as u128).max(1) as usize;
         let cut = py
             .detach(|| guarded(|| Ok(Parts::cut(&builder, &schema, batches, threads)?)))
             .map_err(|f| to_pyerr(py, Op::Encode, f))?;
         if let Some(parts) = cut {
-            if once && parts.independent() {
+            // a top-level array holds its rows to the end: the parts' writers count them
+            let (counted, uncopied) = match counted {
+                0 => py
+                    .detach(|| guarded(|| Ok(parts.sample(&builder, &schema, sample_rows)?)))
+                    .map_err(|f| to_pyerr(py, Op::Encode, f))?,
+                _ => (counted, uncopied),
+            };
+            let scalars = counted > 0 && uncopied * 2 < counted;
+            if scalars && parts.independent() {
+                let estimate = estimate_of(counted);
                 if let Some(out) = bytes_of_parts(py, &builder, &schema, &parts, step, estimate)? {
                     return Ok(out);
                 }
             }
             // (a scalar table whose parts depend on each other, aligned: encoded once, below)
-            if !once || parts.independent() {
+            if !scalars || parts.independent() {
                 if let Some(parts) = count_parts(py, &builder, &schema, parts, step)? {
                     return fill_parts(py, &builder, &schema, &parts, step);
                 }

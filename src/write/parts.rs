@@ -2,8 +2,8 @@
 //! each range is encoded by its own writer, resumed where the writer of the rows before it stood.
 //! The parts' bytes, one after another, are the bytes one writer makes of the whole table.
 //!
-//! Only a stream of rows (`records` or `values` concatenated, no container around them) can be
-//! cut: a container's header needs the row count, and a `columns` map is one object.
+//! Only rows of `records` or `values` can be cut: concatenated, or in one top-level array (whose
+//! header, holding the row count, the first part writes), not a `columns` map (one object).
 //!
 //! ```
 //! # use std::sync::Arc;
@@ -38,7 +38,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use rayon::prelude::*;
 
-use super::{slice_rows, ByteCount, Container, Writer, WriterBuilder};
+use super::{slice_rows, wire, ByteCount, Container, Writer, WriterBuilder};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::Layout;
 
@@ -60,10 +60,20 @@ impl<W: Write> Writer<W> {
         })
     }
 
-    /// The layout is a stream of rows.
+    /// The layout is rows, concatenated or in one top-level array.
     fn cuttable(&self) -> bool {
-        self.container == Container::Stream
+        matches!(self.container, Container::Stream | Container::Array)
             && matches!(self.layout, Layout::Records | Layout::Values)
+    }
+
+    /// The first part's writer, of a table of `rows` rows: a top-level array's header is written
+    /// now, and the rows streamed after it (what `finish` would write for the held rows).
+    fn start_whole(&mut self, rows: u64) {
+        if self.container == Container::Array {
+            wire::array_hdr(&mut self.out.buf, rows as usize);
+            self.container = Container::Stream;
+            self.streaming = true;
+        }
     }
 
     /// A part's bytes do not depend on where it starts: not aligned.
@@ -74,6 +84,7 @@ impl<W: Write> Writer<W> {
     fn resume(&mut self, at: &Resume) {
         self.rows = at.rows;
         self.out.base = at.pos;
+        self.container = Container::Stream;
         self.streaming = true;
     }
 }
@@ -97,17 +108,14 @@ pub(crate) fn write_at_once(
         return Ok(None);
     }
     let b = WriterBuilder::new().with_layout(layout);
-    // the first rows say whether payloads are most of the output
-    let mut sample = b.clone().build_count(schema.clone())?;
-    for x in slice_rows(batches, 0, SAMPLE_ROWS) {
-        sample.write(&x)?;
-    }
-    if sample.uncopied() * 2 < sample.counted() {
-        return Ok(None);
-    }
     let Some(parts) = Parts::cut(&b, schema, batches, threads)? else {
         return Ok(None);
     };
+    // the first rows say whether payloads are most of the output
+    let (counted, uncopied) = parts.sample(&b, schema, SAMPLE_ROWS)?;
+    if uncopied * 2 < counted {
+        return Ok(None);
+    }
     let mut count = parts.counter(&b, schema)?;
     while count.step(usize::MAX)? {}
     let Some(parts) = count.finish()? else {
@@ -181,6 +189,28 @@ impl<'a> Parts<'a> {
         &self.ranges
     }
 
+    fn rows(&self) -> usize {
+        self.ranges.last().map_or(0, |r| r.end)
+    }
+
+    /// The bytes of the first `rows` rows as the parts' writers count them, and of those the
+    /// ndarray payloads counted without a copy: whether counting the table first is cheap
+    /// (payloads most of it) or a second encode (scalars). A top-level array counts its rows
+    /// here, where a plain writer holds them to the end.
+    pub fn sample(
+        &self,
+        builder: &WriterBuilder,
+        schema: &SchemaRef,
+        rows: usize,
+    ) -> Result<(u64, u64)> {
+        let mut w = builder.clone().build_count(schema.clone())?;
+        w.start_whole(self.rows() as u64);
+        for b in slice_rows(self.batches, 0, rows) {
+            w.write(&b)?;
+        }
+        Ok((w.counted(), w.uncopied()))
+    }
+
     /// Count the parts' output, in steps ([`Counter::step`]): all at once where they are
     /// independent, else one after another, each from where the one before it ended.
     pub fn counter(self, builder: &WriterBuilder, schema: &SchemaRef) -> Result<Counter<'a>> {
@@ -188,8 +218,10 @@ impl<'a> Parts<'a> {
             // counting writers: fixed-size payloads counted, not copied
             CountState::AtOnce(self.writers_by(|_| builder.clone().build_count(schema.clone()))?)
         } else {
+            let mut w = builder.clone().build_count(schema.clone())?;
+            w.start_whole(self.rows() as u64);
             CountState::InTurn {
-                w: Box::new(builder.clone().build_count(schema.clone())?),
+                w: Box::new(w),
                 part: 0,
                 at: 0,
             }
@@ -221,6 +253,8 @@ impl<'a> Parts<'a> {
             let mut w = make(i)?;
             if i > 0 {
                 w.resume(at);
+            } else {
+                w.start_whole(self.rows() as u64);
             }
             writers.push((w, slice_rows(self.batches, r.start, r.len()), 0));
         }
@@ -533,6 +567,42 @@ mod tests {
             ws.finish().unwrap().concat(),
             one_writer(&b, &schema, &batches)
         );
+    }
+
+    #[test]
+    fn rows_in_one_top_level_array_are_cut_the_first_part_writing_its_header() {
+        for (rows, chunk) in [(40, 7), (1000, 64), (9, 9)] {
+            let (schema, batches) = table(rows, 0, chunk);
+            let md = [(
+                crate::types::meta::CONTAINER.to_string(),
+                "array".to_string(),
+            )];
+            let schema = Arc::new(
+                schema
+                    .as_ref()
+                    .clone()
+                    .with_metadata(md.into_iter().collect::<std::collections::HashMap<_, _>>()),
+            );
+            let batches: Vec<RecordBatch> = batches
+                .iter()
+                .map(|b| b.clone().with_schema(schema.clone()).unwrap())
+                .collect();
+            for b in [
+                WriterBuilder::new(),
+                WriterBuilder::new().with_aligned(true),
+            ] {
+                let want = one_writer(&b, &schema, &batches);
+                // a top-level array of `rows` maps (array 16 header below 2^16 rows)
+                assert!(matches!(want[0], 0x90..=0x9f | 0xdc), "{:x}", want[0]);
+                for n in 2..=4 {
+                    let (_, got) = in_parts(&b, &schema, &batches, n, 5).unwrap();
+                    assert!(got == want, "{b:?}: {rows} rows in {n} parts");
+                }
+                let parts = Parts::cut(&b, &schema, &batches, 2).unwrap().unwrap();
+                // a sample counts the array's rows (a plain writer holds them to the end)
+                assert!(parts.sample(&b, &schema, 5).unwrap().0 > 0);
+            }
+        }
     }
 
     #[test]
