@@ -81,6 +81,7 @@ def write(
     fsync: bool = True,
     target: Any | None = None,
     index: bool = False,
+    in_memory: bool = False,
 ) -> bytes | None: ...
 def write_iter(
     schema: Any,

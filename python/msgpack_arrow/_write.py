@@ -167,6 +167,9 @@ def write_msgpack(
         df = _pieces(_without_null_dtype(df, columns))
     # index=True without a path target: a ValueError from the writer, before anything is written
     opts = dict(layout=layout, aligned=aligned, whole_table=whole, missing=missing, dialect=dialect, index=index)
+    if target is None and not whole and _in_memory(df):
+        # its batches are held anyway: the bytes are made as a DataFrame's are (in parts)
+        opts["in_memory"] = True
     if storage_options is not None:
         opts["storage_options"] = _storage(storage_options)
     if target is None:
@@ -179,6 +182,15 @@ def write_msgpack(
     # written in chunks as encoded: the whole output is never held twice
     _write(df, None, target=target, **opts)
     return None
+
+
+def _in_memory(data: Any) -> bool:
+    """A pyarrow Table or RecordBatch, or a stream :func:`read_arrow` made: batches already in
+    memory (a stream from elsewhere may be produced as it is read)."""
+    t = type(data)
+    return isinstance(data, ArrowStream) or (
+        t.__module__.split(".")[0] == "pyarrow" and t.__name__ in ("Table", "RecordBatch")
+    )
 
 
 def sink_msgpack(

@@ -29,7 +29,7 @@ use crate::stream::{import_pieces, import_schema, import_stream};
 /// a failed write leaves any previous file untouched. Without `path`, the bytes are returned.
 /// The GIL is released while encoding; Ctrl-C is checked between batches.
 #[pyfunction]
-#[pyo3(signature = (data, path = None, *, layout = None, aligned = false, whole_table = false, missing = "auto", dialect = "auto", storage_options = None, fsync = true, target = None, index = false))]
+#[pyo3(signature = (data, path = None, *, layout = None, aligned = false, whole_table = false, missing = "auto", dialect = "auto", storage_options = None, fsync = true, target = None, index = false, in_memory = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn write<'py>(
     py: Python<'py>,
@@ -44,6 +44,7 @@ pub fn write<'py>(
     fsync: bool,
     target: Option<Bound<'py, PyAny>>,
     index: bool,
+    in_memory: bool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let storage = StorageOptions(storage_options.unwrap_or_default());
     check_index(index, path.as_deref())?;
@@ -54,8 +55,10 @@ pub fn write<'py>(
         .with_dialect(parse_dialect(dialect)?);
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
     // `whole_table` (a DataFrame, in memory anyway): its batches (imported without a copy) are
-    // looked at first, for List columns that held ndarrays (msgpack_arrow::mark_ragged_ndarrays)
-    let mut stream: Box<dyn RecordBatchReader + Send> = if whole_table {
+    // looked at first, for List columns that held ndarrays (msgpack_arrow::mark_ragged_ndarrays).
+    // `in_memory` (a pyarrow Table, ...) written to bytes: held whole too, its schema as it is
+    let to_bytes = path.is_none() && target.is_none();
+    let mut stream: Box<dyn RecordBatchReader + Send> = if whole_table || (in_memory && to_bytes) {
         let (schema, streams) = import_pieces(data)?;
         let batches = py
             .detach(|| {
@@ -67,8 +70,11 @@ pub fn write<'py>(
                 })
             })
             .map_err(err)?;
-        let schema = mark_ragged_ndarrays(&schema, &batches);
-        if path.is_none() && target.is_none() {
+        let schema = match whole_table {
+            true => mark_ragged_ndarrays(&schema, &batches),
+            false => schema,
+        };
+        if to_bytes {
             let builder = builder.with_layout(default_layout(layout, &schema));
             return bytes_in_place(py, builder, schema, &batches).map(Some);
         }

@@ -9,6 +9,7 @@ import msgpack
 import msgpack_numpy as mn
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -265,9 +266,10 @@ def test_bytes_of_a_table_whose_first_rows_are_unlike_the_rest_equal_python():
     assert ma.write_msgpack(df, None) == data
 
 
+@pytest.mark.parametrize("source", ["polars", "pyarrow"])
 @pytest.mark.parametrize("in_list", [False, True])
 @pytest.mark.parametrize("kind", ["tensors", "scalars"])
-def test_bytes_of_a_big_table_written_in_parts_equal_python(kind, in_list):
+def test_bytes_of_a_big_table_written_in_parts_equal_python(kind, in_list, source):
     """A table of more than 8 MiB is written to bytes in parts, one per thread, each part from
     where the rows before it end (rows read from one top-level array: the first part writes its
     header): the bytes are still msgpack_numpy's, and aligned output (whose padding depends on
@@ -284,9 +286,12 @@ def test_bytes_of_a_big_table_written_in_parts_equal_python(kind, in_list):
             for i in range(300_000)
         ]
     data = mn.packb(recs) if in_list else b"".join(mn.packb(r) for r in recs)
-    # a plain Polars frame keeps no schema metadata: with the numpy extension it keeps the array
-    df = ma.read_msgpack(data, numpy_types="extension" if in_list else "polars")
-    assert df.estimated_size() > 8 << 20
+    if source == "pyarrow":  # a Table in memory, with the reader's schema metadata
+        df = pa.table(ma.read_arrow(data))
+        assert df.nbytes > 8 << 20
+    else:  # a plain Polars frame keeps no schema metadata: with the numpy extension it keeps the array
+        df = ma.read_msgpack(data, numpy_types="extension" if in_list else "polars")
+        assert df.estimated_size() > 8 << 20
     assert ma.write_msgpack(df, None) == data
     aligned = ma.write_msgpack(df, None, aligned=True)
     buf = io.BytesIO()
