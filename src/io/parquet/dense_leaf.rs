@@ -238,9 +238,19 @@ mod tests {
     use arrow_buffer::NullBuffer;
     use arrow_schema::Schema;
     use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
 
     use crate::io::parquet::{writer_properties_for, ParquetWriter};
     use crate::io::Compression;
+
+    /// `props` with room for one row group of the test's rows (ours bound Arrow bytes, the
+    /// ArrowWriter's encoded bytes: equal files need both to make one group).
+    fn one_group(props: WriterProperties) -> WriterProperties {
+        props
+            .into_builder()
+            .set_max_row_group_bytes(Some(64 << 20))
+            .build()
+    }
 
     /// A FixedSizeList column of `dims` around `values`, with `nulls` on the rows; `nullable`
     /// items at every level or none.
@@ -398,9 +408,12 @@ mod tests {
             };
             assert_eq!(dense(&t), expect_dense);
 
-            let props = writer_properties_for(&schema, compression).unwrap();
+            let props = one_group(writer_properties_for(&schema, compression).unwrap());
             let mut want = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
-            let mut ours = ParquetWriter::try_new(Vec::new(), schema.clone(), compression).unwrap();
+            // one row group, as ArrowWriter (which counts encoded bytes) makes of these rows
+            let mut ours = ParquetWriter::try_new(Vec::new(), schema.clone(), compression)
+                .unwrap()
+                .with_max_row_group_bytes(64 << 20);
             for b in batches(&t) {
                 want.write(&b).unwrap();
                 ours.write(&b).unwrap();
@@ -532,10 +545,12 @@ mod tests {
             ],
         )
         .unwrap();
-        let props = writer_properties_for(&schema, Compression::default()).unwrap();
+        let props = one_group(writer_properties_for(&schema, Compression::default()).unwrap());
         let mut want = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
-        let mut ours =
-            ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default()).unwrap();
+        // one row group, as ArrowWriter (which counts encoded bytes) makes of these rows
+        let mut ours = ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default())
+            .unwrap()
+            .with_max_row_group_bytes(64 << 20);
         let mut at = 0;
         while at < rows as usize {
             let b = t.slice(at, 65536.min(rows as usize - at));
