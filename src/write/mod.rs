@@ -48,7 +48,7 @@ use crate::wire::write::{self as wire, Out};
 use aligned::{encode_aligned, Item, Segment};
 use columns::{column_encoder, rows_are_ndarrays, ColumnNd};
 use encoder::{make_encoder, make_top_encoder, ColumnEncoder};
-pub use parts::{Counter, Parts, Resume, SliceSink, Writers, PARTS_MIN_BYTES, SAMPLE_ROWS};
+pub use parts::{Counter, Parts, SliceSink, Writers, PARTS_MIN_BYTES, SAMPLE_ROWS};
 
 /// A value this writer has no msgpack-numpy form for.
 pub(crate) fn unsupported(msg: impl Into<String>) -> Error {

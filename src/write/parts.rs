@@ -45,7 +45,7 @@ use crate::options::Layout;
 /// What a writer of a row stream carries from one row to the next: the rows before (row numbers
 /// in errors, tensors' rows) and the output offset (aligned payloads).
 #[derive(Debug, Clone, Default)]
-pub struct Resume {
+struct Resume {
     rows: u64,
     pos: u64,
 }
@@ -53,7 +53,7 @@ pub struct Resume {
 impl<W: Write> Writer<W> {
     /// Where this writer stands, if another writer could write the rows after it from there (a
     /// stream of rows whose first ones are written, none held back).
-    pub fn resume_point(&self) -> Option<Resume> {
+    fn resume_point(&self) -> Option<Resume> {
         (self.cuttable() && self.streaming && self.pending.is_empty()).then(|| Resume {
             rows: self.rows,
             pos: self.out.pos(),
