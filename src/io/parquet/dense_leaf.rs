@@ -245,11 +245,19 @@ mod tests {
 
     /// `props` with room for one row group of the test's rows (ours bound Arrow bytes, the
     /// ArrowWriter's encoded bytes: equal files need both to make one group).
-    fn one_group(props: WriterProperties) -> WriterProperties {
-        props
+    /// `props` for `t` written as one row group, with the dictionaries our writer drops from
+    /// that group's columns of mostly distinct values ([`super::super::dictionary`]) dropped too.
+    fn one_group(props: WriterProperties, t: &RecordBatch) -> WriterProperties {
+        let mut b = props
             .into_builder()
-            .set_max_row_group_bytes(Some(64 << 20))
-            .build()
+            .set_max_row_group_bytes(Some(64 << 20));
+        for (i, f) in t.schema().fields().iter().enumerate() {
+            if super::super::dictionary::plain_is_better(std::slice::from_ref(t), i) {
+                let path = parquet::schema::types::ColumnPath::new(vec![f.name().clone()]);
+                b = b.set_column_dictionary_enabled(path, false);
+            }
+        }
+        b.build()
     }
 
     /// A FixedSizeList column of `dims` around `values`, with `nulls` on the rows; `nullable`
@@ -408,7 +416,7 @@ mod tests {
             };
             assert_eq!(dense(&t), expect_dense);
 
-            let props = one_group(writer_properties_for(&schema, compression).unwrap());
+            let props = one_group(writer_properties_for(&schema, compression).unwrap(), &t);
             let mut want = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
             // one row group, as ArrowWriter (which counts encoded bytes) makes of these rows
             let mut ours = ParquetWriter::try_new(Vec::new(), schema.clone(), compression)
@@ -506,8 +514,8 @@ mod tests {
         }
     }
 
-    /// Large columns, cut into many pages: flat integers whose dictionary outgrows its page and
-    /// falls back to plain pages, a timestamp of the same values, an integer tensor of distinct
+    /// Large columns, cut into many pages: flat integers of distinct values (written without a
+    /// dictionary, as the writer decides for them), a timestamp of the same values, an integer tensor of distinct
     /// values and a flat float column: the same bytes as `ArrowWriter`'s. (Flat columns of more
     /// than a mini-batch taken from their buffers failed this: pages cut elsewhere.)
     #[test]
@@ -545,7 +553,7 @@ mod tests {
             ],
         )
         .unwrap();
-        let props = one_group(writer_properties_for(&schema, Compression::default()).unwrap());
+        let props = one_group(writer_properties_for(&schema, Compression::default()).unwrap(), &t);
         let mut want = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
         // one row group, as ArrowWriter (which counts encoded bytes) makes of these rows
         let mut ours = ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default())

@@ -21,6 +21,7 @@ use crate::io::compress::io_error;
 use crate::io::{projection_indices, sorted_projection, BatchIter, Compression};
 
 mod dense_leaf;
+mod dictionary;
 mod writer;
 mod zstd_pages;
 pub use writer::{ParquetWriter, MAX_ROW_GROUP_ROWS};

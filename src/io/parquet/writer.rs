@@ -28,7 +28,7 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor};
 use rayon::prelude::*;
 
-use super::{dense_leaf, writer_properties_for, MAX_ROW_GROUP_BYTES};
+use super::{dense_leaf, dictionary, writer_properties_for, MAX_ROW_GROUP_BYTES};
 use crate::error::{Error, Result};
 use crate::io::Compression;
 
@@ -83,7 +83,7 @@ impl<W: Write + Send> ParquetWriter<W> {
             file.schema_descr(),
             file.properties().clone(),
             schema,
-        ));
+        )?);
         Ok(ParquetWriter {
             file,
             group,
@@ -226,6 +226,10 @@ enum Chunk {
 /// What encoding a row group needs, shared by the threads that encode them.
 struct GroupEncoder {
     factory: ArrowRowGroupWriterFactory,
+    /// writers without a dictionary for the fields [`dictionary`] decides for (`decides`), whose
+    /// row groups choose between the two
+    plain_factory: Option<ArrowRowGroupWriterFactory>,
+    decides: Vec<bool>,
     /// the file's leaf columns, in order
     leaves: Vec<ColumnDescPtr>,
     /// how many leaf columns each field has (a nested field has several), and the first
@@ -247,7 +251,7 @@ impl GroupEncoder {
         descr: &SchemaDescriptor,
         props: WriterPropertiesPtr,
         schema: SchemaRef,
-    ) -> Self {
+    ) -> Result<Self> {
         let mut leaf_counts = vec![0; schema.fields().len()];
         for leaf in 0..descr.num_columns() {
             if let Some(n) = leaf_counts.get_mut(descr.get_column_root_idx(leaf)) {
@@ -273,16 +277,36 @@ impl GroupEncoder {
                 *at += n;
                 Some(first)
             })
+            .collect::<Vec<usize>>();
+        let decides: Vec<bool> = schema
+            .fields()
+            .iter()
+            .map(|f| dictionary::decides(f.data_type()))
             .collect();
-        GroupEncoder {
+        let plain_factory = if decides.contains(&true) {
+            let mut b = (*props).clone().into_builder();
+            for (i, _) in decides.iter().enumerate().filter(|(_, d)| **d) {
+                b = b.set_column_dictionary_enabled(
+                    descr.column(first_leaf[i]).path().clone(),
+                    false,
+                );
+            }
+            let w = ArrowWriter::try_new(std::io::sink(), schema.clone(), Some(b.build()))?;
+            Some(w.into_serialized_writer()?.1)
+        } else {
+            None
+        };
+        Ok(GroupEncoder {
             factory,
+            plain_factory,
+            decides,
             leaves: descr.columns().to_vec(),
             leaf_counts,
             first_leaf,
             props,
             zstd,
             schema,
-        }
+        })
     }
 
     /// Encode row group `index`: its fields in parallel, each through all of the group's batches.
@@ -294,7 +318,29 @@ impl GroupEncoder {
         let mut writers = if dense.iter().all(Option::is_some) {
             Vec::new().into_iter()
         } else {
-            self.factory.create_column_writers(index)?.into_iter()
+            let mut ws = self.factory.create_column_writers(index)?;
+            if let Some(plain) = &self.plain_factory {
+                let no_dictionary: Vec<bool> = (0..dense.len())
+                    .into_par_iter()
+                    .map(|i| {
+                        self.decides[i]
+                            && dense[i].is_none()
+                            && dictionary::plain_is_better(batches, i)
+                    })
+                    .collect();
+                if no_dictionary.contains(&true) {
+                    // a decided field is flat: its one leaf is its first
+                    let mut others: Vec<Option<ArrowColumnWriter>> =
+                        plain.create_column_writers(index)?.into_iter().map(Some).collect();
+                    for (i, _) in no_dictionary.iter().enumerate().filter(|(_, p)| **p) {
+                        let leaf = self.first_leaf[i];
+                        if let Some(w) = others[leaf].take() {
+                            ws[leaf] = w;
+                        }
+                    }
+                }
+            }
+            ws.into_iter()
         };
         let mut jobs = Vec::with_capacity(self.leaf_counts.len());
         for ((i, &n), d) in self.leaf_counts.iter().enumerate().zip(dense) {
@@ -502,6 +548,60 @@ mod tests {
         let groups = r.metadata().num_row_groups();
         assert!(groups > 10, "{groups} row groups");
         assert_eq!(r.schema().fields(), schema.fields());
+        let back: Vec<RecordBatch> = r.build().unwrap().map(|b| b.unwrap()).collect();
+        let back = arrow_select::concat::concat_batches(&back[0].schema(), &back).unwrap();
+        assert_eq!(back.columns(), table.columns());
+    }
+
+    #[test]
+    fn distinct_ids_are_written_plain_repeated_values_with_a_dictionary() {
+        // an event log: distinct ids and timestamps, a few names and codes
+        let n = 200_000usize;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("ts", DataType::Int64, false),
+            Field::new("name", DataType::Utf8, false),
+            Field::new("code", DataType::Int64, true),
+        ]));
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(0..n as i64)),
+            Arc::new(Int64Array::from_iter_values(
+                (0..n as i64).map(|i| 1_700_000_000_000 + i * 37 + (i * i) % 11),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                (0..n).map(|i| format!("user-{}", (i * 7919) % 300)),
+            )),
+            Arc::new(Int64Array::from_iter(
+                (0..n as i64).map(|i| (i % 13 != 0).then_some((i * 31) % 1000)),
+            )),
+        ];
+        let table = RecordBatch::try_new(schema.clone(), cols).unwrap();
+        let mut w =
+            ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default()).unwrap();
+        for k in (0..n).step_by(65_536) {
+            w.write(&table.slice(k, 65_536.min(n - k))).unwrap();
+        }
+        let ours = bytes::Bytes::from(w.finish().unwrap());
+        // the crate's own writer, whose chunks all start with a dictionary
+        let mut theirs = Vec::new();
+        let mut aw = super::super::parquet_writer(&mut theirs, schema.clone(), Compression::default()).unwrap();
+        aw.write(&table).unwrap();
+        aw.close().unwrap();
+        assert!(
+            ours.len() * 10 < theirs.len() * 9,
+            "{} bytes against ArrowWriter's {}",
+            ours.len(),
+            theirs.len()
+        );
+        let r = ParquetRecordBatchReaderBuilder::try_new(ours).unwrap();
+        for g in r.metadata().row_groups() {
+            for (c, want) in g.columns().iter().zip([false, false, true, true]) {
+                let dictionary = c
+                    .encodings()
+                    .any(|e| e == parquet::basic::Encoding::RLE_DICTIONARY);
+                assert_eq!(dictionary, want, "{}", c.column_path());
+            }
+        }
         let back: Vec<RecordBatch> = r.build().unwrap().map(|b| b.unwrap()).collect();
         let back = arrow_select::concat::concat_batches(&back[0].schema(), &back).unwrap();
         assert_eq!(back.columns(), table.columns());
