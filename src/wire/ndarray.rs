@@ -14,7 +14,7 @@ use crate::wire::pyrepr::parse_complex;
 /// Most ndarray maps have 5 keys; an upper bound keeps the probe cheap on big user maps.
 pub(crate) const MAX_SPECIAL_KEYS: usize = 16;
 /// numpy allows at most 64 dimensions.
-const MAX_NDIM: usize = 64;
+pub(crate) const MAX_NDIM: usize = 64;
 
 /// What a special map holds.
 #[derive(Debug)]
@@ -191,7 +191,7 @@ pub(crate) fn probe<'a>(
     // for the next one with the same header bytes
     if let (Some(Special::Array(nd)), true) = (&special, c.pos() == end) {
         if parsed {
-            header_memo::remember(c.buf(), start, at[5], nd, dialect, depth);
+            header_memo::remember(c.buf(), start, at[4], at[5], nd, dialect, depth);
         }
     }
     c.set_pos(if special.is_some() { end } else { start });

@@ -6,6 +6,7 @@ use super::Columns;
 
 use super::{Inferrer, Ty};
 use crate::types::NumpyDtype;
+use crate::options::Dialect;
 use crate::wire::cursor::{Cursor, Int, Kind};
 use crate::wire::ndarray::{key_id, probe, Special, MAX_SPECIAL_KEYS};
 
@@ -16,7 +17,15 @@ pub(super) struct NdHeader {
     data_len: usize,
     native: NumpyDtype,
     shape: Vec<usize>,
+    itemsize: usize,
+    /// in `prefix`: where the `shape` value starts and ends and where the `data` value starts,
+    /// when `type` and `kind` come before the shape. A map with these bytes around another shape
+    /// (the rows of a ragged column) has the same dtype.
+    ragged: Option<(usize, usize, usize)>,
 }
+
+/// Dimensions a ragged header match reads without allocating; more go the slow way.
+const RAGGED_NDIM: usize = 8;
 
 /// How many distinct ndarray headers [`Inferrer::fits_row`] remembers.
 const MAX_HEADERS: usize = 16;
@@ -147,6 +156,26 @@ pub(crate) fn skip_marker_fits(
         p += n;
     }
     p
+}
+
+/// Where the ndarray map at `c` has its `shape` value (start, end) and its `data` value (start),
+/// when `type` and `kind` come before the shape and the data after it.
+fn shape_span(c: &Cursor<'_>, dialect: Dialect, depth: usize) -> Option<(usize, usize, usize)> {
+    let mut d = c.clone();
+    let n = d.read_map_len().ok()?;
+    let mut at = [None; 6];
+    for _ in 0..n {
+        let id = key_id(d.read_str_or_bin().ok()?.0, dialect) as usize;
+        let start = d.pos();
+        d.skip(depth).ok()?;
+        if let Some(a) = at.get_mut(id) {
+            *a = Some((start, d.pos()));
+        }
+    }
+    let (s0, s1) = at[4]?;
+    let before = |a: Option<(usize, usize)>| a.is_none_or(|(_, end)| end <= s0);
+    let data = at[5]?.0;
+    (before(at[2]) && before(at[3]) && s1 <= data).then_some((s0, s1, data))
 }
 
 /// The size of the fixstr at `buf[p]` when its bytes are there and valid UTF-8.
@@ -406,6 +435,11 @@ impl Inferrer {
         let known = self.headers.iter().position(|h| {
             rest.len() >= h.prefix.len() + h.data_len && rest[..h.prefix.len()] == h.prefix[..]
         });
+        if known.is_none() {
+            if let Some(fits) = self.fits_ragged(dt, shape, widths, c) {
+                return fits;
+            }
+        }
         let Some(i) = known.or_else(|| self.learn_header(c, depth)) else {
             return false;
         };
@@ -421,6 +455,68 @@ impl Inferrer {
             c.set_pos(c.pos() + h.prefix.len() + h.data_len);
         }
         fits
+    }
+
+    /// [`Inferrer::fits_ndarray`] for a map whose bytes around its shape are a known header's
+    /// (`None` when none is): a shape of positive dimensions that, with the known dtype, takes
+    /// the payload's bytes is what the slow path would accept.
+    fn fits_ragged(
+        &self,
+        dt: &NumpyDtype,
+        shape: &[Option<usize>],
+        widths: bool,
+        c: &mut Cursor<'_>,
+    ) -> Option<bool> {
+        let (buf, at) = (c.buf(), c.pos());
+        self.headers.iter().find_map(|h| {
+            let (s0, s1, d0) = h.ragged?;
+            if buf.get(at..at + s0)? != &h.prefix[..s0] {
+                return None;
+            }
+            let mut d = c.clone();
+            d.set_pos(at + s0);
+            if !matches!(d.peek_kind(), Ok(Kind::Array)) {
+                return None;
+            }
+            let n = d.read_array_len().ok()?;
+            if n > RAGGED_NDIM {
+                return None;
+            }
+            let mut dims = [0usize; RAGGED_NDIM];
+            for x in dims.iter_mut().take(n) {
+                *x = match d.read_int().ok()? {
+                    Int::I(v) if v > 0 => usize::try_from(v).ok()?,
+                    _ => return None,
+                };
+            }
+            let tail = &h.prefix[s1..d0];
+            let p = d.pos();
+            if buf.get(p..p + tail.len())? != tail {
+                return None;
+            }
+            d.set_pos(p + tail.len());
+            if !matches!(d.peek_kind(), Ok(Kind::Str | Kind::Bin)) {
+                return None;
+            }
+            let (data, _) = d.read_str_or_bin().ok()?;
+            let want = dims[..n]
+                .iter()
+                .try_fold(h.itemsize, |a, &x| a.checked_mul(x))?;
+            if want != data.len() {
+                return None;
+            }
+            let fits = n == shape.len()
+                && dims[..n]
+                    .iter()
+                    .zip(shape)
+                    .all(|(a, b)| b.is_none_or(|b| b == *a))
+                && h.native == crate::types::buffers::native(dt)
+                && !widths;
+            if fits {
+                *c = d;
+            }
+            Some(fits)
+        })
     }
 
     /// Validate the ndarray at `c` as [`Inferrer::value`] does and remember its header; `None`
@@ -454,11 +550,18 @@ impl Inferrer {
         if self.headers.len() >= MAX_HEADERS {
             self.headers.remove(0);
         }
+        let ragged = if nd.scalar || dt.itemsize() == 0 {
+            None
+        } else {
+            shape_span(c, self.opts.dialect, self.opts.max_depth - depth)
+        };
         self.headers.push(NdHeader {
             prefix: c.buf()[start..nd.data_pos].to_vec(),
             data_len: nd.data.len(),
             native: crate::types::buffers::native(&dt),
             shape: nd.shape.clone(),
+            itemsize: dt.itemsize(),
+            ragged: ragged.map(|(a, b, d)| (a - start, b - start, d - start)),
         });
         Some(self.headers.len() - 1)
     }

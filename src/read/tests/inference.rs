@@ -48,6 +48,17 @@ fn fast_inference_equals_full_inference() {
             ("data", bin(&vec![7u8; n * size])),
         ])
     }
+    // an ndarray map whose payload has `bytes` bytes, whatever its shape says
+    fn nd_bytes(ty: &str, shape: &[usize], bytes: usize) -> Vec<u8> {
+        let dims: Vec<Vec<u8>> = shape.iter().map(|&d| uint(d as u64)).collect();
+        map(&[
+            ("nd", vec![0xc3]),
+            ("type", s(ty)),
+            ("kind", bin(b"")),
+            ("shape", list(&dims)),
+            ("data", bin(&vec![7u8; bytes])),
+        ])
+    }
     fn scalar(ty: &str) -> Vec<u8> {
         let size: usize = ty[2..].parse().unwrap();
         map(&[
@@ -262,7 +273,47 @@ fn fast_inference_equals_full_inference() {
                 rec(&[("m", map(&[])), ("x", int(1))]),
             ],
         ),
+        // ragged rows (the bytes around each shape known from the row before), then a zero
+        // dimension, two dimensions, another dtype
+        (
+            Layout::Records,
+            vec![
+                rec(&[("v", nd("<f4", &[3], b""))]),
+                rec(&[("v", nd("<f4", &[1], b""))]),
+                rec(&[("v", nd("<f4", &[300], b""))]),
+                rec(&[("v", nd("<f4", &[70_000], b""))]),
+                rec(&[("v", nd("<f4", &[0], b""))]),
+                rec(&[("v", nd("<f4", &[2, 2], b""))]),
+                rec(&[("v", nd("<f8", &[4], b""))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("v", nd("<i2", &[3, 2], b""))]),
+                rec(&[("v", nd("<i2", &[5, 2], b""))]),
+                rec(&[("v", nd("<i2", &[5, 3], b""))]),
+            ],
+        ),
+        // a payload shorter or longer than its shape after ragged rows: the slow path's error
+        (
+            Layout::Records,
+            vec![
+                rec(&[("v", nd("<f4", &[3], b""))]),
+                rec(&[("v", nd("<f4", &[5], b""))]),
+                rec(&[("v", nd_bytes("<f4", &[4], 12))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("v", nd("<f4", &[3], b""))]),
+                rec(&[("v", nd("<f4", &[5], b""))]),
+                rec(&[("v", nd_bytes("<f4", &[4], 20))]),
+            ],
+        ),
         (Layout::Values, vec![f4(&[3]), f4(&[3]), f4(&[5])]),
+        (Layout::Values, vec![f4(&[3]), f4(&[4]), f4(&[5]), f4(&[1])]),
         (Layout::Values, vec![int(1), int(2), int(-3), f64v(1.0)]),
         (
             Layout::Values,
