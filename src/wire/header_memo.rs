@@ -58,7 +58,12 @@ pub(crate) fn recall<'a>(
     LAST.with(|m| {
         let m = m.borrow();
         let (buf, start) = (c.buf(), c.pos());
-        let slots = || m.slots.iter().flatten().filter(|m| m.dialect == dialect && m.depth == depth);
+        let slots = || {
+            m.slots
+                .iter()
+                .flatten()
+                .filter(|m| m.dialect == dialect && m.depth == depth)
+        };
         let same = slots()
             .find(|m| buf.get(start..start + m.bytes.len()) == Some(m.bytes.as_slice()))
             .map(|m| (m, start + m.bytes.len(), None));
@@ -73,8 +78,11 @@ pub(crate) fn recall<'a>(
                 let shape = read_shape(&mut d)?;
                 let tail = &m.bytes[o + l..];
                 let end = d.pos();
-                (buf.get(end..end + tail.len()) == Some(tail))
-                    .then_some((m, end + tail.len(), Some(shape)))
+                (buf.get(end..end + tail.len()) == Some(tail)).then_some((
+                    m,
+                    end + tail.len(),
+                    Some(shape),
+                ))
             })
         })?;
         let mut d = c.clone();

@@ -248,9 +248,7 @@ mod tests {
     /// `props` for `t` written as one row group, with the dictionaries our writer drops from
     /// that group's columns of mostly distinct values ([`super::super::dictionary`]) dropped too.
     fn one_group(props: WriterProperties, t: &RecordBatch) -> WriterProperties {
-        let mut b = props
-            .into_builder()
-            .set_max_row_group_bytes(Some(64 << 20));
+        let mut b = props.into_builder().set_max_row_group_bytes(Some(64 << 20));
         for (i, f) in t.schema().fields().iter().enumerate() {
             if super::super::dictionary::plain_is_better(std::slice::from_ref(t), i) {
                 let path = parquet::schema::types::ColumnPath::new(vec![f.name().clone()]);
@@ -553,7 +551,10 @@ mod tests {
             ],
         )
         .unwrap();
-        let props = one_group(writer_properties_for(&schema, Compression::default()).unwrap(), &t);
+        let props = one_group(
+            writer_properties_for(&schema, Compression::default()).unwrap(),
+            &t,
+        );
         let mut want = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
         // one row group, as ArrowWriter (which counts encoded bytes) makes of these rows
         let mut ours = ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default())

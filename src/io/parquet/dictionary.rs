@@ -93,7 +93,10 @@ pub fn plain_is_better(batches: &[RecordBatch], i: usize) -> bool {
         Duration(Nanosecond) => signed::<DurationNanosecondType>(&cols, bound),
         _ => {
             let s = foldhash::fast::FixedState::with_seed(0x6d73_6770);
-            let hashes = cols.iter().flat_map(|c| byte_values(*c)).map(|v| s.hash_one(v));
+            let hashes = cols
+                .iter()
+                .flat_map(|c| byte_values(*c))
+                .map(|v| s.hash_one(v));
             estimate_distinct(hashes) >= bound as f64
         }
     }
@@ -280,27 +283,122 @@ mod tests {
         let wide = scatter(20_000, 7);
         let few = scatter(40, 9);
         let cases: Vec<(&str, Vec<ArrayRef>, bool)> = vec![
-            ("ids", vec![Arc::new(Int64Array::from_iter_values(0..5000))], true),
-            ("i % 100", vec![Arc::new(Int64Array::from_iter_values((0..5000).map(|i| i % 100)))], false),
+            (
+                "ids",
+                vec![Arc::new(Int64Array::from_iter_values(0..5000))],
+                true,
+            ),
+            (
+                "i % 100",
+                vec![Arc::new(Int64Array::from_iter_values(
+                    (0..5000).map(|i| i % 100),
+                ))],
+                false,
+            ),
             // the same 2,000 ids in two batches: half of the values distinct
-            ("ids twice", vec![Arc::new(Int64Array::from_iter_values(0..2000)), Arc::new(Int64Array::from_iter_values(0..2000))], false),
+            (
+                "ids twice",
+                vec![
+                    Arc::new(Int64Array::from_iter_values(0..2000)),
+                    Arc::new(Int64Array::from_iter_values(0..2000)),
+                ],
+                false,
+            ),
             // spread over the whole range: the estimate, not the bitmap, decides
-            ("scattered", vec![Arc::new(Int64Array::from_iter_values(wide.iter().map(|&v| v as i64)))], true),
-            ("40 scattered values", vec![Arc::new(Int64Array::from_iter_values((0..20_000).map(|i| few[i % 40] as i64)))], false),
+            (
+                "scattered",
+                vec![Arc::new(Int64Array::from_iter_values(
+                    wide.iter().map(|&v| v as i64),
+                ))],
+                true,
+            ),
+            (
+                "40 scattered values",
+                vec![Arc::new(Int64Array::from_iter_values(
+                    (0..20_000).map(|i| few[i % 40] as i64),
+                ))],
+                false,
+            ),
             // at the top of u64: the span must not overflow
-            ("top of u64", vec![Arc::new(UInt64Array::from_iter_values((0..5000).map(|i| u64::MAX - i)))], true),
-            ("sparse over a span of 4 per value", vec![Arc::new(Int64Array::from_iter_values((0..5000).map(|i| i * 4 - 9000)))], true),
+            (
+                "top of u64",
+                vec![Arc::new(UInt64Array::from_iter_values(
+                    (0..5000).map(|i| u64::MAX - i),
+                ))],
+                true,
+            ),
+            (
+                "sparse over a span of 4 per value",
+                vec![Arc::new(Int64Array::from_iter_values(
+                    (0..5000).map(|i| i * 4 - 9000),
+                ))],
+                true,
+            ),
             // 256 possible values: always a dictionary
-            ("int8", vec![Arc::new(Int8Array::from_iter_values((0..5000).map(|i| i as i8)))], false),
-            ("uint8", vec![Arc::new(UInt8Array::from_iter_values((0..5000).map(|i| i as u8)))], false),
-            ("timestamps with a zone", vec![Arc::new(TimestampMicrosecondArray::from_iter_values((0..5000).map(|i| 1_700_000_000_000_000 + i * 1000)).with_timezone("+01:00"))], true),
-            ("unique names", vec![Arc::new(StringArray::from_iter_values((0..5000).map(|i| format!("user-{i}"))))], true),
-            ("50 names", vec![Arc::new(StringArray::from_iter_values((0..5000).map(|i| format!("user-{}", i % 50))))], false),
+            (
+                "int8",
+                vec![Arc::new(Int8Array::from_iter_values(
+                    (0..5000).map(|i| i as i8),
+                ))],
+                false,
+            ),
+            (
+                "uint8",
+                vec![Arc::new(UInt8Array::from_iter_values(
+                    (0..5000).map(|i| i as u8),
+                ))],
+                false,
+            ),
+            (
+                "timestamps with a zone",
+                vec![Arc::new(
+                    TimestampMicrosecondArray::from_iter_values(
+                        (0..5000).map(|i| 1_700_000_000_000_000 + i * 1000),
+                    )
+                    .with_timezone("+01:00"),
+                )],
+                true,
+            ),
+            (
+                "unique names",
+                vec![Arc::new(StringArray::from_iter_values(
+                    (0..5000).map(|i| format!("user-{i}")),
+                ))],
+                true,
+            ),
+            (
+                "50 names",
+                vec![Arc::new(StringArray::from_iter_values(
+                    (0..5000).map(|i| format!("user-{}", i % 50)),
+                ))],
+                false,
+            ),
             // 9 in 10 null: too few values to choose
-            ("mostly null", vec![Arc::new(Int64Array::from_iter((0..5000).map(|i| (i % 10 == 0).then_some(i))))], false),
-            ("nulls among ids", vec![Arc::new(Int64Array::from_iter((0..5000).map(|i| (i % 3 != 0).then_some(i))))], true),
+            (
+                "mostly null",
+                vec![Arc::new(Int64Array::from_iter(
+                    (0..5000).map(|i| (i % 10 == 0).then_some(i)),
+                ))],
+                false,
+            ),
+            (
+                "nulls among ids",
+                vec![Arc::new(Int64Array::from_iter(
+                    (0..5000).map(|i| (i % 3 != 0).then_some(i)),
+                ))],
+                true,
+            ),
             // a slice views part of a buffer whose other values repeat
-            ("slice", vec![Arc::new(Int64Array::from_iter_values((0..4000).map(|i| if i < 2000 { i % 5 } else { i })).slice(2000, 2000))], true),
+            (
+                "slice",
+                vec![Arc::new(
+                    Int64Array::from_iter_values(
+                        (0..4000).map(|i| if i < 2000 { i % 5 } else { i }),
+                    )
+                    .slice(2000, 2000),
+                )],
+                true,
+            ),
         ];
         for (what, cols, want) in cases {
             let bs = batches(cols);

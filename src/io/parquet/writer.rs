@@ -330,8 +330,11 @@ impl GroupEncoder {
                     .collect();
                 if no_dictionary.contains(&true) {
                     // a decided field is flat: its one leaf is its first
-                    let mut others: Vec<Option<ArrowColumnWriter>> =
-                        plain.create_column_writers(index)?.into_iter().map(Some).collect();
+                    let mut others: Vec<Option<ArrowColumnWriter>> = plain
+                        .create_column_writers(index)?
+                        .into_iter()
+                        .map(Some)
+                        .collect();
                     for (i, _) in no_dictionary.iter().enumerate().filter(|(_, p)| **p) {
                         let leaf = self.first_leaf[i];
                         if let Some(w) = others[leaf].take() {
@@ -584,7 +587,9 @@ mod tests {
         let ours = bytes::Bytes::from(w.finish().unwrap());
         // the crate's own writer, whose chunks all start with a dictionary
         let mut theirs = Vec::new();
-        let mut aw = super::super::parquet_writer(&mut theirs, schema.clone(), Compression::default()).unwrap();
+        let mut aw =
+            super::super::parquet_writer(&mut theirs, schema.clone(), Compression::default())
+                .unwrap();
         aw.write(&table).unwrap();
         aw.close().unwrap();
         assert!(

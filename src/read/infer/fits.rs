@@ -5,10 +5,11 @@
 use super::Columns;
 
 use super::{Inferrer, Ty};
-use crate::types::NumpyDtype;
 use crate::options::Dialect;
+use crate::types::NumpyDtype;
 use crate::wire::cursor::{Cursor, Int, Kind};
 use crate::wire::ndarray::{key_id, probe, Special, MAX_SPECIAL_KEYS};
+use crate::wire::npy::is_npy_ext;
 
 /// The bytes of an ndarray map up to its data payload (msgpack_numpy writes `data` last), as
 /// seen and validated once: a later map starting with the same bytes has the same dtype and shape.
@@ -102,11 +103,15 @@ const FIXSTR: u8 = 0xff;
 fn marker_fit(b: u8, acc: &Ty) -> u8 {
     let (any_int, big_int, neg_int) = match acc {
         Ty::Int { big, neg } => (true, *big, *neg),
-        Ty::F64 => (true, true, true),
+        Ty::F64 | Ty::Given(_) => (true, true, true),
         _ => (false, false, false),
     };
     match (b, acc) {
         (0xc0, _) => 1,
+        // a given column's value is skipped, not checked: a scalar's marker gives its size
+        (0xc2 | 0xc3, Ty::Given(_)) => 1,
+        (0xca, Ty::Given(_)) => 5,
+        (0xcb, Ty::Given(_)) => 9,
         (0xc2 | 0xc3, Ty::Bool) => 1,
         // integers: unsigned ones up to 2^63-1 fit any integer column; negative ones only where
         // negatives were seen, larger ones only where they were (a float column takes all)
@@ -322,6 +327,23 @@ impl Inferrer {
         match (kind, acc) {
             // which given columns hold ndarrays is known once one row shows it
             (_, Ty::Given(true)) => c.skip(self.opts.max_depth).is_ok(),
+            // until then a value fits unless it is the first ndarray (only maps and the npy
+            // extension can be): what `given_value` says of it, without its allocations
+            (_, Ty::Given(false)) => {
+                let may_be_nd = kind == Kind::Map || is_npy_ext(c, self.opts.npy_ext);
+                let mut d = c.clone();
+                let nd = may_be_nd
+                    && matches!(
+                        probe(
+                            &mut d,
+                            self.opts.dialect,
+                            self.opts.npy_ext,
+                            self.opts.max_depth
+                        ),
+                        Ok(Some(Special::Array(_)))
+                    );
+                !nd && c.skip(self.opts.max_depth).is_ok()
+            }
             // a raw column takes any value the slow path can read (not one it refuses, such as a
             // str that is not UTF-8)
             (_, Ty::Raw) => self.value(c, depth).is_ok(),

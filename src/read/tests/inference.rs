@@ -629,3 +629,63 @@ fn values_with_unbounded_batch_rows_walk_as_full_inference() {
     assert!(full.matches("RecordBatch").count() > 2, "{full}");
     assert_eq!(fast_or_full(&b, &data, true, false), full);
 }
+
+/// Columns whose types the caller gives (schema overrides) are skipped by the fast path until
+/// one holds an ndarray, as full inference skips them: the same schema and batches or error,
+/// whatever the given column holds (every marker, a map, an ndarray from some row on).
+#[test]
+fn given_columns_walk_as_full_inference() {
+    let f8_pair = {
+        let mut o = Vec::new();
+        rmp::encode::write_map_len(&mut o, 5).unwrap();
+        for (k, v) in [
+            ("nd", vec![0xc3]),
+            ("type", s("<f8")),
+            ("kind", vec![0xc4, 0]),
+            ("shape", vec![0x91, 2]),
+            ("data", [vec![0xc4, 16], vec![0; 16]].concat()),
+        ] {
+            rmp::encode::write_bin(&mut o, k.as_bytes()).unwrap();
+            o.extend(v);
+        }
+        o
+    };
+    let given = Arc::new(Schema::new(vec![
+        Field::new("g", DataType::Float64, true),
+        Field::new("h", DataType::Utf8, true),
+    ]));
+    for kind in 0..24u8 {
+        for nd_at in [None, Some(0), Some(7)] {
+            let mut data = Vec::new();
+            for row in 0..40u64 {
+                rmp::encode::write_map_len(&mut data, 3).unwrap();
+                rmp::encode::write_str(&mut data, "id").unwrap();
+                rmp::encode::write_uint(&mut data, row).unwrap();
+                rmp::encode::write_str(&mut data, "g").unwrap();
+                if nd_at == Some(row as usize) {
+                    data.extend(&f8_pair);
+                } else if row % 3 == 0 {
+                    data.extend(marked_value(kind, row * 7919));
+                } else {
+                    data.extend(marked_value(12, row));
+                }
+                rmp::encode::write_str(&mut data, "h").unwrap();
+                data.extend(marked_value(if row % 5 == 0 { kind } else { 15 }, row));
+            }
+            let b = ReaderBuilder::new()
+                .with_layout(Layout::Records)
+                .with_schema_overrides(Some(given.clone()));
+            let full = fast_or_full(&b, &data, false, false);
+            assert_eq!(
+                fast_or_full(&b, &data, true, false),
+                full,
+                "kind {kind}, ndarray at {nd_at:?}"
+            );
+            assert_eq!(
+                fast_or_full(&b, &data, true, true),
+                full,
+                "kind {kind}, ndarray at {nd_at:?} in pieces"
+            );
+        }
+    }
+}
