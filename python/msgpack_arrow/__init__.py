@@ -293,8 +293,9 @@ def read_msgpack(
     source
         A path (``str`` or ``os.PathLike``; plain files are memory-mapped, ``.zst``, ``.gz`` and
         ``.lz4`` are decompressed on the fly), a bytes-like object (``bytes`` and read-only
-        buffers are decoded in place, a ``bytearray`` is copied once), or a binary file object
-        (read to the end first, so open it in binary mode). A list of paths, a glob
+        buffers are decoded in place, a ``bytearray`` is copied once), or a binary file object,
+        read from its position to its end (``open(path, "rb")`` of a plain file over 1 MiB is
+        memory-mapped; other objects are read whole first). The object is left at its end. A list of paths, a glob
         (``"dumps/*.msgpack"``) or a directory (its msgpack files) is read as
         ``scan_msgpack(source, ...).collect()``: rows of every file, in sorted order.
     layout

@@ -4,8 +4,10 @@ options that name columns, types and store settings, as the Rust reader takes th
 from __future__ import annotations
 
 import io
+import mmap
 import os
 import re as _re
+import stat
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, Literal, Union
 
@@ -40,8 +42,12 @@ def _one_source(source: Source) -> str | bytes | bytearray | memoryview:
         return source
     read = getattr(source, "read", None)
     if callable(read):
-        if isinstance(source, io.TextIOBase) or "b" not in getattr(source, "mode", "b"):
+        mode = getattr(source, "mode", "b")  # (gzip.GzipFile's is an int)
+        if isinstance(source, io.TextIOBase) or (isinstance(mode, str) and "b" not in mode):
             raise TypeError("source is a text file object; open it in binary mode ('rb')")
+        mapped = _map_rest(source)
+        if mapped is not None:
+            return mapped
         data = read()
         if isinstance(data, str):
             raise TypeError("source is a text file object; open it in binary mode ('rb')")
@@ -55,6 +61,35 @@ def _one_source(source: Source) -> str | bytes | bytearray | memoryview:
             f"source must be a path, bytes-like object or binary file object, got {type(source).__name__}"
         ) from None
     return source
+
+
+#: Below this many bytes a file object is read (a map costs more than a copy of a small file).
+_MAP_MIN_BYTES = 1 << 20
+
+
+def _map_rest(f: Any) -> memoryview | None:
+    """The rest of a plain file opened with ``open(path, "rb")`` (from its position to its end)
+    as a read-only memory map, the file object left at its end as ``f.read()`` leaves it; ``None``
+    for any other file object. Why: ``f.read()`` copies the whole file into fresh memory before
+    decoding starts (a 316 MB file read 3.4x slower than from its path); mapped, it is read as
+    its path is. Only the builtin file types: a wrapper's ``fileno()`` (gzip, tar members) is the
+    file under it, not the bytes its ``read()`` returns."""
+    raw = f if isinstance(f, io.FileIO) else getattr(f, "raw", None)
+    if not isinstance(f, (io.FileIO, io.BufferedReader, io.BufferedRandom)) or not isinstance(raw, io.FileIO):
+        return None
+    try:
+        fd = f.fileno()
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not f.seekable():
+            return None
+        pos = f.tell()
+        if st.st_size - pos < _MAP_MIN_BYTES:
+            return None
+        m = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
+    f.seek(0, io.SEEK_END)
+    return memoryview(m)[pos:]
 
 
 def _columns(columns: str | Sequence[str] | None) -> list[str] | None:

@@ -345,3 +345,49 @@ def test_large_columns_map_from_a_path_equals_numpy(tmp_path):
         got = df[k].to_numpy()
         assert got.shape == v.shape, k
         np.testing.assert_array_equal(got, v, err_msg=k)
+
+
+def test_big_plain_file_objects_read_from_their_position_to_their_end(tmp_path):
+    # over 1 MiB: mapped, not read into memory; the rest from the object's position, which is
+    # left at the end as f.read() leaves it. Wrappers whose fileno() is another file's (gzip,
+    # tar members) are read through read().
+    import tarfile
+
+    rng = np.random.default_rng(5)
+    recs = [{"id": i, "v": rng.standard_normal(128).astype("<f4")} for i in range(3000)]
+    parts = [mn.packb(r) for r in recs]
+    data = b"".join(parts)
+    assert len(data) > 1 << 20
+    p = tmp_path / "big.msgpack"
+    p.write_bytes(data)
+
+    def expect(k):
+        got = [mn.unpackb(b) for b in parts[k:]]
+        return pl.DataFrame(
+            {"id": [r["id"] for r in got], "v": np.stack([r["v"] for r in got])},
+            schema={"id": pl.Int64, "v": pl.Array(pl.Float32, 128)},
+        )
+
+    k = 700
+    start = sum(len(b) for b in parts[:k])
+    for mode, buffering in [("rb", -1), ("rb", 0), ("r+b", -1)]:
+        with open(p, mode, buffering=buffering) as f:
+            f.seek(start)
+            df = ma.read_msgpack(f)
+            assert f.tell() == len(data), (mode, buffering)
+        assert_frame_equal(df, expect(k), check_column_order=False)
+    with open(p, "rb") as f:
+        f.read(5)  # the rest of a buffered read, from its logical position
+        f.seek(start)
+        assert_frame_equal(ma.scan_msgpack(f).collect(), expect(k))
+
+    gz = tmp_path / "big.msgpack.gz"
+    gz.write_bytes(gzip.compress(data, compresslevel=1))
+    with gzip.open(gz, "rb") as f:
+        assert_frame_equal(ma.read_msgpack(f), expect(0))
+    tar = tmp_path / "t.tar"
+    with tarfile.open(tar, "w") as t:
+        t.add(gz, arcname="pad.gz")  # the member is not at the start of the tar file
+        t.add(p, arcname="big.msgpack")
+    with tarfile.open(tar) as t, t.extractfile("big.msgpack") as f:
+        assert_frame_equal(ma.read_msgpack(f), expect(0))
