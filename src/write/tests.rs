@@ -738,6 +738,48 @@ fn aligned_records_put_every_payload_on_64() {
     }
 }
 
+/// A table with no ndarray anywhere (integers of every width, strings, floats, nulls) is written
+/// aligned exactly as unaligned, key omission included; one ndarray column brings the widening
+/// back for the whole batch.
+#[test]
+fn aligned_rows_without_ndarrays_are_the_unaligned_bytes() {
+    let n = 300usize;
+    let big = Int64Array::from_iter(
+        (0..n as i64).map(|i| (i % 7 != 0).then_some(i * i * i * 40_009 - 7)),
+    );
+    let small = Int64Array::from((0..n as i64).map(|i| i % 200 - 100).collect::<Vec<_>>());
+    let labels = StringArray::from_iter((0..n).map(|i| (i % 5 != 0).then(|| "x".repeat(i % 40))));
+    let scores = Float64Array::from((0..n).map(|i| i as f64 / 3.0).collect::<Vec<_>>());
+    let b = batch(vec![
+        col("big", Arc::new(big)),
+        col("small", Arc::new(small)),
+        col("label", Arc::new(labels)),
+        col("score", Arc::new(scores)),
+    ]);
+    for missing in [Missing::Nil, Missing::Omit] {
+        let write = |aligned: bool| {
+            let mut w = WriterBuilder::new()
+                .with_aligned(aligned)
+                .with_missing(missing)
+                .build(Vec::new(), b.schema())
+                .unwrap();
+            w.write(&b.slice(0, 101)).unwrap();
+            w.write(&b.slice(101, n - 101)).unwrap();
+            w.finish().unwrap()
+        };
+        assert_eq!(write(true), write(false), "{missing:?}");
+    }
+    // with a tensor column, the integers before each payload are widened as needed
+    let t = bench_like(50, 3);
+    let mut w = WriterBuilder::new()
+        .with_aligned(true)
+        .build(Vec::new(), t.schema())
+        .unwrap();
+    w.write(&t).unwrap();
+    let out = w.finish().unwrap();
+    assert!(nd_payloads(&out).iter().all(|(off, _)| off % 64 == 0));
+}
+
 #[test]
 fn aligned_other_layouts_reach_at_least_8() {
     // Ragged tensors, a 2-d tensor first in the record, bare ndarrays in a values stream,
