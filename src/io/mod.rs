@@ -561,7 +561,7 @@ fn open_table_all(path: &Path, opts: &ReadOptions) -> Result<Table> {
         Format::Msgpack => return open_msgpack(path, opts, size),
         Format::Parquet => {
             let (schema, batches, rows) =
-                parquet::read_parquet_with(path, r.projection(), r.batch_size())?;
+                parquet::read_parquet_with(path, r.projection(), r.batch_size(), r.batch_bytes())?;
             (schema, batches, Some(Units::Rows(rows)))
         }
         Format::Ipc => {

@@ -100,27 +100,46 @@ pub fn parquet_writer<W: Write + Send>(
 
 /// Open a Parquet file: its Arrow schema (restored from the embedded `ARROW:schema`) and its batches.
 pub fn read_parquet(path: &Path) -> Result<(SchemaRef, BatchIter)> {
-    let (schema, batches, _) = read_parquet_with(path, None, 65536)?;
+    let (schema, batches, _) = read_parquet_with(path, None, 65536, 16 << 20)?;
     Ok((schema, batches))
 }
 
-/// [`read_parquet`] keeping only `columns` (in that order), with `batch_size` rows per batch.
+/// [`read_parquet`] keeping only `columns` (in that order), with at most `batch_size` rows and
+/// about `batch_bytes` of data per batch (from the column chunks' uncompressed sizes: 65,536
+/// rows of a 3 KB tensor are 200 MB, a batch that made a convert hold 700 MB at once).
 /// Also returns the file's row count.
 pub fn read_parquet_with(
     path: &Path,
     columns: Option<&[String]>,
     batch_size: usize,
+    batch_bytes: usize,
 ) -> Result<(SchemaRef, BatchIter, u64)> {
     let file = File::open(path).map_err(|e| io_error(path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
     let rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
     let full = builder.schema().clone();
-    let builder = builder.with_batch_size(batch_size.max(1));
-    let Some(columns) = columns else {
+    let indices = columns.map(|c| projection_indices(&full, c)).transpose()?;
+    let per_row = {
+        let md = builder.metadata();
+        let descr = md.file_metadata().schema_descr();
+        let bytes: i64 = md
+            .row_groups()
+            .iter()
+            .flat_map(|g| g.columns().iter().enumerate())
+            .filter(|(leaf, _)| {
+                let root = descr.get_column_root_idx(*leaf);
+                indices.as_ref().is_none_or(|i| i.contains(&root))
+            })
+            .map(|(_, c)| c.uncompressed_size().max(0))
+            .sum();
+        (bytes.max(0) as u64 / rows.max(1)).max(1)
+    };
+    let by_bytes = usize::try_from(batch_bytes.max(1) as u64 / per_row).unwrap_or(usize::MAX);
+    let builder = builder.with_batch_size(batch_size.min(by_bytes).max(1));
+    let Some(indices) = indices else {
         let reader = builder.build()?;
         return Ok((full, Box::new(reader.map(|b| b.map_err(Into::into))), rows));
     };
-    let indices = projection_indices(&full, columns)?;
     let (sorted, reorder) = sorted_projection(&indices);
     let mask = ProjectionMask::roots(builder.parquet_schema(), sorted.iter().copied());
     let reader = builder.with_projection(mask).build()?;
@@ -229,7 +248,7 @@ mod tests {
         w.write(&batch).unwrap();
         w.close().unwrap();
         let cols = vec!["s".to_string(), "emb".to_string()];
-        let (schema, batches, rows) = read_parquet_with(&path, Some(&cols), 3).unwrap();
+        let (schema, batches, rows) = read_parquet_with(&path, Some(&cols), 3, usize::MAX).unwrap();
         assert_eq!(rows, 4);
         assert_eq!(schema.field(0).name(), "s");
         assert_eq!(
@@ -243,11 +262,62 @@ mod tests {
         let got: Vec<_> = batches.collect::<Result<_>>().unwrap();
         assert_eq!(got.iter().map(|b| b.num_rows()).collect::<Vec<_>>(), [3, 1]);
         assert_eq!(got[0].column(1), &batch.column(1).slice(0, 3));
-        let e = read_parquet_with(&path, Some(&["nope".to_string()]), 3)
+        let e = read_parquet_with(&path, Some(&["nope".to_string()]), 3, usize::MAX)
             .err()
             .unwrap()
             .to_string();
         assert!(e.contains("\"nope\" not found"), "{e}");
+    }
+
+    /// Wide rows come in batches of about `batch_bytes`, not of `batch_size` rows: 2,000 rows of
+    /// a 4 KiB tensor in 256 KiB batches; a projection to the narrow column alone counts its
+    /// bytes only.
+    #[test]
+    fn batches_of_wide_rows_are_bounded_in_bytes() {
+        use arrow_array::{FixedSizeListArray, Float32Array, Int64Array};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wide.parquet");
+        let n = 2000usize;
+        let item = Arc::new(arrow_schema::Field::new(
+            "item",
+            arrow_schema::DataType::Float32,
+            true,
+        ));
+        let emb = FixedSizeListArray::new(
+            item,
+            1024,
+            Arc::new(Float32Array::from_iter_values(
+                (0..n * 1024).map(|i| i as f32),
+            )),
+            None,
+        );
+        let t = RecordBatch::try_from_iter([
+            (
+                "id",
+                Arc::new(Int64Array::from_iter_values(0..n as i64)) as ArrayRef,
+            ),
+            ("emb", Arc::new(emb) as ArrayRef),
+        ])
+        .unwrap();
+        let mut w =
+            parquet_writer(File::create(&path).unwrap(), t.schema(), Compression::None).unwrap();
+        w.write(&t).unwrap();
+        w.close().unwrap();
+        let (_, batches, rows) = read_parquet_with(&path, None, 65536, 256 << 10).unwrap();
+        assert_eq!(rows, n as u64);
+        let got: Vec<RecordBatch> = batches.collect::<Result<_>>().unwrap();
+        assert!(got.len() >= 30, "{} batches", got.len());
+        assert!(
+            got.iter().all(|b| b.num_rows() <= 64),
+            "{:?}",
+            got.iter().map(|b| b.num_rows()).collect::<Vec<_>>()
+        );
+        let back = arrow_select::concat::concat_batches(&t.schema(), &got).unwrap();
+        assert_eq!(back, t);
+        let ids = vec!["id".to_string()];
+        let (_, batches, _) = read_parquet_with(&path, Some(&ids), 65536, 256 << 10).unwrap();
+        let got: Vec<RecordBatch> = batches.collect::<Result<_>>().unwrap();
+        assert_eq!(got.len(), 1);
     }
 
     #[test]
