@@ -93,8 +93,9 @@ def make_scalars(d: Path, n: int) -> None:
 
 
 def make_more(d: Path, n: int) -> None:
-    """Three more shapes, each with its Feather file: a `values` stream of `n` float64s, `n // 5`
-    records holding a bool[128] ndarray, and `n // 10` records of 50 scalars (25 int, 25 float)."""
+    """Four more shapes, each with its Feather file: a `values` stream of `n` float64s, `n // 5`
+    records holding a bool[128] ndarray, `n // 10` records holding a float32 ndarray of 1 to 50
+    elements (ragged), and `n // 10` records of 50 scalars (25 int, 25 float)."""
     import msgpack
     import msgpack_numpy as mn
     import numpy as np
@@ -107,6 +108,9 @@ def make_more(d: Path, n: int) -> None:
     made = {
         "floats": lambda: b"".join(pk.pack(float(x)) for x in rng.random(n)),
         "bools": lambda: b"".join(mn.packb({"b": rng.random(128) < 0.5}) for _ in range(n // 5)),
+        "ragged": lambda: b"".join(
+            mn.packb({"id": i, "v": rng.random(1 + i % 50, dtype=np.float32)}) for i in range(n // 10)
+        ),
         "wide_records": lambda: b"".join(
             pk.pack({f"k{j}": (int(v * 1e6) if j % 2 else float(v)) for j, v in enumerate(rng.random(50))})
             for _ in range(n // 10)
@@ -254,6 +258,8 @@ def main() -> None:
     # 2. the same read, again and again
     read_rows = [
         ("msgpack-arrow read_msgpack(T)", rows[0][1], rows[0][2]),
+        ("msgpack-arrow read_msgpack(open(T, 'rb')) (a file object)",
+         fresh(s, "with open(T, 'rb') as f: ma.read_msgpack(f)", R), warm(s, "with open(T, 'rb') as f: ma.read_msgpack(f)", R)),
         ("pyarrow Feather read (no mmap) → polars", fresh(f"F = {F!r}", "pl.from_arrow(feather.read_table(F, memory_map=False))", R),
          warm(f"F = {F!r}", "pl.from_arrow(feather.read_table(F, memory_map=False))", R)),
         ("floor: mmap + one copy of the file", fresh(s, "np.array(np.memmap(T, mode='r'))", R), warm(s, "np.array(np.memmap(T, mode='r'))", R)),
@@ -328,6 +334,9 @@ def main() -> None:
     sc = f"P = {str(p)!r}; J = {str(p.with_suffix('.ndjson'))!r}; F = {str(p.with_suffix('.feather'))!r}"
     sc_rows = [
         ("msgpack-arrow read_msgpack(path)", fresh(sc, "ma.read_msgpack(P)", R), warm(sc, "ma.read_msgpack(P)", R)),
+        ("msgpack-arrow read_msgpack(path, schema_overrides=its own schema)",
+         fresh(sc + "; S = dict(ma.read_msgpack(P, n_rows=10).schema)", "ma.read_msgpack(P, schema_overrides=S)", R),
+         warm(sc + "; S = dict(ma.read_msgpack(P, n_rows=10).schema)", "ma.read_msgpack(P, schema_overrides=S)", R)),
         ("msgpack-arrow scan_msgpack(path).head(10) (first scan)",
          fresh(sc, "ma.scan_msgpack(P).head(10).collect()", R, dict(os.environ, MSGPACK_ARROW_SCHEMA_CACHE="0")), None),
         ("polars read_ndjson of the same records", fresh(sc, "pl.read_ndjson(J)", R), warm(sc, "pl.read_ndjson(J)", R)),
@@ -339,11 +348,14 @@ def main() -> None:
               f"{p.stat().st_size / 1e6:.0f} MB of msgpack; the NDJSON of the same records is "
               f"{p.with_suffix('.ndjson').stat().st_size / 1e6:.0f} MB.", sc_rows, sc_rows[0][0])
 
-    # 4c. more shapes: numbers one by one, bool ndarrays, wide records (read, and written to bytes)
+    # 4c. more shapes: numbers one by one, bool ndarrays, ragged ndarrays, wide records (read, and written to bytes)
     for name, title, peer in [
         ("floats", f"a `values` stream of {scalars:,} float64", "pl.DataFrame({'value': list(msgpack.Unpacker(open(P, 'rb')))})"),
         ("bools", f"{scalars // 5:,} records holding a bool[128] ndarray",
          "pl.DataFrame({'b': np.stack([r['b'] for r in mn.Unpacker(open(P, 'rb'), raw=False)])})"),
+        ("ragged", f"{scalars // 10:,} records {{id, v}} of a float32 ndarray of 1 to 50 elements (ragged)",
+         "rs = list(mn.Unpacker(open(P, 'rb'), raw=False)); "
+         "pl.DataFrame({'id': [r['id'] for r in rs], 'v': pl.Series([r['v'] for r in rs])})"),
         ("wide_records", f"{scalars // 10:,} records of 50 scalars (25 int, 25 float)",
          "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))))"),
     ]:
