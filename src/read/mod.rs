@@ -443,14 +443,11 @@ impl ReaderBuilder {
     }
 
     /// Whether batches are decoded during the walk ([`ReaderBuilder::with_eager`]): only where
-    /// the walk infers the schema and batches are decoded in parallel, and not from a worker of
-    /// the thread pool (the walk waits for the pool's decoding, which must not wait on it).
+    /// batches are decoded in parallel, and not from a worker of the thread pool (the walk
+    /// waits for the pool's decoding, which must not wait on it). With a schema or overrides
+    /// given, a batch is decoded with what the schema will be (see `plan_with`'s `hand_on`).
     fn decodes_ahead(&self) -> bool {
-        self.eager
-            && self.schema.is_none()
-            && self.overrides.is_none()
-            && self.decode_threads() > 1
-            && rayon::current_thread_index().is_none()
+        self.eager && self.decode_threads() > 1 && rayon::current_thread_index().is_none()
     }
 
     /// What every batch decoder is told of the read.

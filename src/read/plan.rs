@@ -382,7 +382,19 @@ fn plan_single(
                 else {
                     return;
                 };
-                if let Ok(s) = ty_schema(seen.ty.clone(), layout, inf) {
+                // the schema the plan will end with if no later row widens it: a given one, or
+                // the inferred one with the overrides applied as `finish_schema` applies them
+                let schema = match &b.schema {
+                    Some(given) => Ok(given.as_ref().clone()),
+                    None => ty_schema(seen.ty.clone(), layout, inf).map(|s| {
+                        let s = attach_empty_shapes(s, Clone::clone(&seen.empties));
+                        match &b.overrides {
+                            Some(o) => with_overrides(o, &s, &given_ndarrays(&seen.ty)),
+                            None => s,
+                        }
+                    }),
+                };
+                if let Ok(schema) = schema {
                     walked(WalkedBatch {
                         k,
                         start: p.batch_starts[k],
@@ -390,7 +402,7 @@ fn plan_single(
                         row0: p.batch_rows[k],
                         rows: seen.rows - p.batch_rows[k],
                         layout,
-                        schema: attach_empty_shapes(s, Clone::clone(&seen.empties)),
+                        schema,
                     });
                 }
             };
@@ -516,15 +528,7 @@ pub(crate) fn rows_schema(
         absent,
         ..
     } = seen;
-    let given_nd = match &ty {
-        Ty::Struct(fields) => fields
-            .iter()
-            .filter(|(_, t)| **t == Ty::Given(true))
-            .map(|(k, _)| k.clone())
-            .collect(),
-        Ty::Given(true) => vec!["value".to_string()],
-        _ => Vec::new(),
-    };
+    let given_nd = given_ndarrays(&ty);
     if b.schema.is_some() {
         return Ok((None, given_nd));
     }
@@ -538,6 +542,19 @@ pub(crate) fn rows_schema(
         schema
     };
     Ok((Some(schema), given_nd))
+}
+
+/// The columns given (overrides) that hold ndarrays, by the type of the rows walked.
+fn given_ndarrays(ty: &Ty) -> Vec<String> {
+    match ty {
+        Ty::Struct(fields) => fields
+            .iter()
+            .filter(|(_, t)| **t == Ty::Given(true))
+            .map(|(k, _)| k.clone())
+            .collect(),
+        Ty::Given(true) => vec!["value".to_string()],
+        _ => Vec::new(),
+    }
 }
 
 /// The inferred type of every row as a schema: records and columns one column per key; values
@@ -584,41 +601,43 @@ pub(crate) fn finish_schema(
     } else if let (Some(o), Some(s), Layout::Records | Layout::Values) =
         (&b.overrides, &schema, layout)
     {
-        // the given columns take the given types (without the inferred numpy metadata)
-        let fields: Vec<Field> = s
-            .fields()
-            .iter()
-            .map(|f| match o.field_with_name(f.name()) {
-                Ok(g) => {
-                    // a bin key stays one
-                    let mut md: HashMap<String, String> = f
-                        .metadata()
-                        .get(meta::KEY)
-                        .map(|v| (meta::KEY.to_string(), v.clone()))
-                        .into_iter()
-                        .collect();
-                    // ndarrays: decoded as tensors of the given element type
-                    if let Some(Some(dt)) = given_nd
-                        .contains(f.name())
-                        .then(|| leaf_dtype(g.data_type()))
-                    {
-                        md.insert(meta::KIND.to_string(), "ndarray".to_string());
-                        md.insert(meta::DTYPE.to_string(), dt.to_dtype_str());
-                    } else if matches!(g.data_type(), DataType::FixedSizeList(..)) {
-                        // an Array type given to msgpack lists: lists of that shape
-                        md.insert(meta::KIND.to_string(), "list".to_string());
-                    }
-                    Field::new(f.name(), g.data_type().clone(), true).with_metadata(md)
-                }
-                Err(_) => f.as_ref().clone(),
-            })
-            .collect();
-        schema = Some(Arc::new(Schema::new_with_metadata(
-            fields,
-            s.metadata().clone(),
-        )));
+        schema = Some(Arc::new(with_overrides(o, s, given_nd)));
     }
     schema
+}
+
+/// `s` with the columns `o` gives taking the given types (without the inferred numpy metadata;
+/// those in `given_nd` hold ndarrays: tensors of the given element type).
+fn with_overrides(o: &Schema, s: &Schema, given_nd: &[String]) -> Schema {
+    let fields: Vec<Field> = s
+        .fields()
+        .iter()
+        .map(|f| match o.field_with_name(f.name()) {
+            Ok(g) => {
+                // a bin key stays one
+                let mut md: HashMap<String, String> = f
+                    .metadata()
+                    .get(meta::KEY)
+                    .map(|v| (meta::KEY.to_string(), v.clone()))
+                    .into_iter()
+                    .collect();
+                // ndarrays: decoded as tensors of the given element type
+                if let Some(Some(dt)) = given_nd
+                    .contains(f.name())
+                    .then(|| leaf_dtype(g.data_type()))
+                {
+                    md.insert(meta::KIND.to_string(), "ndarray".to_string());
+                    md.insert(meta::DTYPE.to_string(), dt.to_dtype_str());
+                } else if matches!(g.data_type(), DataType::FixedSizeList(..)) {
+                    // an Array type given to msgpack lists: lists of that shape
+                    md.insert(meta::KIND.to_string(), "list".to_string());
+                }
+                Field::new(f.name(), g.data_type().clone(), true).with_metadata(md)
+            }
+            Err(_) => f.as_ref().clone(),
+        })
+        .collect();
+    Schema::new_with_metadata(fields, s.metadata().clone())
 }
 
 /// Whether the row at `pos` (the `rows`-th) starts a new batch: a batch ends at `batch_size`

@@ -699,6 +699,108 @@ fn eager_reads_equal_reads_that_decode_after_the_walk() {
     assert!(e1.contains("record 270"), "{e1}");
 }
 
+/// With overrides or a whole schema given, batches decoded during the walk (with the schema the
+/// read ends with) are the batches of a read that decodes after it; a given column whose first
+/// ndarray comes late changes its type then, and an error is the same error at the same record.
+#[test]
+fn eager_reads_with_a_schema_or_overrides_given_equal_reads_after_the_walk() {
+    let n = 300usize;
+    let rows = |bad: Option<usize>| {
+        let mut data = Vec::new();
+        for i in 0..n {
+            let mut x = Vec::new();
+            match bad {
+                Some(b) if b == i => rmp::encode::write_str(&mut x, "oops").unwrap(),
+                _ if i < 250 => drop(rmp::encode::write_sint(&mut x, i as i64).unwrap()),
+                _ => rmp::encode::write_f64(&mut x, i as f64 + 0.5).unwrap(),
+            }
+            // nil, then (from row 150) an ndarray of two float32s
+            let w = if i < 150 {
+                vec![0xc0]
+            } else {
+                let data: Vec<u8> = [i as f32, 1.0]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect();
+                map(&[
+                    ("nd", vec![0xc3]),
+                    ("type", s("<f4")),
+                    ("kind", bin(b"")),
+                    ("shape", vec![0x91, 2]),
+                    ("data", bin(&data)),
+                ])
+            };
+            let mut id = Vec::new();
+            rmp::encode::write_sint(&mut id, i as i64).unwrap();
+            data.extend(map(&[
+                ("id", id),
+                ("x", x),
+                ("w", w),
+                ("tag", s(&format!("t{i}"))),
+            ]));
+        }
+        data
+    };
+    let b = |eager: bool| {
+        ReaderBuilder::new()
+            .with_batch_size(64)
+            .with_eager(eager)
+            .with_ahead_min_bytes(0)
+            .with_threads(Some(if eager { 2 } else { 1 }))
+    };
+    let read = |b: ReaderBuilder, data: &[u8]| -> String {
+        match b
+            .build_from_slice(data)
+            .and_then(|r| Ok((r.schema(), r.collect::<Result<Vec<_>>>()?)))
+        {
+            Ok((schema, batches)) => format!(
+                "{schema:?}\n{:?}",
+                arrow_select::concat::concat_batches(&schema, &batches).unwrap()
+            ),
+            Err(e) => format!("error: {e}"),
+        }
+    };
+    let data = rows(None);
+    let inferred = b(false).build_from_slice(&data).unwrap().schema();
+    let f32s = DataType::List(Arc::new(Field::new("item", DataType::Float32, true)));
+    type With = Box<dyn Fn(ReaderBuilder) -> ReaderBuilder>;
+    let cases: Vec<(&str, With)> = vec![
+        (
+            "x given",
+            Box::new(|b| {
+                b.with_schema_overrides(Some(Arc::new(Schema::new(vec![Field::new(
+                    "x",
+                    DataType::Float64,
+                    true,
+                )]))))
+            }),
+        ),
+        (
+            "w given",
+            Box::new(move |b| {
+                b.with_schema_overrides(Some(Arc::new(Schema::new(vec![Field::new(
+                    "w",
+                    f32s.clone(),
+                    true,
+                )]))))
+            }),
+        ),
+        (
+            "schema given",
+            Box::new(move |b| b.with_schema(inferred.clone())),
+        ),
+    ];
+    for (what, with) in &cases {
+        let after = read(with(b(false)), &data);
+        assert!(!after.starts_with("error"), "{what}: {after}");
+        assert_eq!(read(with(b(true)), &data), after, "{what}");
+        let bad = rows(Some(270));
+        let (e1, e2) = (read(with(b(true)), &bad), read(with(b(false)), &bad));
+        assert_eq!(e1, e2, "{what}");
+        assert!(e1.contains("record 270"), "{what}: {e1}");
+    }
+}
+
 #[test]
 fn a_stream_of_arrays_read_from_a_reader_is_one_row_per_array() {
     // [1, 2, 3] [4, 5] [6]: each top-level array is one row, however few objects are buffered to
