@@ -612,8 +612,17 @@ impl Inferrer {
 
     /// A value of a given column, skipped: [`Ty::Given`], noting whether it is an ndarray.
     pub(crate) fn given_value(&mut self, c: &mut Cursor<'_>) -> Result<Ty> {
+        c.peek_kind()?;
+        let nd = self.is_ndarray(c);
+        c.skip(self.opts.max_depth)?;
+        Ok(Ty::Given(nd))
+    }
+
+    /// Whether the value at `c` is an ndarray (a map or the npy extension that reads as one);
+    /// the cursor does not move.
+    pub(crate) fn is_ndarray(&self, c: &Cursor<'_>) -> bool {
         let mut d = c.clone();
-        let nd = (d.peek_kind()? == Kind::Map
+        (matches!(d.peek_kind(), Ok(Kind::Map))
             || crate::wire::npy::is_npy_ext(&d, self.opts.npy_ext))
             && matches!(
                 probe(
@@ -623,9 +632,7 @@ impl Inferrer {
                     self.opts.max_depth
                 ),
                 Ok(Some(Special::Array(_)))
-            );
-        c.skip(self.opts.max_depth)?;
-        Ok(Ty::Given(nd))
+            )
     }
 
     /// A user map (not an ndarray) at the cursor → Struct.

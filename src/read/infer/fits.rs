@@ -9,7 +9,6 @@ use crate::options::Dialect;
 use crate::types::NumpyDtype;
 use crate::wire::cursor::{Cursor, Int, Kind};
 use crate::wire::ndarray::{key_id, probe, Special, MAX_SPECIAL_KEYS};
-use crate::wire::npy::is_npy_ext;
 
 /// The bytes of an ndarray map up to its data payload (msgpack_numpy writes `data` last), as
 /// seen and validated once: a later map starting with the same bytes has the same dtype and shape.
@@ -161,6 +160,24 @@ pub(crate) fn skip_marker_fits(
         p += n;
     }
     p
+}
+
+/// Whether an ndarray of `dims` and native dtype `native` adds nothing to a column of ndarrays
+/// of `dt` and `shape` (`None` where the length varies) whose string widths did not vary.
+fn nd_fits(
+    dims: &[usize],
+    native: &NumpyDtype,
+    dt: &NumpyDtype,
+    shape: &[Option<usize>],
+    widths: bool,
+) -> bool {
+    dims.len() == shape.len()
+        && dims
+            .iter()
+            .zip(shape)
+            .all(|(a, b)| b.is_none_or(|b| b == *a))
+        && *native == crate::types::buffers::native(dt)
+        && !widths
 }
 
 /// Where the ndarray map at `c` has its `shape` value (start, end) and its `data` value (start),
@@ -329,21 +346,7 @@ impl Inferrer {
             (_, Ty::Given(true)) => c.skip(self.opts.max_depth).is_ok(),
             // until then a value fits unless it is the first ndarray (only maps and the npy
             // extension can be): what `given_value` says of it, without its allocations
-            (_, Ty::Given(false)) => {
-                let may_be_nd = kind == Kind::Map || is_npy_ext(c, self.opts.npy_ext);
-                let mut d = c.clone();
-                let nd = may_be_nd
-                    && matches!(
-                        probe(
-                            &mut d,
-                            self.opts.dialect,
-                            self.opts.npy_ext,
-                            self.opts.max_depth
-                        ),
-                        Ok(Some(Special::Array(_)))
-                    );
-                !nd && c.skip(self.opts.max_depth).is_ok()
-            }
+            (_, Ty::Given(false)) => !self.is_ndarray(c) && c.skip(self.opts.max_depth).is_ok(),
             // a raw column takes any value the slow path can read (not one it refuses, such as a
             // str that is not UTF-8)
             (_, Ty::Raw) => self.value(c, depth).is_ok(),
@@ -466,13 +469,7 @@ impl Inferrer {
             return false;
         };
         let h = &self.headers[i];
-        let fits = h.shape.len() == shape.len()
-            && h.shape
-                .iter()
-                .zip(shape)
-                .all(|(a, b)| b.is_none_or(|b| b == *a))
-            && h.native == crate::types::buffers::native(dt)
-            && !widths;
+        let fits = nd_fits(&h.shape, &h.native, dt, shape, widths);
         if fits {
             c.set_pos(c.pos() + h.prefix.len() + h.data_len);
         }
@@ -527,13 +524,7 @@ impl Inferrer {
             if want != data.len() {
                 return None;
             }
-            let fits = n == shape.len()
-                && dims[..n]
-                    .iter()
-                    .zip(shape)
-                    .all(|(a, b)| b.is_none_or(|b| b == *a))
-                && h.native == crate::types::buffers::native(dt)
-                && !widths;
+            let fits = nd_fits(&dims[..n], &h.native, dt, shape, widths);
             if fits {
                 *c = d;
             }

@@ -600,6 +600,15 @@ fn batches_are_bounded_in_bytes_as_well_as_rows() {
     assert!(one.map(|b| b.unwrap().num_rows()).all(|n| n == 1));
 }
 
+/// Batches of 64 rows decoded during the walk on two threads (`eager`), or after it on one.
+fn eager_or_after(eager: bool) -> ReaderBuilder {
+    ReaderBuilder::new()
+        .with_batch_size(64)
+        .with_eager(eager)
+        .with_ahead_min_bytes(0)
+        .with_threads(Some(if eager { 2 } else { 1 }))
+}
+
 /// Batches decoded during the walk (`with_eager`) are the batches of a read that decodes after
 /// it: types that widen in a later batch (int → float, a shape that changes → List) reach the
 /// batches decoded before the walk saw it, projections keep their order, and an error in a later
@@ -644,13 +653,7 @@ fn eager_reads_equal_reads_that_decode_after_the_walk() {
         }
         data
     };
-    let b = |eager: bool| {
-        ReaderBuilder::new()
-            .with_batch_size(64)
-            .with_eager(eager)
-            .with_ahead_min_bytes(0)
-            .with_threads(Some(if eager { 2 } else { 1 }))
-    };
+    let b = eager_or_after;
     let data = rows(None);
     for projection in [None, Some(vec!["v".to_string(), "x".to_string()])] {
         for eager in [true, false] {
@@ -741,13 +744,7 @@ fn eager_reads_with_a_schema_or_overrides_given_equal_reads_after_the_walk() {
         }
         data
     };
-    let b = |eager: bool| {
-        ReaderBuilder::new()
-            .with_batch_size(64)
-            .with_eager(eager)
-            .with_ahead_min_bytes(0)
-            .with_threads(Some(if eager { 2 } else { 1 }))
-    };
+    let b = eager_or_after;
     let read = |b: ReaderBuilder, data: &[u8]| -> String {
         match b
             .build_from_slice(data)
