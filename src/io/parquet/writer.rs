@@ -7,6 +7,8 @@
 //! column chunk here is encoded as its writer would encode the same rows (same pages, levels and
 //! encodings), and the file carries the same embedded `ARROW:schema`; row groups end at
 //! 1,048,576 rows or [`MAX_ROW_GROUP_BYTES`] of Arrow data (its writer counts encoded bytes).
+//! Flat integer and string chunks of mostly distinct values are written without a dictionary,
+//! decided per row group ([`super::dictionary`]), where its writer starts every chunk with one.
 
 use std::collections::VecDeque;
 use std::io::Write;
