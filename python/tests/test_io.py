@@ -381,13 +381,23 @@ def test_big_plain_file_objects_read_from_their_position_to_their_end(tmp_path):
         f.seek(start)
         assert_frame_equal(ma.scan_msgpack(f).collect(), expect(k))
 
+    # mapped: a plain file opened read-only; read(): one opened for writing too, and wrappers
+    from msgpack_arrow._sources import _map_rest
+
+    with open(p, "rb") as f, open(p, "rb", buffering=0) as g:
+        assert _map_rest(f) is not None and _map_rest(g) is not None
+    with open(p, "r+b") as f:
+        assert _map_rest(f) is None
+
     gz = tmp_path / "big.msgpack.gz"
     gz.write_bytes(gzip.compress(data, compresslevel=1))
     with gzip.open(gz, "rb") as f:
+        assert _map_rest(f) is None
         assert_frame_equal(ma.read_msgpack(f), expect(0))
     tar = tmp_path / "t.tar"
     with tarfile.open(tar, "w") as t:
         t.add(gz, arcname="pad.gz")  # the member is not at the start of the tar file
         t.add(p, arcname="big.msgpack")
     with tarfile.open(tar) as t, t.extractfile("big.msgpack") as f:
+        assert _map_rest(f) is None
         assert_frame_equal(ma.read_msgpack(f), expect(0))

@@ -130,8 +130,8 @@ fn integers<T: ArrowPrimitiveType>(
         max = max.max(k);
     });
     let span = max.wrapping_sub(min);
-    if span < bound {
-        // fewer possible values than the bound: a dictionary whatever they are
+    if span.saturating_add(1) < bound {
+        // fewer possible values (span + 1) than the bound: a dictionary whatever they are
         return false;
     }
     if span / 8 < bound {
@@ -294,6 +294,14 @@ mod tests {
                     (0..5000).map(|i| i % 100),
                 ))],
                 false,
+            ),
+            // 768 possible values, every one present: exactly the bound, so plain
+            (
+                "i % 768 of 1024",
+                vec![Arc::new(Int64Array::from_iter_values(
+                    (0..1024).map(|i| i % 768),
+                ))],
+                true,
             ),
             // the same 2,000 ids in two batches: half of the values distinct
             (

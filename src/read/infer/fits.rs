@@ -563,7 +563,8 @@ impl Inferrer {
         if self.headers.len() >= MAX_HEADERS {
             self.headers.remove(0);
         }
-        let ragged = if nd.scalar || dt.itemsize() == 0 {
+        // (structured dtypes not: their sub-array fields count entries `check_len` bounds)
+        let ragged = if nd.scalar || dt.itemsize() == 0 || matches!(dt, NumpyDtype::Struct(_)) {
             None
         } else {
             shape_span(c, self.opts.dialect, self.opts.max_depth - depth)
