@@ -105,8 +105,9 @@ pub fn read_parquet(path: &Path) -> Result<(SchemaRef, BatchIter)> {
 }
 
 /// [`read_parquet`] keeping only `columns` (in that order), with at most `batch_size` rows and
-/// about `batch_bytes` of data per batch (from the column chunks' uncompressed sizes: 65,536
-/// rows of a 3 KB tensor are 200 MB, a batch that made a convert hold 700 MB at once).
+/// about `batch_bytes` of data per batch (from the column chunks' uncompressed sizes, or their
+/// strings' decoded bytes where larger: 65,536 rows of a 3 KB tensor are 200 MB, a batch that
+/// made a convert hold 700 MB at once).
 /// Also returns the file's row count.
 pub fn read_parquet_with(
     path: &Path,
@@ -130,7 +131,14 @@ pub fn read_parquet_with(
                 let root = descr.get_column_root_idx(*leaf);
                 indices.as_ref().is_none_or(|i| i.contains(&root))
             })
-            .map(|(_, c)| c.uncompressed_size().max(0))
+            // a dictionary-encoded string column decodes to more than its pages: its values'
+            // bytes (where the writer recorded them) and offsets
+            .map(|(_, c)| {
+                let decoded = c
+                    .unencoded_byte_array_data_bytes()
+                    .map_or(0, |b| b.saturating_add(c.num_values().saturating_mul(4)));
+                c.uncompressed_size().max(decoded).max(0)
+            })
             .sum();
         (bytes.max(0) as u64 / rows.max(1)).max(1)
     };
@@ -318,6 +326,41 @@ mod tests {
         let (_, batches, _) = read_parquet_with(&path, Some(&ids), 65536, 256 << 10).unwrap();
         let got: Vec<RecordBatch> = batches.collect::<Result<_>>().unwrap();
         assert_eq!(got.len(), 1);
+    }
+
+    /// Long strings that repeat are a small dictionary in the file but their whole bytes once
+    /// read: batches are bounded by the decoded bytes (4,000 rows of 1 KiB strings, ten distinct).
+    #[test]
+    fn batches_of_repeated_long_strings_are_bounded_by_their_decoded_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("strings.parquet");
+        let n = 4000usize;
+        let words: Vec<String> = (0..10).map(|i| format!("{i}").repeat(1024)).collect();
+        let t = RecordBatch::try_from_iter([(
+            "s",
+            Arc::new(arrow_array::StringArray::from_iter_values(
+                (0..n).map(|i| words[i % 10].as_str()),
+            )) as ArrayRef,
+        )])
+        .unwrap();
+        let mut w = parquet_writer(
+            File::create(&path).unwrap(),
+            t.schema(),
+            Compression::default(),
+        )
+        .unwrap();
+        w.write(&t).unwrap();
+        w.close().unwrap();
+        assert!(std::fs::metadata(&path).unwrap().len() < 100_000);
+        let (_, batches, _) = read_parquet_with(&path, None, 65536, 256 << 10).unwrap();
+        let got: Vec<RecordBatch> = batches.collect::<Result<_>>().unwrap();
+        assert!(
+            got.iter().all(|b| b.num_rows() <= 256),
+            "{:?}",
+            got.iter().map(|b| b.num_rows()).collect::<Vec<_>>()
+        );
+        let back = arrow_select::concat::concat_batches(&t.schema(), &got).unwrap();
+        assert_eq!(back, t);
     }
 
     #[test]
