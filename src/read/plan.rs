@@ -286,7 +286,7 @@ pub(crate) fn plan_with(
 }
 
 /// Whether the input holds one object at most (walking the first one).
-fn only_object(b: &ReaderBuilder, data: &[u8]) -> Result<bool> {
+pub(crate) fn only_object(b: &ReaderBuilder, data: &[u8]) -> Result<bool> {
     let mut c = Cursor::new(data, 0);
     Ok(c.is_empty() || {
         c.skip(b.max_depth)?;

@@ -798,6 +798,146 @@ fn eager_reads_with_a_schema_or_overrides_given_equal_reads_after_the_walk() {
     }
 }
 
+/// A read with its schema given, taken batch by batch, is walked on a thread of its own and
+/// decoded as the walk goes (`read::piped`): the same batches as a read that walks first, for
+/// records and values, every column in another order, `n_rows`, a caller that stops early (and
+/// a projection, which walks first); a malformed record or
+/// a cut end gives the same error at the same record, after the batches before it.
+#[test]
+fn piped_reads_equal_reads_that_walk_first() {
+    let n = 1000usize;
+    let records = |bad: Option<usize>, cut: usize| {
+        let mut data = Vec::new();
+        for i in 0..n {
+            let mut id = Vec::new();
+            rmp::encode::write_sint(&mut id, i as i64).unwrap();
+            let v: Vec<u8> = (0..8)
+                .flat_map(|k| ((i * 8 + k) as f32).to_le_bytes())
+                .collect();
+            let nd = map(&[
+                ("nd", vec![0xc3]),
+                ("type", s("<f4")),
+                ("kind", bin(b"")),
+                ("shape", vec![0x91, 8]),
+                ("data", bin(&v)),
+            ]);
+            if bad == Some(i) {
+                data.push(0xc1); // a reserved byte where the record should start
+            }
+            data.extend(map(&[("id", id), ("v", nd), ("t", s(&format!("t{i}")))]));
+        }
+        data.truncate(data.len() - cut);
+        data
+    };
+    let values: Vec<u8> = (0..5000)
+        .flat_map(|i| {
+            let mut o = Vec::new();
+            rmp::encode::write_f64(&mut o, i as f64 / 7.0).unwrap();
+            o
+        })
+        .collect();
+    let good = records(None, 0);
+    let schema_of = |data: &[u8]| {
+        ReaderBuilder::new()
+            .build_from_slice(data)
+            .unwrap()
+            .schema()
+    };
+    let (rec_schema, val_schema) = (schema_of(&good), schema_of(&values));
+    // two threads: piped; one: the walk first, then the decode
+    let read = |data: &[u8],
+                schema: &SchemaRef,
+                threads: usize,
+                f: &dyn Fn(ReaderBuilder) -> ReaderBuilder| {
+        let b = f(ReaderBuilder::new()
+            .with_schema(schema.clone())
+            .with_batch_size(64)
+            .with_ahead_min_bytes(0)
+            .with_threads(Some(threads)));
+        match b.build_from_slice(data) {
+            Err(e) => format!("build error: {e}"),
+            Ok(r) => {
+                let out = r.schema();
+                let mut got = Vec::new();
+                for x in r {
+                    match x {
+                        Ok(x) => got.push(x),
+                        Err(e) => {
+                            return format!(
+                                "{} rows, then {e}",
+                                got.iter().map(|x| x.num_rows()).sum::<usize>()
+                            )
+                        }
+                    }
+                }
+                format!(
+                    "{out:?}\n{:?}",
+                    arrow_select::concat::concat_batches(&out, &got).unwrap()
+                )
+            }
+        }
+    };
+    type With = Box<dyn Fn(ReaderBuilder) -> ReaderBuilder>;
+    let cases: Vec<(&str, &[u8], &SchemaRef, With)> = vec![
+        ("records", &good, &rec_schema, Box::new(|b| b)),
+        (
+            "projection",
+            &good,
+            &rec_schema,
+            Box::new(|b| b.with_projection(Some(vec!["t".into(), "id".into()]))),
+        ),
+        (
+            "every column, in another order",
+            &good,
+            &rec_schema,
+            Box::new(|b| b.with_projection(Some(vec!["t".into(), "v".into(), "id".into()]))),
+        ),
+        (
+            "n_rows",
+            &good,
+            &rec_schema,
+            Box::new(|b| b.with_n_rows(Some(300))),
+        ),
+        ("values", &values, &val_schema, Box::new(|b| b)),
+    ];
+    for (what, data, schema, f) in &cases {
+        let first = read(data, schema, 1, f);
+        assert!(
+            !first.contains("error") && !first.contains("then"),
+            "{what}: {first}"
+        );
+        assert_eq!(read(data, schema, 2, f), first, "{what}");
+    }
+    // errors: the walk first fails the build; piped, the batches before the record come first
+    for (what, data) in [
+        ("malformed record 700", records(Some(700), 0)),
+        ("cut end", records(None, 5)),
+    ] {
+        let (one, two) = (
+            read(&data, &rec_schema, 1, &|b| b),
+            read(&data, &rec_schema, 2, &|b| b),
+        );
+        let msg = |s: &str| {
+            s.split_once("error: ")
+                .or_else(|| s.split_once(", then "))
+                .map(|(_, e)| e.to_string())
+                .unwrap()
+        };
+        assert_eq!(msg(&one), msg(&two), "{what}: {one} / {two}");
+        assert!(two.contains("rows, then"), "{what}: {two}");
+    }
+    // a caller that stops after two batches: the walk thread ends on its own
+    let r = ReaderBuilder::new()
+        .with_schema(rec_schema.clone())
+        .with_batch_size(64)
+        .with_ahead_min_bytes(0)
+        .with_threads(Some(2))
+        .build_from_slice(&good)
+        .unwrap();
+    let two: Vec<_> = r.take(2).map(|b| b.unwrap().num_rows()).collect();
+    assert_eq!(two, [64, 64]);
+}
+
 #[test]
 fn a_stream_of_arrays_read_from_a_reader_is_one_row_per_array() {
     // [1, 2, 3] [4, 5] [6]: each top-level array is one row, however few objects are buffered to
