@@ -258,6 +258,8 @@ def main() -> None:
     # 2. the same read, again and again
     read_rows = [
         ("msgpack-arrow read_msgpack(T)", rows[0][1], rows[0][2]),
+        ("msgpack-arrow scan_msgpack(T).collect() (batch by batch, schema remembered)",
+         fresh(s, "ma.scan_msgpack(T).collect()", R), warm(s, "ma.scan_msgpack(T).collect()", R)),
         ("msgpack-arrow read_msgpack(open(T, 'rb')) (a file object)",
          fresh(s, "with open(T, 'rb') as f: ma.read_msgpack(f)", R), warm(s, "with open(T, 'rb') as f: ma.read_msgpack(f)", R)),
         ("pyarrow Feather read (no mmap) → polars", fresh(f"F = {F!r}", "pl.from_arrow(feather.read_table(F, memory_map=False))", R),
