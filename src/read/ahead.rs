@@ -19,6 +19,7 @@ use std::sync::{mpsc, Condvar, Mutex};
 
 use arrow_array::RecordBatch;
 
+use super::array::Ctx;
 use super::plan::{plan_with, Plan, WalkedBatch};
 use super::rows::{decode_rows, RowDecoder};
 use super::source::release_pages;
@@ -47,6 +48,24 @@ impl Drop for Done<'_> {
         }
         self.0.changed.notify_all();
     }
+}
+
+/// The rows of batch `w`, which a walk has just gone past, decoded with its schema; a mapped
+/// file's pages of it dropped after (`release`).
+pub(crate) fn decode_walked(
+    w: &WalkedBatch,
+    data: &[u8],
+    projection: Option<&[String]>,
+    ctx: &Ctx,
+    release: bool,
+) -> Result<RecordBatch> {
+    let batch = RowDecoder::new(w.layout, &w.schema, projection, ctx).and_then(|(mut dec, out)| {
+        decode_rows(&mut dec, data, w.start, w.row0, w.rows, release, &out)
+    });
+    if release {
+        release_pages(data, w.start, w.end);
+    }
+    batch
 }
 
 /// [`plan_with`], decoding every batch of rows the walk goes past.
@@ -81,22 +100,7 @@ pub(crate) fn plan_ahead(b: &ReaderBuilder, data: &[u8]) -> Result<(Plan, Ahead)
             let (tx, ctx, finished) = (tx.clone(), &ctx, &finished);
             s.spawn(move |_| {
                 let _done = Done(finished);
-                let batch = RowDecoder::new(w.layout, &w.schema, projection, ctx).and_then(
-                    |(mut dec, out)| {
-                        decode_rows(
-                            &mut dec,
-                            data,
-                            w.start,
-                            w.row0,
-                            w.rows,
-                            b.release_input,
-                            &out,
-                        )
-                    },
-                );
-                if b.release_input {
-                    release_pages(data, w.start, w.end);
-                }
+                let batch = decode_walked(&w, data, projection, ctx, b.release_input);
                 // an error is left for the decode that follows to find again, in its place
                 let _ = tx.send((w.k, w.start, w.schema, batch.ok()));
             });

@@ -16,9 +16,9 @@ use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_schema::SchemaRef;
 
+use super::ahead::decode_walked;
 use super::plan::{plan_with, WalkedBatch};
-use super::rows::{decode_rows, Limit, RowDecoder};
-use super::source::release_pages;
+use super::rows::Limit;
 use super::ReaderBuilder;
 use crate::error::{Error, Result};
 use crate::types::arrow::record_batch;
@@ -93,15 +93,7 @@ impl Piped {
                         started += 1;
                         let (tx, ctx) = (tx.clone(), &ctx);
                         s.spawn(move |_| {
-                            let batch = RowDecoder::new(w.layout, &w.schema, projection, ctx)
-                                .and_then(|(mut dec, out)| {
-                                    decode_rows(
-                                        &mut dec, data, w.start, w.row0, w.rows, release, &out,
-                                    )
-                                });
-                            if release {
-                                release_pages(data, w.start, w.end);
-                            }
+                            let batch = decode_walked(&w, data, projection, ctx, release);
                             let _ = tx.send(Msg::Batch(w.k, batch));
                         });
                     };
