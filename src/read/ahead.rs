@@ -86,7 +86,7 @@ pub(crate) fn plan_ahead(b: &ReaderBuilder, data: &[u8]) -> Result<(Plan, Ahead)
                 if b.release_input {
                     release_pages(data, w.start, w.end);
                 }
-                return;
+                return true;
             }
             if let Ok(mut n) = finished.count.lock() {
                 while started >= *n + lead {
@@ -104,6 +104,7 @@ pub(crate) fn plan_ahead(b: &ReaderBuilder, data: &[u8]) -> Result<(Plan, Ahead)
                 // an error is left for the decode that follows to find again, in its place
                 let _ = tx.send((w.k, w.start, w.schema, batch.ok()));
             });
+            true
         };
         plan_with(b, data, Some(&mut walked))
     })?;

@@ -861,7 +861,7 @@ impl Reader {
     }
     /// Rows in the input, where they are known before decoding (in-memory and mapped files of
     /// records, values or columns, and a `Read` stream that a first pass walked whole); `None`
-    /// for other `Read` streams.
+    /// for other `Read` streams and for reads with a schema given that walk as they decode.
     pub fn num_rows(&self) -> Option<usize> {
         match &self.inner {
             Inner::Empty => Some(0),

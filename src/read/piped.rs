@@ -28,7 +28,8 @@ use crate::types::arrow::record_batch;
 const MAX_LEAD_BYTES: usize = 48 << 20;
 
 enum Msg {
-    Batch(usize, Result<RecordBatch>),
+    /// batch `k`, the byte after its last row, the batch or its error
+    Batch(usize, usize, Result<RecordBatch>),
     /// the walk is over (its error, if any, comes after every batch before it)
     End(Result<()>),
 }
@@ -43,8 +44,8 @@ struct Shared {
 /// Batches of a read walked on a thread of its own ([`Piped::start`]), in order.
 pub(crate) struct Piped {
     rx: Receiver<Msg>,
-    /// decoded batches not handed out yet, by index
-    pending: BTreeMap<usize, Result<RecordBatch>>,
+    /// decoded batches not handed out yet, by index, with where they end
+    pending: BTreeMap<usize, (usize, Result<RecordBatch>)>,
     next: usize,
     /// the walk ended: `Some(None)` well, `Some(Some(e))` with `e` (given once)
     end: Option<Option<Error>>,
@@ -75,29 +76,42 @@ impl Piped {
                 let lead = (b.decode_threads() - 1)
                     .min(MAX_LEAD_BYTES / b.batch_bytes.max(1))
                     .max(1);
-                let release = b.release_input;
+                // a file mapping, or memory this read holds alone: each batch is decoded once
+                let release = b.release_input || b.release_decoded;
                 let mut started = 0usize;
                 let walked = rayon::in_place_scope(|s| {
-                    let mut walked = |w: WalkedBatch| {
+                    // `false` once the caller is gone: the walk stops there
+                    let mut walked = |w: WalkedBatch| -> bool {
                         if let Ok(mut taken) = walk.taken.lock() {
                             while started >= *taken + lead && !walk.gone.load(Ordering::Acquire) {
                                 taken = match walk.changed.wait(taken) {
                                     Ok(t) => t,
-                                    Err(_) => return,
+                                    Err(_) => return false,
                                 };
                             }
                         }
                         if walk.gone.load(Ordering::Acquire) {
-                            return;
+                            return false;
                         }
                         started += 1;
                         let (tx, ctx) = (tx.clone(), &ctx);
                         s.spawn(move |_| {
-                            let batch = decode_walked(&w, data, projection, ctx, release);
-                            let _ = tx.send(Msg::Batch(w.k, batch));
+                            // a panic is this batch's error, not a batch the caller waits for
+                            let batch =
+                                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                    decode_walked(&w, data, projection, ctx, release)
+                                }))
+                                .unwrap_or_else(|p| {
+                                    Err(Error::from(std::io::Error::other(panic_text(p))))
+                                });
+                            let _ = tx.send(Msg::Batch(w.k, w.end, batch));
                         });
+                        true
                     };
-                    plan_with(&b, data, Some(&mut walked))
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        plan_with(&b, data, Some(&mut walked))
+                    }))
+                    .unwrap_or_else(|p| Err(Error::from(std::io::Error::other(panic_text(p)))))
                 });
                 let _ = tx.send(Msg::End(walked.map(drop)));
             })
@@ -116,7 +130,7 @@ impl Piped {
     /// The next batch in order, `None` at the end; the walk's error after the batches before it.
     pub(crate) fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         loop {
-            if let Some(r) = self.pending.remove(&self.next) {
+            if let Some((end, r)) = self.pending.remove(&self.next) {
                 self.next += 1;
                 if let Ok(mut taken) = self.shared.taken.lock() {
                     *taken = self.next;
@@ -125,7 +139,7 @@ impl Piped {
                 let b = r?;
                 // its fields are the read's; the schema's metadata is the read's too
                 let b = record_batch(&self.schema, b.columns().to_vec(), b.num_rows())?;
-                self.limit.add(&b, 0)?;
+                self.limit.add(&b, end as u64)?;
                 return Ok(Some(b));
             }
             if let Some(end) = &mut self.end {
@@ -134,9 +148,9 @@ impl Piped {
                     None => Ok(None),
                 };
             }
-            match self.rx.recv() {
-                Ok(Msg::Batch(k, r)) => {
-                    self.pending.insert(k, r);
+            match self.receive() {
+                Ok(Msg::Batch(k, end, r)) => {
+                    self.pending.insert(k, (end, r));
                 }
                 Ok(Msg::End(r)) => self.end = Some(r.err()),
                 Err(_) => {
@@ -147,11 +161,43 @@ impl Piped {
             }
         }
     }
+
+    /// The next message. On a worker of the thread pool (a caller iterating inside a parallel
+    /// job), the pool's other jobs are run while waiting: the batches are decoded there.
+    fn receive(&self) -> std::result::Result<Msg, std::sync::mpsc::RecvError> {
+        if rayon::current_thread_index().is_none() {
+            return self.rx.recv();
+        }
+        loop {
+            match self.rx.try_recv() {
+                Ok(m) => return Ok(m),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    return Err(std::sync::mpsc::RecvError)
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => {
+                    if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a panic said.
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    let what = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into());
+    format!("decoding failed unexpectedly: {what}")
 }
 
 impl Drop for Piped {
     fn drop(&mut self) {
-        // a walk waiting for the caller stops handing batches on (it ends its walk undecoded)
+        // the walk stops at its next batch; under the lock, so a walk about to wait sees it
+        let _taken = self.shared.taken.lock();
         self.shared.gone.store(true, Ordering::Release);
         self.shared.changed.notify_all();
     }

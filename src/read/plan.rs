@@ -255,7 +255,7 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
 pub(crate) fn plan_with(
     b: &ReaderBuilder,
     data: &[u8],
-    walked: Option<&mut dyn FnMut(WalkedBatch)>,
+    walked: Option<&mut dyn FnMut(WalkedBatch) -> bool>,
 ) -> Result<Plan> {
     // Whether the first object is the only one decides whether a top-level array's elements are
     // the rows. Knowing it takes a walk to the array's end, which the walk of its rows makes
@@ -309,7 +309,7 @@ enum Single {
 fn plan_single(
     b: &ReaderBuilder,
     data: &[u8],
-    mut walked: Option<&mut dyn FnMut(WalkedBatch)>,
+    mut walked: Option<&mut dyn FnMut(WalkedBatch) -> bool>,
     single_is: Single,
 ) -> Result<Plan> {
     let single = single_is != Single::Known(false);
@@ -375,12 +375,13 @@ fn plan_single(
                 given_value,
             };
             // batch `k` (from its start to the row at `c`) has been walked: hand it on with the
-            // schema of the rows so far, which cover it (none when that schema is not there yet)
-            let mut hand_on = |p: &Plan, end, seen: &RowsSeen, inf: &Inferrer| {
+            // schema of the rows so far, which cover it (none when that schema is not there yet).
+            // `false`: whoever takes the batches is gone, the walk stops.
+            let mut hand_on = |p: &Plan, end, seen: &RowsSeen, inf: &Inferrer| -> bool {
                 let (Some(walked), Some(k)) =
                     (walked.as_mut(), p.batch_starts.len().checked_sub(1))
                 else {
-                    return;
+                    return true;
                 };
                 // the schema the plan will end with if no later row widens it: a given one, or
                 // the inferred one with the overrides applied as `finish_schema` applies them
@@ -394,8 +395,8 @@ fn plan_single(
                         }
                     }),
                 };
-                if let Ok(schema) = schema {
-                    walked(WalkedBatch {
+                match schema {
+                    Ok(schema) => walked(WalkedBatch {
                         k,
                         start: p.batch_starts[k],
                         end,
@@ -403,7 +404,8 @@ fn plan_single(
                         rows: seen.rows - p.batch_rows[k],
                         layout,
                         schema,
-                    });
+                    }),
+                    Err(_) => true,
                 }
             };
             // at least one row, for a schema even when no rows are asked for (n_rows = 0)
@@ -429,7 +431,9 @@ fn plan_single(
                 // resident until decoding drops it again
                 released = release_behind(release_walk, data, released, c.pos());
                 if starts_batch(&p, b, c.pos(), seen.rows) {
-                    hand_on(&p, c.pos(), &seen, &inf);
+                    if !hand_on(&p, c.pos(), &seen, &inf) {
+                        return Err(Error::from(std::io::Error::other("the read was stopped")));
+                    }
                     p.batch_starts.push(c.pos());
                     p.batch_rows.push(seen.rows);
                 }
@@ -468,7 +472,7 @@ fn plan_single(
             if array && !c.is_empty() && (rows < most || left == 0) {
                 return Err(c.error(ErrorKind::Layout("data after the top-level array".into())));
             }
-            hand_on(&p, c.pos(), &seen, &inf);
+            let _ = hand_on(&p, c.pos(), &seen, &inf);
             p.rows = Some(rows);
             let saw_all = limit == usize::MAX && b.n_rows.is_none();
             let (schema, nd) = rows_schema(b, layout, seen, &inf, saw_all)?;

@@ -938,6 +938,51 @@ fn piped_reads_equal_reads_that_walk_first() {
     assert_eq!(two, [64, 64]);
 }
 
+/// Piped readers built on a plain thread and then iterated inside parallel jobs (every worker
+/// of the pool waiting for batches the pool decodes) finish: a waiting worker runs the pool's
+/// other jobs.
+#[test]
+fn piped_reads_iterated_on_the_thread_pool_finish() {
+    use rayon::prelude::*;
+    let mut data = Vec::new();
+    for i in 0..2000i64 {
+        let mut v = Vec::new();
+        rmp::encode::write_sint(&mut v, i).unwrap();
+        data.extend(map(&[("id", v), ("t", s(&"x".repeat(100)))]));
+    }
+    let schema = ReaderBuilder::new()
+        .build_from_slice(&data)
+        .unwrap()
+        .schema();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let readers: Vec<std::sync::Mutex<Option<Reader>>> = (0..8)
+            .map(|_| {
+                let r = ReaderBuilder::new()
+                    .with_schema(schema.clone())
+                    .with_batch_size(16)
+                    .with_ahead_min_bytes(0)
+                    .with_threads(Some(2))
+                    .build_from_slice(&data)
+                    .unwrap();
+                std::sync::Mutex::new(Some(r))
+            })
+            .collect();
+        let rows: Vec<usize> = readers
+            .par_iter()
+            .map(|r| {
+                let r = r.lock().unwrap().take().unwrap();
+                r.map(|b| b.unwrap().num_rows()).sum()
+            })
+            .collect();
+        let _ = tx.send(rows);
+    });
+    let rows = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("readers iterated on the pool finished");
+    assert_eq!(rows, vec![2000; 8]);
+}
+
 #[test]
 fn a_stream_of_arrays_read_from_a_reader_is_one_row_per_array() {
     // [1, 2, 3] [4, 5] [6]: each top-level array is one row, however few objects are buffered to
