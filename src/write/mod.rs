@@ -771,6 +771,8 @@ impl<W: Write> Writer<W> {
             for (c, enc) in encs.iter_mut().enumerate() {
                 write_key(&mut self.out.buf, &names[c]);
                 enc.encode(0, &mut self.out).map_err(|e| fail(c, e))?;
+                // column by column to the sink: the map is not held whole beside the table
+                self.flush_if(self.flush_at)?;
             }
         }
         Ok(())

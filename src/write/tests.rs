@@ -988,3 +988,51 @@ fn slice_rows_equals_arrows_slice_of_the_concatenated_table() {
         }
     }
 }
+
+/// A columns map goes to the sink column by column (not held whole beside the table): the same
+/// bytes as one buffer, in writes none of which is much more than one column.
+#[test]
+fn a_columns_map_is_written_column_by_column() {
+    struct Writes(Vec<usize>, Vec<u8>);
+    impl std::io::Write for Writes {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.push(b.len());
+            self.1.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let n = 300_000usize;
+    let b = batch(vec![
+        col(
+            "a",
+            Arc::new(Float64Array::from_iter_values((0..n).map(|i| i as f64))),
+        ),
+        col(
+            "b",
+            Arc::new(Int64Array::from_iter_values((0..n as i64).map(|i| i * 3))),
+        ),
+        col(
+            "c",
+            Arc::new(Float32Array::from_iter_values(
+                (0..n).map(|i| i as f32 / 7.0),
+            )),
+        ),
+    ]);
+    let column = n * 8;
+    let mut w = WriterBuilder::new()
+        .with_layout(Layout::Columns)
+        .build(Writes(Vec::new(), Vec::new()), b.schema())
+        .unwrap();
+    w.write(&b.slice(0, 100_000)).unwrap();
+    w.write(&b.slice(100_000, n - 100_000)).unwrap();
+    let Writes(writes, bytes) = w.finish().unwrap();
+    assert_eq!(
+        bytes,
+        write_batches(std::slice::from_ref(&b), Layout::Columns).unwrap()
+    );
+    assert!(writes.len() >= 3, "{writes:?}");
+    assert!(writes.iter().all(|&k| k < column + (1 << 20)), "{writes:?}");
+}
