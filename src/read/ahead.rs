@@ -23,7 +23,7 @@ use super::array::Ctx;
 use super::plan::{plan_with, Plan, WalkedBatch};
 use super::rows::{decode_rows, RowDecoder};
 use super::source::release_pages;
-use super::{ReaderBuilder, MAX_BATCH_CELLS};
+use super::ReaderBuilder;
 use crate::error::Result;
 
 /// Batches decoded ahead, by index: `None` where the decoded one does not fit the final schema.
@@ -82,7 +82,7 @@ pub(crate) fn plan_ahead(b: &ReaderBuilder, data: &[u8]) -> Result<(Plan, Ahead)
     let plan = rayon::in_place_scope(|s| {
         let mut walked = |w: WalkedBatch| {
             // a wide table is cut into smaller batches than the walk's (Reader::from_plan)
-            if w.schema.fields().len().max(1) * b.batch_size > MAX_BATCH_CELLS {
+            if !b.walk_batches_fit(w.schema.fields().len()) {
                 if b.release_input {
                     release_pages(data, w.start, w.end);
                 }

@@ -493,7 +493,7 @@ impl ReaderBuilder {
         }
         let full = with_layout_metadata(given, p.layout, p.container);
         let projected = project(&full, self.projection.as_deref())?;
-        if projected.fields().len().max(1) * self.batch_size > MAX_BATCH_CELLS {
+        if !self.walk_batches_fit(projected.fields().len()) {
             return Ok(None);
         }
         let schema = Arc::new(projected);
@@ -508,6 +508,13 @@ impl ReaderBuilder {
             convert: Vec::new(),
             decoded: Arc::new(Schema::empty()),
         }))
+    }
+
+    /// Whether the batches the walk cuts (`batch_size` rows) hold at most [`MAX_BATCH_CELLS`]
+    /// values of `columns` columns; a wider table is read in smaller batches than the walk's
+    /// ([`Reader::from_plan`]), so batches the walk hands on are not the read's.
+    fn walk_batches_fit(&self, columns: usize) -> bool {
+        columns.max(1) * self.batch_size <= MAX_BATCH_CELLS
     }
 
     /// What every batch decoder is told of the read.
