@@ -258,6 +258,14 @@ impl From<Error> for arrow_schema::ArrowError {
     }
 }
 
+/// What a caught panic said (its `&str` or `String` payload), for the error that reports it.
+pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic payload".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,6 @@
 //! with their position attributes (`offset`, `record`, `column`) set from [`Error`]'s accessors,
 //! never parsed out of the message text.
 
-use std::any::Any;
 use std::io;
 
 use msgpack_arrow::{Error, ErrorKind};
@@ -48,17 +47,7 @@ impl From<arrow_schema::ArrowError> for Failure {
 pub fn guarded<T>(f: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(p) => Err(Failure::Panic(panic_message(&*p))),
-    }
-}
-
-fn panic_message(p: &(dyn Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic payload".to_string()
+        Err(p) => Err(Failure::Panic(msgpack_arrow::error::panic_message(&*p))),
     }
 }
 

@@ -36,11 +36,7 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> PolarsResult<T>) -> PolarsResult<T
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic payload".into());
+            let msg = msgpack_arrow::error::panic_message(&*p);
             Err(compute_err(format!(
                 "{what}: internal error (a bug in msgpack-arrow, please report it): {msg}"
             )))

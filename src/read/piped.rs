@@ -101,9 +101,7 @@ impl Piped {
                                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                                     decode_walked(&w, data, projection, ctx, release)
                                 }))
-                                .unwrap_or_else(|p| {
-                                    Err(Error::from(std::io::Error::other(panic_text(p))))
-                                });
+                                .unwrap_or_else(|p| Err(panicked(p)));
                             let _ = tx.send(Msg::Batch(w.k, w.end, batch));
                         });
                         true
@@ -111,7 +109,7 @@ impl Piped {
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         plan_with(&b, data, Some(&mut walked))
                     }))
-                    .unwrap_or_else(|p| Err(Error::from(std::io::Error::other(panic_text(p)))))
+                    .unwrap_or_else(|p| Err(panicked(p)))
                 });
                 let _ = tx.send(Msg::End(walked.map(drop)));
             })
@@ -184,14 +182,12 @@ impl Piped {
     }
 }
 
-/// What a panic said.
-fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
-    let what = p
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".into());
-    format!("decoding failed unexpectedly: {what}")
+/// A panic's message as the error of what panicked.
+fn panicked(p: Box<dyn std::any::Any + Send>) -> Error {
+    let what = crate::error::panic_message(&*p);
+    Error::from(std::io::Error::other(format!(
+        "decoding failed unexpectedly: {what}"
+    )))
 }
 
 impl Drop for Piped {
