@@ -106,6 +106,7 @@ pub(crate) fn probe<'a>(
     }
     // positions of the values of the keys we care about, by key id
     let mut at = [usize::MAX; 10];
+    let mut others = 0;
     for _ in 0..n {
         let id = match c.peek_kind()? {
             Kind::Str | Kind::Bin => key_id(c.read_str_or_bin()?.0, dialect),
@@ -125,6 +126,14 @@ pub(crate) fn probe<'a>(
             // how the writer writes a row whose missing keys were read as nulls.
             if c.peek_kind()? != Kind::Nil {
                 at[id as usize] = c.pos();
+            }
+        } else {
+            // every special map has two of its keys at least: a user map's values are not
+            // stepped over to find that out (`{"x": [100,000 maps]}` was walked whole here)
+            others += 1;
+            if n - others < 2 {
+                c.set_pos(start);
+                return Ok(None);
             }
         }
         c.skip(depth)?;
