@@ -13,7 +13,10 @@ use crate::types::{fixed_size_list, list, meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Int, Kind};
 use crate::wire::ndarray::{probe, Special};
 
+mod columns;
 mod fits;
+
+pub(crate) use columns::{infer_columns_map, infer_columns_value};
 pub(crate) use fits::skip_marker_fits;
 use fits::{NdHeader, RowTemplate};
 

@@ -1,11 +1,11 @@
 //! The plan of a read: which layout `auto` picks (SPEC §2), how rows are contained, the schema
 //! inferred from the data, and where each batch starts.
 
-use self::infer::{skip_marker_fits, Columns, Inferrer, NdKind, Ty};
+use self::infer::{infer_columns_map, infer_columns_value, skip_marker_fits, Inferrer, Ty};
 use super::empty_shapes::{attach_empty_shapes, note_empty_shapes, EmptyShapes};
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{Dialect, Layout, ObjectArrays};
+use crate::options::{Dialect, Layout};
 use crate::read::source::release_pages;
 use crate::read::source::{release_behind, RELEASE_STEP};
 use crate::types::layout::{is_columns_map as is_columns_map_rule, ValueForm};
@@ -60,6 +60,17 @@ pub(crate) struct Plan {
 
 /// Layout decision from the first object alone. `None` for an empty input.
 pub(crate) fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result<Option<Plan>> {
+    plan_first_known(b, data, single, None)
+}
+
+/// [`plan_first`] with whether the first object is a columns map already known (from
+/// [`first_object`]'s walk), so that it is not walked again.
+fn plan_first_known(
+    b: &ReaderBuilder,
+    data: &[u8],
+    single: bool,
+    columns_map: Option<bool>,
+) -> Result<Option<Plan>> {
     let c = Cursor::new(data, 0);
     if c.is_empty() {
         return Ok(None);
@@ -118,12 +129,20 @@ pub(crate) fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result
     };
     Ok(match b.layout {
         Layout::Auto => match (kind, special, array_first_is_map) {
-            (Kind::Map, None, _) if single && is_columns_map(&mut c.clone(), b)? => mk(
-                Layout::Columns,
-                Container::Stream,
-                "auto: one map whose values are all ndarrays or lists of one length",
-                0,
-            ),
+            (Kind::Map, None, _)
+                if single
+                    && match columns_map {
+                        Some(known) => known,
+                        None => is_columns_map(&mut c.clone(), b)?,
+                    } =>
+            {
+                mk(
+                    Layout::Columns,
+                    Container::Stream,
+                    "auto: one map whose values are all ndarrays or lists of one length",
+                    0,
+                )
+            }
             (Kind::Map, None, _) => mk(
                 Layout::Records,
                 Container::Stream,
@@ -200,33 +219,94 @@ pub(crate) fn plan_first(b: &ReaderBuilder, data: &[u8], single: bool) -> Result
 
 /// Whether the map at the cursor qualifies for `auto` → `columns`.
 pub(crate) fn is_columns_map(c: &mut Cursor<'_>, b: &ReaderBuilder) -> Result<bool> {
+    map_forms(c, b, b.max_depth, false)
+}
+
+/// The forms of the values of the map at the cursor, and whether they make it a columns map.
+/// `whole`: the map is walked to its end even once it cannot be one (values stepped over with
+/// `depth`); otherwise the walk stops at the first value that rules it out.
+fn map_forms(c: &mut Cursor<'_>, b: &ReaderBuilder, depth: usize, whole: bool) -> Result<bool> {
     let n = c.read_map_len()?;
     let mut forms = Vec::with_capacity(n.min(1024));
+    let mut columns = true;
     for _ in 0..n {
+        if !columns && whole {
+            c.skip(depth)?;
+            c.skip(depth)?;
+            continue;
+        }
         if !matches!(c.peek_kind()?, Kind::Str | Kind::Bin) {
-            return Ok(false);
+            if !whole {
+                return Ok(false);
+            }
+            c.skip(depth)?;
+            c.skip(depth)?;
+            columns = false;
+            continue;
         }
         c.read_str_or_bin()?;
         let form = match c.peek_kind()? {
             Kind::Array => {
                 let l = c.clone().read_array_len()?;
-                c.skip(b.max_depth)?;
+                c.skip(depth)?;
                 ValueForm::List(l)
             }
-            Kind::Map | Kind::Ext => match probe(c, b.dialect, b.npy_ext, b.max_depth)? {
+            Kind::Map | Kind::Ext => match probe(c, b.dialect, b.npy_ext, depth)? {
                 Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => {
                     ValueForm::Ndarray(nd.shape[0])
                 }
-                _ => ValueForm::Other,
+                // (probe consumed a 0-d array or a complex; left anything else where it was)
+                Some(_) => ValueForm::Other,
+                None => {
+                    if whole {
+                        c.skip(depth)?;
+                    }
+                    ValueForm::Other
+                }
             },
-            _ => ValueForm::Other,
+            _ => {
+                if whole {
+                    c.skip(depth)?;
+                }
+                ValueForm::Other
+            }
         };
         if form == ValueForm::Other {
-            return Ok(false);
+            if !whole {
+                return Ok(false);
+            }
+            columns = false;
+            continue;
         }
         forms.push(form);
     }
-    Ok(is_columns_map_rule(forms))
+    Ok(columns && is_columns_map_rule(forms))
+}
+
+/// [`only_object`], and for a first object that is a map read with the `auto` layout, whether it
+/// is a columns map: both known from one walk of it (a map of long lists was walked twice).
+pub(crate) fn first_object(b: &ReaderBuilder, data: &[u8]) -> Result<(bool, Option<bool>)> {
+    let mut c = Cursor::new(data, 0);
+    let walk_forms = b.layout == Layout::Auto
+        && b.max_depth > 1
+        && matches!(c.peek_kind(), Ok(Kind::Map))
+        && !matches!(
+            probe(&mut c.clone(), b.dialect, b.npy_ext, b.max_depth),
+            Ok(Some(_)) | Err(_)
+        );
+    if !walk_forms {
+        return Ok((only_object(b, data)?, None));
+    }
+    // the values one level down: as deep as a skip of the whole map lets them be
+    // (on an error, what the walk would have said of the input without this: the same error
+    // from the same place)
+    let Ok(columns) = map_forms(&mut c, b, b.max_depth - 1, true) else {
+        return Ok((only_object(b, data)?, None));
+    };
+    if b.release_input {
+        release_pages(data, 0, c.pos());
+    }
+    Ok((c.is_empty(), Some(columns)))
 }
 
 /// One batch the walk has gone past, with the schema inferred through its last row: what
@@ -275,14 +355,14 @@ pub(crate) fn plan_with(
     if first_is_array && b.layout != Layout::Columns && b.max_depth > 1 {
         let mut inner = b.clone();
         inner.max_depth = b.max_depth - 1;
-        return match plan_single(&inner, data, walked, Single::Assumed) {
+        return match plan_single(&inner, data, walked, Single::Assumed, None) {
             Err(e) if only_object(b, data)? => Err(e),
-            Err(_) => plan_single(b, data, None, Single::Known(false)),
+            Err(_) => plan_single(b, data, None, Single::Known(false), None),
             ok => ok,
         };
     }
-    let single = only_object(b, data)?;
-    plan_single(b, data, walked, Single::Known(single))
+    let (single, columns_map) = first_object(b, data)?;
+    plan_single(b, data, walked, Single::Known(single), columns_map)
 }
 
 /// Whether the input holds one object at most (walking the first one).
@@ -311,9 +391,10 @@ fn plan_single(
     data: &[u8],
     mut walked: Option<&mut dyn FnMut(WalkedBatch) -> bool>,
     single_is: Single,
+    columns_map: Option<bool>,
 ) -> Result<Plan> {
     let single = single_is != Single::Known(false);
-    let Some(mut p) = plan_first(b, data, single)? else {
+    let Some(mut p) = plan_first_known(b, data, single, columns_map)? else {
         return Ok(Plan {
             layout: if b.layout == Layout::Auto {
                 Layout::Values
@@ -852,108 +933,3 @@ pub(crate) fn leaf_dtype(t: &arrow_schema::DataType) -> Option<NumpyDtype> {
 /// Column maps (chunks) of one file recorded in the schema, at most ([`meta::CHUNKS`]: more are
 /// written back as one map).
 pub(crate) const MAX_CHUNKS: usize = 4096;
-
-/// Infer one `columns` map: the type of each column's rows.
-pub(crate) fn infer_columns_map(
-    c: &mut Cursor<'_>,
-    inf: &mut Inferrer,
-    b: &ReaderBuilder,
-) -> Result<Ty> {
-    let at = c.offset();
-    if c.peek_kind()? != Kind::Map {
-        return Err(c.error(ErrorKind::Layout(
-            "columns layout: expected a map of name → ndarray or list".into(),
-        )));
-    }
-    let n = c.read_map_len()?;
-    let mut fields = Columns::default();
-    let mut len: Option<(usize, &str)> = None;
-    for _ in 0..n {
-        let kp = c.pos();
-        let key = inf.top_key(c)?;
-        if fields.contains_key(key) {
-            return Err(c.error_at(
-                kp,
-                ErrorKind::Key(format!("duplicate key {key:?} in one map")),
-            ));
-        }
-        if !inf.list_columns.contains_key(key) {
-            let list = c.peek_kind()? == Kind::Array;
-            inf.list_columns.insert(key.to_string(), list);
-        }
-        let (l, t) = infer_columns_value(c, inf, b).map_err(|e| e.prepend_path(key))?;
-        match &len {
-            Some((l0, k0)) if *l0 != l => {
-                return Err(Error::new(ErrorKind::Layout(format!(
-                    "columns of unequal length: {k0:?} has {l0} rows, {key:?} has {l}"
-                )))
-                .at_offset(at))
-            }
-            _ => len = Some((l, key)),
-        }
-        fields.insert(key.to_string(), t);
-    }
-    Ok(Ty::Struct(fields))
-}
-
-/// Infer one column of a `columns` map: (rows, type of a row).
-pub(crate) fn infer_columns_value(
-    c: &mut Cursor<'_>,
-    inf: &mut Inferrer,
-    b: &ReaderBuilder,
-) -> Result<(usize, Ty)> {
-    let at = c.pos();
-    match c.peek_kind()? {
-        Kind::Array => {
-            let n = c.read_array_len()?;
-            let mut t = Ty::Null;
-            for i in 0..n {
-                let p = c.offset();
-                let v = inf.value(c, 1)?;
-                t = t.merge(v).map_err(|e| e.at_offset(p).at_record(i as u64))?;
-            }
-            Ok((n, t))
-        }
-        Kind::Map | Kind::Ext => match probe(c, b.dialect, b.npy_ext, b.max_depth)? {
-            Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => {
-                let dt = inf.dtype(nd.type_raw, &nd, c.offset_of(0))?;
-                if matches!(dt, NumpyDtype::Object) {
-                    return Err(c.error_at(
-                        at,
-                        match b.object_arrays {
-                            ObjectArrays::Error => ErrorKind::ObjectArray,
-                            // raw keeps one pickle per value: it cannot be cut into rows
-                            ObjectArrays::Raw => ErrorKind::Layout(
-                                "an object (pickle) ndarray cannot give a column's rows: its \
-                                 pickle holds them all and is never unpickled; read with \
-                                 layout=\"records\" to keep it as one Binary value"
-                                    .into(),
-                            ),
-                        },
-                    ));
-                }
-                nd.check_len(&dt, c.offset_of(0))?;
-                let shape = nd.shape[1..].iter().map(|&d| Some(d)).collect();
-                Ok((
-                    nd.shape[0],
-                    Ty::Nd {
-                        dt,
-                        shape,
-                        kind: NdKind::Array,
-                        widths: false,
-                    },
-                ))
-            }
-            _ => Err(c.error_at(
-                at,
-                ErrorKind::Layout(
-                    "columns layout: a value must be an ndarray with ndim ≥ 1 or a list".into(),
-                ),
-            )),
-        },
-        k => Err(c.error(ErrorKind::Layout(
-            format!("columns layout: a value must be an ndarray or a list, found {k:?}")
-                .to_lowercase(),
-        ))),
-    }
-}

@@ -215,6 +215,24 @@ impl Inferrer {
     /// header not seen yet, anything unusual or malformed) it has not moved, and the caller infers
     /// the row the slow way, which also reports any error.
     pub(crate) fn fits_row(&mut self, acc: &Ty, c: &mut Cursor<'_>) -> bool {
+        self.fits_row_at(acc, c, 0)
+    }
+
+    /// [`Inferrer::fits_row`] for a map `depth` levels down (a list element of a `columns` map
+    /// is at depth 1); any other value of a row-like list goes to [`Inferrer::fits`].
+    pub(crate) fn fits_element(&mut self, acc: &Ty, c: &mut Cursor<'_>, depth: usize) -> bool {
+        if matches!(acc, Ty::Struct(_)) {
+            return self.fits_row_at(acc, c, depth);
+        }
+        let mut d = c.clone();
+        let ok = self.fits(acc, &mut d, depth);
+        if ok {
+            *c = d;
+        }
+        ok
+    }
+
+    fn fits_row_at(&mut self, acc: &Ty, c: &mut Cursor<'_>, depth: usize) -> bool {
         let Ty::Struct(fields) = acc else {
             return false;
         };
@@ -226,7 +244,7 @@ impl Inferrer {
             .take()
             .filter(|t| t.columns == fields.len())
         {
-            match self.fits_template(&t, fields, &mut d) {
+            match self.fits_template(&t, fields, &mut d, depth) {
                 Some(ok) => {
                     t.misses = 0;
                     self.row_template = Some(t);
@@ -245,10 +263,12 @@ impl Inferrer {
                 }
             }
         }
-        let ok = matches!(d.peek_kind(), Ok(Kind::Map)) && self.fits_map(fields, &mut d, 0);
+        let ok = depth < self.opts.max_depth
+            && matches!(d.peek_kind(), Ok(Kind::Map))
+            && self.fits_map(fields, &mut d, depth);
         if ok {
             if self.row_template.is_none() {
-                self.row_template = self.make_template(fields, c);
+                self.row_template = self.make_template(fields, c, depth);
             }
             *c = d;
         }
@@ -264,6 +284,7 @@ impl Inferrer {
         t: &RowTemplate,
         fields: &Columns,
         c: &mut Cursor<'_>,
+        depth: usize,
     ) -> Option<bool> {
         let buf = c.buf();
         let mut p = c.pos();
@@ -277,7 +298,7 @@ impl Inferrer {
                 p += n;
             } else {
                 c.set_pos(p);
-                if !self.fits(ty, c, 1) {
+                if !self.fits(ty, c, depth + 1) {
                     return Some(false);
                 }
                 p = c.pos();
@@ -287,10 +308,10 @@ impl Inferrer {
         Some(true)
     }
 
-    /// The template of the record at `c`, which has just fitted `fields` (`None` where records
-    /// nest too deep for the values to be checked at depth 1).
-    fn make_template(&self, fields: &Columns, c: &Cursor<'_>) -> Option<RowTemplate> {
-        if self.opts.max_depth <= 1 {
+    /// The template of the record at `c` (`depth` levels down), which has just fitted `fields`
+    /// (`None` where records nest too deep for the values to be checked one level further down).
+    fn make_template(&self, fields: &Columns, c: &Cursor<'_>, depth: usize) -> Option<RowTemplate> {
+        if self.opts.max_depth <= depth + 1 {
             return None;
         }
         let mut d = c.clone();

@@ -449,6 +449,67 @@ fn fast_or_full(b: &ReaderBuilder, data: &[u8], fast: bool, pieces: bool) -> Str
     }
 }
 
+/// Records mostly alike, as [`fast_inference_equals_full_inference_on_any_records`] describes
+/// them: each record's bytes.
+fn varied_records(
+    keys: Vec<usize>,
+    kinds: &[u8],
+    rows: &[(u8, Vec<(u8, u64)>)],
+    switch_at: usize,
+) -> Vec<Vec<u8>> {
+    const NAMES: [&str; 8] = [
+        "id",
+        "name",
+        "x",
+        "flag",
+        "tags",
+        "ts",
+        "fifteen_chars_x",
+        "a_rather_long_column_name",
+    ];
+    let mut keys = keys;
+    keys.dedup();
+    let mut out = Vec::new();
+    for (row, (shape, values)) in rows.iter().enumerate() {
+        let mut data = Vec::new();
+        // most rows: the keys in order, each column's usual kind of value
+        let mut ks = keys.clone();
+        if row >= switch_at {
+            ks.rotate_left(1);
+        }
+        let n = ks.len();
+        match shape {
+            0 => ks.reverse(),
+            1 => {
+                ks.pop();
+            }
+            2 => ks.push((ks[0] + 1) % 8),
+            4 if n >= 2 => ks.swap(n - 2, n - 1),
+            _ => {}
+        }
+        ks.dedup();
+        rmp::encode::write_map_len(&mut data, ks.len() as u32).unwrap();
+        for (j, &k) in ks.iter().enumerate() {
+            let (pick, v) = values[j];
+            // a bin key: the first (shape 3) or the last (shape 5)
+            if (*shape == 3 && j == 0) || (*shape == 5 && j + 1 == ks.len()) {
+                rmp::encode::write_bin(&mut data, NAMES[k].as_bytes()).unwrap();
+            } else {
+                rmp::encode::write_str(&mut data, NAMES[k]).unwrap();
+            }
+            // now and then any other kind of value
+            let kind = if pick < 30 {
+                kinds[k]
+            } else {
+                (v >> 40) as u8 % 24
+            };
+            data.extend(marked_value(kind, v));
+        }
+        out.push(data);
+    }
+    out
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
     /// Records mostly alike (the same keys in the same order, as files are), sometimes with keys
@@ -469,40 +530,7 @@ proptest::proptest! {
         cut in proptest::option::of(0usize..20_000),
         binary in proptest::bool::ANY,
     ) {
-        const NAMES: [&str; 8] =
-            ["id", "name", "x", "flag", "tags", "ts", "fifteen_chars_x", "a_rather_long_column_name"];
-        let mut keys = keys;
-        keys.dedup();
-        let mut data = Vec::new();
-        for (row, (shape, values)) in rows.iter().enumerate() {
-            // most rows: the keys in order, each column's usual kind of value
-            let mut ks = keys.clone();
-            if row >= switch_at {
-                ks.rotate_left(1);
-            }
-            let n = ks.len();
-            match shape {
-                0 => ks.reverse(),
-                1 => { ks.pop(); }
-                2 => ks.push((ks[0] + 1) % 8),
-                4 if n >= 2 => ks.swap(n - 2, n - 1),
-                _ => {}
-            }
-            ks.dedup();
-            rmp::encode::write_map_len(&mut data, ks.len() as u32).unwrap();
-            for (j, &k) in ks.iter().enumerate() {
-                let (pick, v) = values[j];
-                // a bin key: the first (shape 3) or the last (shape 5)
-                if (*shape == 3 && j == 0) || (*shape == 5 && j + 1 == ks.len()) {
-                    rmp::encode::write_bin(&mut data, NAMES[k].as_bytes()).unwrap();
-                } else {
-                    rmp::encode::write_str(&mut data, NAMES[k]).unwrap();
-                }
-                // now and then any other kind of value
-                let kind = if pick < 30 { kinds[k] } else { (v >> 40) as u8 % 24 };
-                data.extend(marked_value(kind, v));
-            }
-        }
+        let mut data = varied_records(keys, &kinds, &rows, switch_at).concat();
         if let Some(cut) = cut {
             data.truncate(cut.min(data.len()));
         }
@@ -512,6 +540,79 @@ proptest::proptest! {
         let full = fast_or_full(&b, &data, false, false);
         proptest::prop_assert_eq!(&fast_or_full(&b, &data, true, false), &full);
         proptest::prop_assert_eq!(&fast_or_full(&b, &data, true, true), &full);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+    /// The same records as the elements of a `columns` map's list (a dict of lists), beside a
+    /// list of any values and a column of another length now and then, the input cut anywhere:
+    /// the fast path reads what full inference does, in the columns layout and in `auto`. The
+    /// one walk of a first map that tells both whether it is the only object and whether it is a
+    /// columns map says what the two walks it replaces say (or fails as the first of them does).
+    #[test]
+    fn fast_inference_equals_full_inference_on_list_columns(
+        keys in proptest::collection::vec(0usize..8, 1..7),
+        kinds in proptest::collection::vec(0u8..24, 8),
+        rows in proptest::collection::vec(
+            (0u8..14, proptest::collection::vec((0u8..40, proptest::num::u64::ANY), 8)),
+            1..120,
+        ),
+        other in proptest::collection::vec((0u8..24, proptest::num::u64::ANY), 0..120),
+        switch_at in 0usize..120,
+        cut in proptest::option::of(0usize..20_000),
+        after in proptest::option::of(0u8..24),
+        binary in proptest::bool::ANY,
+    ) {
+        let recs = varied_records(keys, &kinds, &rows, switch_at);
+        let mut data = Vec::new();
+        rmp::encode::write_map_len(&mut data, 1 + u32::from(!other.is_empty())).unwrap();
+        rmp::encode::write_str(&mut data, "r").unwrap();
+        rmp::encode::write_array_len(&mut data, recs.len() as u32).unwrap();
+        data.extend(recs.concat());
+        if !other.is_empty() {
+            // as long as the records mostly (a columns map), else a records map of two lists
+            let n = if other.len() > 100 { other.len() } else { recs.len() };
+            rmp::encode::write_str(&mut data, "o").unwrap();
+            rmp::encode::write_array_len(&mut data, n as u32).unwrap();
+            for i in 0..n {
+                let (kind, v) = other[i % other.len()];
+                data.extend(marked_value(kind, v));
+            }
+        }
+        // another object after it: then the map is a record
+        if let Some(kind) = after {
+            data.extend(marked_value(kind, 7));
+        }
+        if let Some(cut) = cut {
+            data.truncate(cut.min(data.len()));
+        }
+        let conflicts = if binary { Conflicts::Binary } else { Conflicts::Error };
+        for layout in [Layout::Columns, Layout::Auto] {
+            let b = ReaderBuilder::new().with_layout(layout).with_conflicts(conflicts);
+            let full = fast_or_full(&b, &data, false, false);
+            proptest::prop_assert_eq!(&fast_or_full(&b, &data, true, false), &full);
+        }
+        let b = ReaderBuilder::new();
+        let show = |r: Result<(bool, Option<bool>)>| match r {
+            Ok(v) => format!("{v:?}"),
+            Err(e) => format!("error: {e} at {:?}", e.offset()),
+        };
+        let two_walks = crate::read::plan::only_object(&b, &data).and_then(|single| {
+            let mut c = Cursor::new(&data, 0);
+            let columns = if single && c.peek_kind().ok() == Some(crate::wire::cursor::Kind::Map) {
+                Some(crate::read::plan::is_columns_map(&mut c, &b)?)
+            } else {
+                None
+            };
+            Ok((single, columns))
+        });
+        // (where the one walk has no answer of its own, it is the first walk's)
+        let one = crate::read::plan::first_object(&b, &data);
+        match (&one, &two_walks) {
+            (Ok((s, Some(_))), Ok((s2, None))) => proptest::prop_assert_eq!(s, s2),
+            _ => proptest::prop_assert_eq!(show(one), show(two_walks)),
+        }
     }
 }
 

@@ -1,0 +1,120 @@
+//! Inference of the `columns` layout: each value of a map is a column, an ndarray whose axis 0
+//! are its rows or a list whose elements are.
+
+use super::{Columns, Inferrer, NdKind, Ty};
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::ObjectArrays;
+use crate::read::ReaderBuilder;
+use crate::types::NumpyDtype;
+use crate::wire::cursor::{Cursor, Kind};
+use crate::wire::ndarray::{probe, Special};
+
+/// Infer one `columns` map: the type of each column's rows.
+pub(crate) fn infer_columns_map(
+    c: &mut Cursor<'_>,
+    inf: &mut Inferrer,
+    b: &ReaderBuilder,
+) -> Result<Ty> {
+    let at = c.offset();
+    if c.peek_kind()? != Kind::Map {
+        return Err(c.error(ErrorKind::Layout(
+            "columns layout: expected a map of name → ndarray or list".into(),
+        )));
+    }
+    let n = c.read_map_len()?;
+    let mut fields = Columns::default();
+    let mut len: Option<(usize, &str)> = None;
+    for _ in 0..n {
+        let kp = c.pos();
+        let key = inf.top_key(c)?;
+        if fields.contains_key(key) {
+            return Err(c.error_at(
+                kp,
+                ErrorKind::Key(format!("duplicate key {key:?} in one map")),
+            ));
+        }
+        if !inf.list_columns.contains_key(key) {
+            let list = c.peek_kind()? == Kind::Array;
+            inf.list_columns.insert(key.to_string(), list);
+        }
+        let (l, t) = infer_columns_value(c, inf, b).map_err(|e| e.prepend_path(key))?;
+        match &len {
+            Some((l0, k0)) if *l0 != l => {
+                return Err(Error::new(ErrorKind::Layout(format!(
+                    "columns of unequal length: {k0:?} has {l0} rows, {key:?} has {l}"
+                )))
+                .at_offset(at))
+            }
+            _ => len = Some((l, key)),
+        }
+        fields.insert(key.to_string(), t);
+    }
+    Ok(Ty::Struct(fields))
+}
+
+/// Infer one column of a `columns` map: (rows, type of a row).
+pub(crate) fn infer_columns_value(
+    c: &mut Cursor<'_>,
+    inf: &mut Inferrer,
+    b: &ReaderBuilder,
+) -> Result<(usize, Ty)> {
+    let at = c.pos();
+    match c.peek_kind()? {
+        Kind::Array => {
+            let n = c.read_array_len()?;
+            let mut t = Ty::Null;
+            for i in 0..n {
+                // most elements add nothing to the type so far: checked without allocating, as
+                // the rows of a records walk are (a list of 100,000 maps spent 90% here)
+                if i > 0 && b.fast_infer && inf.fits_element(&t, c, 1) {
+                    continue;
+                }
+                let p = c.offset();
+                let v = inf.value(c, 1)?;
+                t = t.merge(v).map_err(|e| e.at_offset(p).at_record(i as u64))?;
+            }
+            Ok((n, t))
+        }
+        Kind::Map | Kind::Ext => match probe(c, b.dialect, b.npy_ext, b.max_depth)? {
+            Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => {
+                let dt = inf.dtype(nd.type_raw, &nd, c.offset_of(0))?;
+                if matches!(dt, NumpyDtype::Object) {
+                    return Err(c.error_at(
+                        at,
+                        match b.object_arrays {
+                            ObjectArrays::Error => ErrorKind::ObjectArray,
+                            // raw keeps one pickle per value: it cannot be cut into rows
+                            ObjectArrays::Raw => ErrorKind::Layout(
+                                "an object (pickle) ndarray cannot give a column's rows: its \
+                                 pickle holds them all and is never unpickled; read with \
+                                 layout=\"records\" to keep it as one Binary value"
+                                    .into(),
+                            ),
+                        },
+                    ));
+                }
+                nd.check_len(&dt, c.offset_of(0))?;
+                let shape = nd.shape[1..].iter().map(|&d| Some(d)).collect();
+                Ok((
+                    nd.shape[0],
+                    Ty::Nd {
+                        dt,
+                        shape,
+                        kind: NdKind::Array,
+                        widths: false,
+                    },
+                ))
+            }
+            _ => Err(c.error_at(
+                at,
+                ErrorKind::Layout(
+                    "columns layout: a value must be an ndarray with ndim ≥ 1 or a list".into(),
+                ),
+            )),
+        },
+        k => Err(c.error(ErrorKind::Layout(
+            format!("columns layout: a value must be an ndarray or a list, found {k:?}")
+                .to_lowercase(),
+        ))),
+    }
+}
