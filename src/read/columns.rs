@@ -53,24 +53,76 @@ pub(crate) fn decode_columns(
         } else {
             let at = c.offset();
             let n = c.read_map_len().map_err(|e| e.at_record(chunk))?;
-            for _ in 0..n {
-                let kp = c.pos();
-                let key = crate::read::infer::read_key(&mut c)?;
-                let wanted = out_at.get(key).copied();
-                let Some(f) = full_at.get(key).map(|&i| full.field(i)) else {
-                    if ctx.strict_keys {
-                        return Err(c.error_at(kp, unknown_key(key, ctx)).at_record(chunk));
+            // The walk finds each wanted column's value and hands it to the thread pool, where
+            // the columns are decoded while the walk goes on (a map of long lists was decoded one
+            // column after another). What the walk stops at is reported after the columns before
+            // it, as a decode in turn reported it.
+            // (slot, key, whether it went to the pool)
+            let mut jobs: Vec<(usize, &str, bool)> = Vec::new();
+            let mut stop: Option<Error> = None;
+            let par = b.decode_threads() > 1;
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            let mut in_turn = Vec::new();
+            rayon::in_place_scope(|s| {
+                for _ in 0..n {
+                    let kp = c.pos();
+                    let key = match crate::read::infer::read_key(&mut c) {
+                        Ok(k) => k,
+                        Err(e) => {
+                            stop = Some(e);
+                            break;
+                        }
+                    };
+                    let wanted = out_at.get(key).copied();
+                    let (Some(f), Some(slot)) = (full_at.get(key).map(|&i| full.field(i)), wanted)
+                    else {
+                        if ctx.strict_keys && !full_at.contains_key(key) {
+                            stop = Some(c.error_at(kp, unknown_key(key, ctx)).at_record(chunk));
+                            break;
+                        }
+                        // unknown or projected out: skipped, its bytes never copied
+                        if let Err(e) = c.skip(b.max_depth) {
+                            stop = Some(e);
+                            break;
+                        }
+                        continue;
+                    };
+                    let (k, mut d, tx) = (jobs.len(), c.clone(), done_tx.clone());
+                    // a list's elements are decoded one by one: worth a thread. An ndarray is
+                    // a slice of the input or one copy (a wide map has 10,000 small ones)
+                    let spawn = par && matches!(c.peek_kind(), Ok(Kind::Array));
+                    jobs.push((slot, key, spawn));
+                    if spawn {
+                        s.spawn(move |_| {
+                            let r = decode_column_value(&mut d, buf, f, ctx, b.release_input);
+                            let _ = tx.send((k, r));
+                        });
+                    } else {
+                        in_turn.push((d, f));
                     }
-                    c.skip(b.max_depth)?;
-                    continue;
+                    if let Err(e) = c.skip(b.max_depth) {
+                        // its decode says what is wrong with it (this, if the decode does not)
+                        stop = Some(e);
+                        break;
+                    }
+                }
+            });
+            drop(done_tx);
+            let mut decoded: Vec<Option<Result<(usize, ArrayRef)>>> = Vec::new();
+            decoded.resize_with(jobs.len(), || None);
+            for (k, r) in done_rx {
+                decoded[k] = Some(r);
+            }
+            let mut in_turn = in_turn.into_iter();
+            for (k, &(slot, key, spawned)) in jobs.iter().enumerate() {
+                let r = match spawned {
+                    true => decoded[k].take().expect("one result per column"),
+                    false => {
+                        let (mut d, f) = in_turn.next().expect("one cursor per column");
+                        decode_column_value(&mut d, buf, f, ctx, b.release_input)
+                    }
                 };
-                let Some(slot) = wanted else {
-                    // projected out: skipped, its bytes never copied
-                    c.skip(b.max_depth)?;
-                    continue;
-                };
-                let (len, a) = decode_column_value(&mut c, buf, f, ctx, b.release_input)
-                    .map_err(|e| e.prepend_path(key).at_record(chunk))?;
+                let (len, a) = r.map_err(|e| e.prepend_path(key).at_record(chunk))?;
                 if let Some(r) = rows {
                     if r != len {
                         return Err(Error::new(ErrorKind::Layout(format!(
@@ -81,6 +133,9 @@ pub(crate) fn decode_columns(
                 }
                 rows = Some(len);
                 cols[slot] = Some(a);
+            }
+            if let Some(e) = stop {
+                return Err(e);
             }
             if rows.is_none() {
                 // every column projected out: still count rows from the first value

@@ -1,7 +1,7 @@
 //! Inference of the `columns` layout: each value of a map is a column, an ndarray whose axis 0
 //! are its rows or a list whose elements are.
 
-use super::{Columns, Inferrer, NdKind, Ty};
+use super::{skip_marker_fits, Columns, Inferrer, NdKind, Ty};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::ObjectArrays;
 use crate::read::ReaderBuilder;
@@ -63,15 +63,32 @@ pub(crate) fn infer_columns_value(
         Kind::Array => {
             let n = c.read_array_len()?;
             let mut t = Ty::Null;
-            for i in 0..n {
+            let mut i = 0;
+            while i < n {
                 // most elements add nothing to the type so far: checked without allocating, as
-                // the rows of a records walk are (a list of 100,000 maps spent 90% here)
-                if i > 0 && b.fast_infer && inf.fits_element(&t, c, 1) {
-                    continue;
+                // the rows of a records walk are (a list of 100,000 maps spent 90% here), and
+                // scalars that fit by their marker byte alone in one loop
+                if i > 0 && b.fast_infer {
+                    let (mut k, left) = (0, n - i);
+                    let p = skip_marker_fits(c.buf(), c.pos(), &t, |_| {
+                        k += 1;
+                        k <= left
+                    });
+                    let k = k.min(left);
+                    if k > 0 {
+                        c.set_pos(p);
+                        i += k;
+                        continue;
+                    }
+                    if inf.fits_element(&t, c, 1) {
+                        i += 1;
+                        continue;
+                    }
                 }
                 let p = c.offset();
                 let v = inf.value(c, 1)?;
                 t = t.merge(v).map_err(|e| e.at_offset(p).at_record(i as u64))?;
+                i += 1;
             }
             Ok((n, t))
         }

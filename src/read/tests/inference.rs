@@ -592,6 +592,12 @@ proptest::proptest! {
             let b = ReaderBuilder::new().with_layout(layout).with_conflicts(conflicts);
             let full = fast_or_full(&b, &data, false, false);
             proptest::prop_assert_eq!(&fast_or_full(&b, &data, true, false), &full);
+            // list columns decoded on the pool as the walk finds them, or in turn on one thread
+            let (one, four) = (b.clone().with_threads(Some(1)), b.with_threads(Some(4)));
+            proptest::prop_assert_eq!(
+                &fast_or_full(&one, &data, true, false),
+                &fast_or_full(&four, &data, true, false)
+            );
         }
         let b = ReaderBuilder::new();
         let show = |r: Result<(bool, Option<bool>)>| match r {

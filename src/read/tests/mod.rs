@@ -419,6 +419,49 @@ fn a_strict_given_schema_refuses_keys_it_lacks() {
     }
 }
 
+/// Columns of one map are decoded on the pool while the walk goes on, and what goes wrong first
+/// in the bytes is what is reported: a value of a column that does not fit the given schema
+/// comes before a key the schema lacks (strict) or a key that is not a string, later in the
+/// map, with one thread or several.
+#[test]
+fn the_first_error_in_a_columns_map_is_reported_however_its_columns_are_decoded() {
+    let ints = |n: u32| {
+        let mut v = Vec::new();
+        rmp::encode::write_array_len(&mut v, n).unwrap();
+        for i in 0..n {
+            rmp::encode::write_sint(&mut v, i as i64).unwrap();
+        }
+        v
+    };
+    // "a": [0, 1, 2, "x", 4]: the str at index 3; then the key `z` (or the int 7), then "b"
+    let data = |z: &[u8]| {
+        let mut data = vec![0x83, 0xa1, b'a', 0x95, 0, 1, 2, 0xa1, b'x', 4];
+        data.extend(z);
+        data.extend(ints(5));
+        data.extend([0xa1, b'b']);
+        data.extend(ints(5));
+        data
+    };
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", arrow_schema::DataType::Int64, true),
+        Field::new("b", arrow_schema::DataType::Int64, true),
+    ]));
+    for threads in [1, 4] {
+        for (z, strict) in [(&[0xa1, b'z'][..], true), (&[0x07][..], false)] {
+            let e = ReaderBuilder::new()
+                .with_layout(Layout::Columns)
+                .with_schema(schema.clone())
+                .with_strict_schema(strict)
+                .with_threads(Some(threads))
+                .build_from_slice(&data(z))
+                .and_then(|r| r.collect_batches())
+                .unwrap_err();
+            assert_eq!(e.offset(), Some(7), "{threads} threads, {z:?}: {e}");
+            assert!(e.to_string().contains("\"a\""), "{e}");
+        }
+    }
+}
+
 #[test]
 fn openpi_maps_are_ndarrays_under_auto() {
     // openpi_client.msgpack_numpy: {__ndarray__: True, data, dtype, shape}
