@@ -93,9 +93,10 @@ def make_scalars(d: Path, n: int) -> None:
 
 
 def make_more(d: Path, n: int) -> None:
-    """Four more shapes, each with its Feather file: a `values` stream of `n` float64s, `n // 5`
+    """Five more shapes, each with its Feather file: a `values` stream of `n` float64s, `n // 5`
     records holding a bool[128] ndarray, `n // 10` records holding a float32 ndarray of 1 to 50
-    elements (ragged), and `n // 10` records of 50 scalars (25 int, 25 float)."""
+    elements (ragged), `n // 10` records of 50 scalars (25 int, 25 float), and a dict of five lists
+    of `n // 10` (a columns map whose columns are lists, not ndarrays)."""
     import msgpack
     import msgpack_numpy as mn
     import numpy as np
@@ -115,6 +116,14 @@ def make_more(d: Path, n: int) -> None:
             pk.pack({f"k{j}": (int(v * 1e6) if j % 2 else float(v)) for j, v in enumerate(rng.random(50))})
             for _ in range(n // 10)
         ),
+        # a dict of lists (`df.to_dict("list")`, or lists of arrays gathered in a loop) packed once
+        "list_columns": lambda: mn.packb({
+            "id": list(range(n // 10)),
+            "name": [f"user{i % 5000}" for i in range(n // 10)],
+            "x": rng.random(n // 10).tolist(),
+            "tags": [["a", "b"][: i % 3] for i in range(n // 10)],
+            "emb": list(rng.random((n // 10, 32), dtype=np.float32)),
+        }),
     }
     for name, data in made.items():
         p = d / f"{name}.msgpack"
@@ -360,6 +369,8 @@ def main() -> None:
          "pl.DataFrame({'id': [r['id'] for r in rs], 'v': pl.Series([r['v'] for r in rs])})"),
         ("wide_records", f"{scalars // 10:,} records of 50 scalars (25 int, 25 float)",
          "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))))"),
+        ("list_columns", f"a dict of 5 lists of {scalars // 10:,} (id, name, x, tags, emb: float32[32] ndarrays)",
+         "d = mn.unpackb(open(P, 'rb').read(), raw=False); d['emb'] = np.stack(d['emb']); pl.DataFrame(d)"),
     ]:
         p = work / f"{name}.msgpack"
         ms_ = f"P = {str(p)!r}; F = {str(p.with_suffix('.feather'))!r}"
