@@ -99,6 +99,32 @@ def test_parquet_tensors_read_back_as_numpy_wrote_them(tmp_path, with_null_rows)
             assert a.shape == w.shape and a.tobytes() == w.tobytes(), (k, i)
 
 
+def test_a_wide_map_to_parquet_is_as_small_as_polars_and_comes_back_byte_for_byte(tmp_path):
+    # 2,000 float64 ndarray columns: each field's numpy metadata is in the file once, not 2,000
+    # times; the CLI, and pyarrow's read of the file through write_msgpack, give numpy's bytes back
+    import pyarrow.parquet as pq
+
+    import msgpack_arrow as ma
+
+    rng = np.random.default_rng(11)
+    cols = {f"c{i}": rng.random(50) for i in range(2000)}
+    cols["big"] = rng.random(50).astype(">f8")  # metadata of its own
+    src = tmp_path / "w.msgpack"
+    src.write_bytes(mn.packb(cols))
+    out = tmp_path / "w.parquet"
+    r = run("convert", str(src), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    theirs = tmp_path / "w.polars.parquet"
+    pl.read_parquet(out).write_parquet(theirs)
+    assert out.stat().st_size <= 1.02 * theirs.stat().st_size, (out.stat().st_size, theirs.stat().st_size)
+    back = tmp_path / "back.msgpack"
+    r = run("convert", str(out), "-o", str(back))
+    assert r.returncode == 0, r.stderr
+    assert back.read_bytes() == src.read_bytes()
+    assert ma.write_msgpack(pq.read_table(out), None, layout="auto") == src.read_bytes()
+    assert pq.read_table(out).schema.field("big").metadata[b"msgpack_numpy.dtype"] == b">f8"
+
+
 def test_errors_are_one_line_and_leave_no_output(tmp_path):
     t = tmp_path / "notes.csv"
     t.write_text("id,name\n1,alpha\n2,beta\n")

@@ -44,3 +44,7 @@ pub const MISSING: &str = "msgpack_arrow.missing";
 /// Schema: `"openpi"` when the file's ndarrays and numpy scalars were openpi's
 /// `__ndarray__`/`__npgeneric__` maps, so the writer writes them back in that form.
 pub const DIALECT: &str = "msgpack_arrow.dialect";
+/// Schema (of a Parquet file's embedded Arrow schema): the metadata of every top-level field that
+/// carries none, as a JSON object, written once in place of one copy per field
+/// ([`crate::types::shared_metadata`]).
+pub const SHARED_FIELD_METADATA: &str = "msgpack_arrow.field_metadata";

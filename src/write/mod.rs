@@ -166,6 +166,11 @@ impl WriterBuilder {
 
     /// A writer of batches with this schema into `w`.
     pub fn build<W: Write>(self, w: W, schema: SchemaRef) -> Result<Writer<W>> {
+        // a schema from one of our Parquet files, read by another reader: each field's metadata
+        let schema = match crate::types::shared_metadata::expand(&schema) {
+            Some(s) => Arc::new(s),
+            None => schema,
+        };
         // columns of a Polars frame read with the numpy extension: their metadata goes back on
         let (schema, retype) = match extension::unwrap(&schema)? {
             Some(s) => (Arc::new(s), true),

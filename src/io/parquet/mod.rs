@@ -118,7 +118,9 @@ pub fn read_parquet_with(
     let file = File::open(path).map_err(|e| io_error(path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
     let rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
-    let full = builder.schema().clone();
+    // (metadata shared by many fields is in the file once: back on each of them)
+    let shared = crate::types::shared_metadata::expand(builder.schema()).map(std::sync::Arc::new);
+    let full = shared.clone().unwrap_or_else(|| builder.schema().clone());
     let indices = columns.map(|c| projection_indices(&full, c)).transpose()?;
     let per_row = {
         let md = builder.metadata();
@@ -146,7 +148,11 @@ pub fn read_parquet_with(
     let builder = builder.with_batch_size(batch_size.min(by_bytes).max(1));
     let Some(indices) = indices else {
         let reader = builder.build()?;
-        return Ok((full, Box::new(reader.map(|b| b.map_err(Into::into))), rows));
+        let Some(out) = shared else {
+            return Ok((full, Box::new(reader.map(|b| b.map_err(Into::into))), rows));
+        };
+        let batches = reader.map(move |b| Ok(b?.with_schema(out.clone())?));
+        return Ok((full, Box::new(batches), rows));
     };
     let (sorted, reorder) = sorted_projection(&indices);
     let mask = ProjectionMask::roots(builder.parquet_schema(), sorted.iter().copied());

@@ -78,8 +78,12 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// A writer of `schema` into `w`, compressed with `compression` (zstd level 3 by default).
     pub fn try_new(w: W, schema: SchemaRef, compression: Compression) -> Result<Self> {
         let props = writer_properties_for(&schema, compression)?;
+        // the embedded Arrow schema with the metadata most fields share written once
+        let embedded = crate::types::shared_metadata::compact(&schema)
+            .map(Arc::new)
+            .unwrap_or_else(|| schema.clone());
         let (file, factory) =
-            ArrowWriter::try_new(w, schema.clone(), Some(props))?.into_serialized_writer()?;
+            ArrowWriter::try_new(w, embedded, Some(props))?.into_serialized_writer()?;
         let group = Arc::new(GroupEncoder::new(
             factory,
             file.schema_descr(),
@@ -426,7 +430,7 @@ mod tests {
     use super::*;
     use arrow_array::cast::AsArray;
     use arrow_array::{Array, ArrayRef, FixedSizeListArray, Float32Array, Int64Array, StringArray};
-    use arrow_schema::{DataType, Field, Schema};
+    use arrow_schema::{DataType, Field, Metadata, Schema};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
     #[test]
@@ -460,6 +464,47 @@ mod tests {
             .recv_timeout(std::time::Duration::from_secs(120))
             .expect("writers on the pool finished");
         assert!(sizes.iter().all(|&n| n > 0 && n == sizes[0]));
+    }
+
+    #[test]
+    fn metadata_shared_by_the_fields_is_in_the_file_once_and_read_back_on_each() {
+        use crate::types::meta;
+        let f8 = Metadata::from([(meta::DTYPE, "<f8"), (meta::KIND, "ndarray")]);
+        let mut fields: Vec<Field> = (0..300)
+            .map(|i| Field::new(format!("c{i}"), DataType::Float64, true).with_metadata(f8.clone()))
+            .collect();
+        fields[9] = fields[9].clone().with_metadata(Metadata::from([
+            (meta::DTYPE, ">f8"),
+            (meta::KIND, "ndarray"),
+        ]));
+        let schema = Arc::new(Schema::new_with_metadata(
+            fields,
+            std::collections::HashMap::from([(meta::LAYOUT.to_string(), "columns".to_string())]),
+        ));
+        let columns: Vec<ArrayRef> = (0..300)
+            .map(|i| Arc::new(arrow_array::Float64Array::from(vec![i as f64; 10])) as ArrayRef)
+            .collect();
+        let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
+        let mut w =
+            ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default()).unwrap();
+        w.write(&batch).unwrap();
+        let bytes = Bytes::from(w.finish().unwrap());
+        // as any Parquet reader sees it: fields without metadata, the schema holding it once
+        let plain = ParquetRecordBatchReaderBuilder::try_new(bytes.clone()).unwrap();
+        let embedded = plain.schema();
+        assert!(embedded.field(0).metadata().is_empty());
+        assert_eq!(embedded.field(9).metadata(), schema.field(9).metadata());
+        assert!(embedded
+            .metadata()
+            .contains_key(meta::SHARED_FIELD_METADATA));
+        // as ours reads it: every field's own
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.parquet");
+        std::fs::write(&path, &bytes).unwrap();
+        let (got, batches) = super::super::read_parquet(&path).unwrap();
+        assert_eq!(got, schema);
+        let got: Vec<RecordBatch> = batches.collect::<Result<_>>().unwrap();
+        assert_eq!(got, vec![batch]);
     }
 
     #[test]
