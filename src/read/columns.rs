@@ -41,28 +41,32 @@ pub(crate) fn decode_columns(
     let (full_at, out_at) = (positions(full), positions(out));
     while !c.is_empty() {
         let chunk_at = c.pos();
-        let mut cols: Vec<Option<ArrayRef>> = vec![None; out.fields().len()];
+        let mut cols: Vec<Option<Decoded>> = (0..out.fields().len()).map(|_| None).collect();
         let mut rows = None;
+        // the rows of each range of a list column decoded on its own (none: columns whole)
+        let mut range_rows: Option<usize> = None;
         if container == Container::NdArray {
             let f = &full.fields()[0];
             let (n, a) = decode_column_value(&mut c, buf, f, ctx, b.release_input)?;
             rows = Some(n);
             if let Some(&i) = out_at.get(f.name().as_str()) {
-                cols[i] = Some(a);
+                cols[i] = Some(Decoded::Whole(a));
             }
         } else {
             let at = c.offset();
             let n = c.read_map_len().map_err(|e| e.at_record(chunk))?;
-            // The walk finds each wanted column's value and hands it to the thread pool, where
-            // the columns are decoded while the walk goes on (a map of long lists was decoded one
-            // column after another). What the walk stops at is reported after the columns before
+            // The walk finds each wanted column's value. A list's elements are decoded one by
+            // one: the walk cuts it into ranges of rows and hands each to the thread pool as it
+            // steps past it, so that lists are decoded while the walk goes on, on every thread
+            // (a map of long lists was decoded one column after another on one). An ndarray is
+            // a slice of the input or one copy (a wide map has 10,000 small ones): decoded in
+            // turn after the walk. What the walk stops at is reported after the columns before
             // it, as a decode in turn reported it.
-            // (slot, key, whether it went to the pool)
-            let mut jobs: Vec<(usize, &str, bool)> = Vec::new();
+            let mut jobs: Vec<Job<'_>> = Vec::new();
             let mut stop: Option<Error> = None;
-            let par = b.decode_threads() > 1;
+            let par = b.decode_threads() > 1 && b.max_depth > 1;
             let (done_tx, done_rx) = std::sync::mpsc::channel();
-            let mut in_turn = Vec::new();
+            let mut spawned = 0usize;
             rayon::in_place_scope(|s| {
                 for _ in 0..n {
                     let kp = c.pos();
@@ -87,42 +91,86 @@ pub(crate) fn decode_columns(
                         }
                         continue;
                     };
-                    let (k, mut d, tx) = (jobs.len(), c.clone(), done_tx.clone());
-                    // a list's elements are decoded one by one: worth a thread. An ndarray is
-                    // a slice of the input or one copy (a wide map has 10,000 small ones)
-                    let spawn = par && matches!(c.peek_kind(), Ok(Kind::Array));
-                    jobs.push((slot, key, spawn));
-                    if spawn {
-                        s.spawn(move |_| {
-                            let r = decode_column_value(&mut d, buf, f, ctx, b.release_input);
-                            let _ = tx.send((k, r));
+                    let mut list = c.clone();
+                    let len = match list.peek_kind() {
+                        Ok(Kind::Array) if par => list.read_array_len().ok(),
+                        _ => None,
+                    };
+                    let Some(len) = len else {
+                        jobs.push(Job {
+                            slot,
+                            key,
+                            work: Work::InTurn(c.clone(), f),
                         });
-                    } else {
-                        in_turn.push((d, f));
+                        if let Err(e) = c.skip(b.max_depth) {
+                            // its decode says what is wrong with it (this, if the decode does not)
+                            stop = Some(e);
+                            break;
+                        }
+                        continue;
+                    };
+                    let per = *range_rows.get_or_insert_with(|| rows_per_range(len, b));
+                    let mut ranges = Vec::new();
+                    let mut first = 0;
+                    while first < len && stop.is_none() {
+                        let (m, mut at, tx) = (per.min(len - first), list.clone(), done_tx.clone());
+                        let id = spawned;
+                        spawned += 1;
+                        ranges.push(id);
+                        s.spawn(move |_| {
+                            let r = decode_list_range(&mut at, f, ctx, m, first);
+                            let _ = tx.send((id, r));
+                        });
+                        // (the elements one level down: as deep as a skip of the list lets them)
+                        for _ in 0..m {
+                            if let Err(e) = list.skip(b.max_depth - 1) {
+                                stop = Some(e);
+                                break;
+                            }
+                        }
+                        first += m;
                     }
-                    if let Err(e) = c.skip(b.max_depth) {
-                        // its decode says what is wrong with it (this, if the decode does not)
-                        stop = Some(e);
+                    jobs.push(Job {
+                        slot,
+                        key,
+                        work: Work::Ranges(len, ranges),
+                    });
+                    if stop.is_some() {
                         break;
                     }
+                    c = list;
                 }
             });
             drop(done_tx);
-            let mut decoded: Vec<Option<Result<(usize, ArrayRef)>>> = Vec::new();
-            decoded.resize_with(jobs.len(), || None);
-            for (k, r) in done_rx {
-                decoded[k] = Some(r);
+            let mut decoded: Vec<Option<Result<ArrayRef>>> = (0..spawned).map(|_| None).collect();
+            for (id, r) in done_rx {
+                decoded[id] = Some(r);
             }
-            let mut in_turn = in_turn.into_iter();
-            for (k, &(slot, key, spawned)) in jobs.iter().enumerate() {
-                let r = match spawned {
-                    true => decoded[k].take().expect("one result per column"),
-                    false => {
-                        let (mut d, f) = in_turn.next().expect("one cursor per column");
-                        decode_column_value(&mut d, buf, f, ctx, b.release_input)
+            for job in jobs {
+                let key = job.key;
+                let (len, col) = match job.work {
+                    Work::InTurn(mut d, f) => {
+                        let (len, a) = decode_column_value(&mut d, buf, f, ctx, b.release_input)
+                            .map_err(|e| e.prepend_path(key).at_record(chunk))?;
+                        (len, Decoded::Whole(a))
+                    }
+                    Work::Ranges(len, ids) => {
+                        let mut parts = Vec::with_capacity(ids.len());
+                        for id in ids {
+                            let r = decoded[id].take().expect("one result per range");
+                            parts.push(r.map_err(|e| e.prepend_path(key).at_record(chunk))?);
+                        }
+                        if parts.iter().map(|a| a.len()).sum::<usize>() != len {
+                            // the walk stopped inside this list, where its decode did not
+                            return Err(stop.take().unwrap_or_else(|| {
+                                Error::new(ErrorKind::Layout(format!(
+                                    "the list of {key:?} was not decoded whole"
+                                )))
+                            }));
+                        }
+                        (len, Decoded::Ranges(parts))
                     }
                 };
-                let (len, a) = r.map_err(|e| e.prepend_path(key).at_record(chunk))?;
                 if let Some(r) = rows {
                     if r != len {
                         return Err(Error::new(ErrorKind::Layout(format!(
@@ -132,40 +180,45 @@ pub(crate) fn decode_columns(
                     }
                 }
                 rows = Some(len);
-                cols[slot] = Some(a);
+                cols[job.slot] = Some(col);
             }
             if let Some(e) = stop {
                 return Err(e);
             }
-            if rows.is_none() {
-                // every column projected out: still count rows from the first value
-                let mut d = Cursor::new(data, 0);
-                d.set_pos(c.pos());
-                rows = Some(0);
-                let _ = d;
-            }
         }
         let rows = rows.unwrap_or(0);
-        let mut arrays = Vec::with_capacity(out.fields().len());
-        for (f, a) in out.fields().iter().zip(cols) {
-            match a {
-                Some(a) => arrays.push(a),
-                None => arrays.push(arrow_array::new_null_array(f.data_type(), rows)),
-            }
-        }
-        let whole = crate::types::arrow::record_batch(out, arrays, rows)?;
-        // slices (no copy) of at most batch_size rows and about batch_bytes bytes
+        // a batch per range (no copy), sliced into batches of at most batch_size rows and about
+        // batch_bytes bytes
         let row_bytes = (c.pos() - chunk_at) / rows.max(1);
         let per = if b.whole_chunks {
             rows.max(1)
         } else {
             b.batch_size.min((b.batch_bytes / row_bytes.max(1)).max(1))
         };
-        let mut off = 0;
-        while off < rows {
-            let n = (rows - off).min(per);
-            batches.push(whole.slice(off, n));
-            off += n;
+        let ranged = cols.iter().any(|c| matches!(c, Some(Decoded::Ranges(_))));
+        let per_range = range_rows.filter(|_| ranged).unwrap_or(rows.max(1));
+        let (mut first, mut j) = (0, 0);
+        while first < rows {
+            let len = per_range.min(rows - first);
+            let arrays = out
+                .fields()
+                .iter()
+                .zip(&cols)
+                .map(|(f, c)| match c {
+                    Some(Decoded::Whole(a)) => a.slice(first, len),
+                    Some(Decoded::Ranges(parts)) => parts[j].clone(),
+                    None => arrow_array::new_null_array(f.data_type(), len),
+                })
+                .collect();
+            let range = crate::types::arrow::record_batch(out, arrays, len)?;
+            let mut off = 0;
+            while off < len {
+                let n = (len - off).min(per);
+                batches.push(range.slice(off, n));
+                off += n;
+            }
+            first += len;
+            j += 1;
         }
         chunk_rows.push(rows);
         chunk += 1;
@@ -174,6 +227,61 @@ pub(crate) fn decode_columns(
         }
     }
     Ok((batches, chunk_rows))
+}
+
+/// A column of one `columns` map, decoded whole or in ranges of rows (a batch each).
+enum Decoded {
+    Whole(ArrayRef),
+    Ranges(Vec<ArrayRef>),
+}
+
+/// A wanted column the walk of a map found.
+struct Job<'a> {
+    slot: usize,
+    key: &'a str,
+    work: Work<'a>,
+}
+
+enum Work<'a> {
+    /// decoded after the walk, on the caller's thread, from here
+    InTurn(Cursor<'a>, &'a Field),
+    /// a list of this many elements, its ranges on the pool: the index of each one's result
+    /// (fewer than it has where the walk stopped inside it)
+    Ranges(usize, Vec<usize>),
+}
+
+/// Fewer rows than this are not cut into ranges (a job's own cost).
+const MIN_RANGE_ROWS: usize = 4096;
+
+/// The rows of each range of the lists of a map whose lists are `len` long: a few ranges per
+/// thread, at most a batch.
+fn rows_per_range(len: usize, b: &ReaderBuilder) -> usize {
+    if b.whole_chunks {
+        return len.max(1);
+    }
+    let threads = b.decode_threads().max(1);
+    len.div_ceil(threads * 4)
+        .max(MIN_RANGE_ROWS)
+        .min(b.batch_size)
+        .max(1)
+}
+
+/// `n` elements of a list column from `c`, the first being element `first` of the list.
+fn decode_list_range(
+    c: &mut Cursor<'_>,
+    f: &Field,
+    ctx: &Ctx,
+    n: usize,
+    first: usize,
+) -> Result<ArrayRef> {
+    let mut d = make_decoder(f, ctx)?;
+    d.reserve(n);
+    for i in first..first + n {
+        let p = c.offset();
+        d.decode(c)
+            .map_err(|e| e.at_offset(p).at_record(i as u64))?;
+    }
+    d.finish()
 }
 
 /// The alignment an Arrow values buffer of `dt`'s (native) elements needs to be a view of the
@@ -199,14 +307,7 @@ pub(crate) fn decode_column_value(
     let at = c.pos();
     if c.peek_kind()? == Kind::Array {
         let n = c.read_array_len()?;
-        let mut d = make_decoder(f, ctx)?;
-        d.reserve(n);
-        for i in 0..n {
-            let p = c.offset();
-            d.decode(c)
-                .map_err(|e| e.at_offset(p).at_record(i as u64))?;
-        }
-        return Ok((n, d.finish()?));
+        return Ok((n, decode_list_range(c, f, ctx, n, 0)?));
     }
     let Some(Special::Array(nd)) = probe(c, ctx.dialect, ctx.npy_ext, ctx.max_depth)? else {
         return Err(c.error_at(

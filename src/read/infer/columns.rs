@@ -87,7 +87,17 @@ pub(crate) fn infer_columns_value(
                 }
                 let p = c.offset();
                 let v = inf.value(c, 1)?;
-                t = t.merge(v).map_err(|e| e.at_offset(p).at_record(i as u64))?;
+                // the column's values conflict: with conflicts="binary", the column is kept raw
+                // (a list of maps too: the column is the list's, not the fields of its maps)
+                t = match t.merge(v) {
+                    Err(e)
+                        if inf.opts.raw_conflicts
+                            && matches!(e.kind(), ErrorKind::TypeConflict(_)) =>
+                    {
+                        Ty::Raw
+                    }
+                    r => r.map_err(|e| e.at_offset(p).at_record(i as u64))?,
+                };
                 i += 1;
             }
             Ok((n, t))

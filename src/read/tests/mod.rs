@@ -79,6 +79,56 @@ fn conflicting_columns_kept_as_raw_msgpack_and_written_back_as_they_were() {
 }
 
 #[test]
+fn conflicting_list_columns_of_a_columns_map_kept_as_raw_msgpack_too() {
+    // {"w": [[1, 2], [[3]], nil], "x": [1, "a", 2], "ok": [0, 1, 2]}: a dict of lists whose
+    // lists hold values of several types, as the records above do
+    let (w, x) = (
+        [&[0x92, 0x01, 0x02][..], &[0x91, 0x91, 0x03], &[0xc0]],
+        [&b"\x01"[..], b"\xa1a", b"\x02"],
+    );
+    let mut data = b"\x83\xa1w\x93".to_vec();
+    w.iter().for_each(|v| data.extend_from_slice(v));
+    data.extend_from_slice(b"\xa1x\x93");
+    x.iter().for_each(|v| data.extend_from_slice(v));
+    data.extend_from_slice(b"\xa2ok\x93\x00\x01\x02");
+    let e = ReaderBuilder::new().build_from_slice(&data).unwrap_err();
+    assert!(e.to_string().contains("conflicts=\"binary\""), "{e}");
+    for threads in [1, 4] {
+        let r = ReaderBuilder::new()
+            .with_conflicts(Conflicts::Binary)
+            .with_threads(Some(threads))
+            .build_from_slice(&data)
+            .unwrap();
+        assert_eq!(r.layout(), Layout::Columns);
+        let schema = r.schema();
+        let batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+        for (col, values) in [("w", &w), ("x", &x)] {
+            let f = schema.field_with_name(col).unwrap();
+            assert_eq!(f.data_type(), &arrow_schema::DataType::Binary, "{col}");
+            assert_eq!(
+                f.metadata().get(meta::KIND).map(String::as_str),
+                Some("msgpack")
+            );
+            let a = batches[0].column_by_name(col).unwrap().as_binary::<i32>();
+            for (i, want) in values.iter().enumerate() {
+                if *want == [0xc0] {
+                    assert!(arrow_array::Array::is_null(a, i));
+                } else {
+                    assert_eq!(a.value(i), *want, "{col} row {i}");
+                }
+            }
+        }
+        // in the layout it was read in
+        let mut out = crate::WriterBuilder::new()
+            .with_layout(Layout::Auto)
+            .build(Vec::new(), schema)
+            .unwrap();
+        batches.iter().for_each(|b| out.write(b).unwrap());
+        assert_eq!(out.finish().unwrap(), data, "written back byte for byte");
+    }
+}
+
+#[test]
 fn integer_keyed_maps_are_map_columns_written_back_as_they_were() {
     // {"id": i, "counts": {1: 0.5, -3: 1.5}} and {"id": 2, "counts": {}}, then nil
     let mut data = Vec::new();
@@ -453,10 +503,13 @@ fn the_first_error_in_a_columns_map_is_reported_however_its_columns_are_decoded(
                 .with_schema(schema.clone())
                 .with_strict_schema(strict)
                 .with_threads(Some(threads))
+                // lists cut into ranges of two rows on the pool: the str is row 1 of the second
+                .with_batch_size(2)
                 .build_from_slice(&data(z))
                 .and_then(|r| r.collect_batches())
                 .unwrap_err();
             assert_eq!(e.offset(), Some(7), "{threads} threads, {z:?}: {e}");
+            assert_eq!(e.record(), Some(3), "{threads} threads, {z:?}: {e}");
             assert!(e.to_string().contains("\"a\""), "{e}");
         }
     }
