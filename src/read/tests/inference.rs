@@ -449,6 +449,28 @@ fn fast_or_full(b: &ReaderBuilder, data: &[u8], fast: bool, pieces: bool) -> Str
     }
 }
 
+/// What [`varied_records`] makes records from: the keys, each key's usual kind of value, each
+/// row's shape and values (and how each value is picked), and the row from which the keys come
+/// in another order; at most `max_rows` rows.
+#[allow(clippy::type_complexity)]
+fn varied_records_input(
+    max_rows: usize,
+) -> impl proptest::strategy::Strategy<Value = (Vec<usize>, Vec<u8>, Vec<(u8, Vec<(u8, u64)>)>, usize)>
+{
+    (
+        proptest::collection::vec(0usize..8, 1..7),
+        proptest::collection::vec(0u8..24, 8),
+        proptest::collection::vec(
+            (
+                0u8..14,
+                proptest::collection::vec((0u8..40, proptest::num::u64::ANY), 8),
+            ),
+            1..max_rows,
+        ),
+        0usize..max_rows,
+    )
+}
+
 /// Records mostly alike, as [`fast_inference_equals_full_inference_on_any_records`] describes
 /// them: each record's bytes.
 fn varied_records(
@@ -520,13 +542,7 @@ proptest::proptest! {
     /// batches or error, in either conflict mode, also when the walk is cut into pieces on threads.
     #[test]
     fn fast_inference_equals_full_inference_on_any_records(
-        keys in proptest::collection::vec(0usize..8, 1..7),
-        kinds in proptest::collection::vec(0u8..24, 8),
-        rows in proptest::collection::vec(
-            (0u8..14, proptest::collection::vec((0u8..40, proptest::num::u64::ANY), 8)),
-            1..150,
-        ),
-        switch_at in 0usize..150,
+        (keys, kinds, rows, switch_at) in varied_records_input(150),
         cut in proptest::option::of(0usize..20_000),
         binary in proptest::bool::ANY,
     ) {
@@ -553,14 +569,8 @@ proptest::proptest! {
     /// columns map says what the two walks it replaces say (or fails as the first of them does).
     #[test]
     fn fast_inference_equals_full_inference_on_list_columns(
-        keys in proptest::collection::vec(0usize..8, 1..7),
-        kinds in proptest::collection::vec(0u8..24, 8),
-        rows in proptest::collection::vec(
-            (0u8..14, proptest::collection::vec((0u8..40, proptest::num::u64::ANY), 8)),
-            1..120,
-        ),
+        (keys, kinds, rows, switch_at) in varied_records_input(120),
         other in proptest::collection::vec((0u8..24, proptest::num::u64::ANY), 0..120),
-        switch_at in 0usize..120,
         cut in proptest::option::of(0usize..20_000),
         after in proptest::option::of(0u8..24),
         binary in proptest::bool::ANY,
