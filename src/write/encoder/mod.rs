@@ -229,32 +229,10 @@ mod tests {
 
     #[test]
     fn ints_smallest_form_like_python() {
-        // b''.join(msgpack.packb(i) for i in [0,127,128,255,256,65535,65536,2**32-1,2**32,2**63-1,
-        //   -1,-32,-33,-128,-129,-32768,-32769,-2**31,-2**31-1,-2**63])   (msgpack 1.1)
-        let want = "007fcc80ccffcd0100cdffffce00010000ceffffffffcf0000000100000000cf7fffffffffffffffffe0d0dfd080d1ff7fd18000d2ffff7fffd280000000d3ffffffff7fffffffd38000000000000000";
+        // Python's bytes for the edge integers
+        let want = crate::write::tests::EDGE_INTS_PACKED;
         let mut b = Vec::new();
-        for v in [
-            0i64,
-            127,
-            128,
-            255,
-            256,
-            65535,
-            65536,
-            (1 << 32) - 1,
-            1 << 32,
-            i64::MAX,
-            -1,
-            -32,
-            -33,
-            -128,
-            -129,
-            -32768,
-            -32769,
-            -(1 << 31),
-            -(1 << 31) - 1,
-            i64::MIN,
-        ] {
+        for v in crate::write::tests::EDGE_INTS {
             wire::sint(&mut b, v);
         }
         assert_eq!(hex(&b), want);

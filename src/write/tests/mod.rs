@@ -115,33 +115,38 @@ fn records_plain_values() {
     assert_eq!(records(&v), want);
 }
 
+/// Integers at the edges of every msgpack int marker.
+pub(crate) const EDGE_INTS: [i64; 20] = [
+    0,
+    127,
+    128,
+    255,
+    256,
+    65535,
+    65536,
+    (1 << 32) - 1,
+    1 << 32,
+    i64::MAX,
+    -1,
+    -32,
+    -33,
+    -128,
+    -129,
+    -32768,
+    -32769,
+    -(1 << 31),
+    -(1 << 31) - 1,
+    i64::MIN,
+];
+
+/// What Python makes of [`EDGE_INTS`], each in its smallest form:
+/// `b''.join(msgpack.packb(i) for i in [0,127,128,255,256,65535,65536,2**32-1,2**32,2**63-1,
+/// -1,-32,-33,-128,-129,-32768,-32769,-2**31,-2**31-1,-2**63]).hex()` (msgpack 1.1).
+pub(crate) const EDGE_INTS_PACKED: &str = "007fcc80ccffcd0100cdffffce00010000ceffffffffcf0000000100000000cf7fffffffffffffffffe0d0dfd080d1ff7fd18000d2ffff7fffd280000000d3ffffffff7fffffffd38000000000000000";
+
 #[test]
 fn values_stream_of_ints() {
-    // b''.join(msgpack.packb(i) for i in [0,127,128,255,256,65535,65536,2**32-1,2**32,2**63-1,
-    //   -1,-32,-33,-128,-129,-32768,-32769,-2**31,-2**31-1,-2**63])
-    let want = "007fcc80ccffcd0100cdffffce00010000ceffffffffcf0000000100000000cf7fffffffffffffffffe0d0dfd080d1ff7fd18000d2ffff7fffd280000000d3ffffffff7fffffffd38000000000000000";
-    let v = vec![
-        0i64,
-        127,
-        128,
-        255,
-        256,
-        65535,
-        65536,
-        (1 << 32) - 1,
-        1 << 32,
-        i64::MAX,
-        -1,
-        -32,
-        -33,
-        -128,
-        -129,
-        -32768,
-        -32769,
-        -(1 << 31),
-        -(1 << 31) - 1,
-        i64::MIN,
-    ];
+    let (want, v) = (EDGE_INTS_PACKED, EDGE_INTS.to_vec());
     let b = batch(vec![col("value", Arc::new(Int64Array::from(v)))]);
     assert_eq!(
         hex(&write_batches(&[b.slice(0, 1), b.slice(1, 19)], Layout::Values).unwrap()),
