@@ -222,65 +222,53 @@ pub(crate) fn is_columns_map(c: &mut Cursor<'_>, b: &ReaderBuilder) -> Result<bo
     map_forms(c, b, b.max_depth, false)
 }
 
-/// The forms of the values of the map at the cursor, and whether they make it a columns map.
-/// `whole`: the map is walked to its end even once it cannot be one (values stepped over with
-/// `depth`); otherwise the walk stops at the first value that rules it out.
+/// Whether the map at the cursor is a columns map, from the forms of its values. `whole`: the map
+/// is walked to its end even once it cannot be one (values stepped over with `depth`); otherwise
+/// the walk stops at the first value that rules it out.
 fn map_forms(c: &mut Cursor<'_>, b: &ReaderBuilder, depth: usize, whole: bool) -> Result<bool> {
     let n = c.read_map_len()?;
     let mut forms = Vec::with_capacity(n.min(1024));
-    let mut columns = true;
     for _ in 0..n {
-        if !columns && whole {
-            c.skip(depth)?;
-            c.skip(depth)?;
-            continue;
-        }
-        if !matches!(c.peek_kind()?, Kind::Str | Kind::Bin) {
-            if !whole {
-                return Ok(false);
-            }
-            c.skip(depth)?;
-            c.skip(depth)?;
-            columns = false;
-            continue;
-        }
-        c.read_str_or_bin()?;
-        let form = match c.peek_kind()? {
-            Kind::Array => {
-                let l = c.clone().read_array_len()?;
-                c.skip(depth)?;
-                ValueForm::List(l)
-            }
-            Kind::Map | Kind::Ext => match probe(c, b.dialect, b.npy_ext, depth)? {
-                Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => {
-                    ValueForm::Ndarray(nd.shape[0])
-                }
-                // (probe consumed a 0-d array or a complex; left anything else where it was)
-                Some(_) => ValueForm::Other,
-                None => {
-                    if whole {
-                        c.skip(depth)?;
-                    }
-                    ValueForm::Other
-                }
-            },
-            _ => {
-                if whole {
-                    c.skip(depth)?;
-                }
-                ValueForm::Other
-            }
-        };
-        if form == ValueForm::Other {
-            if !whole {
-                return Ok(false);
-            }
-            columns = false;
-            continue;
+        let form = entry_form(c, b, depth)?;
+        if form == ValueForm::Other && !whole {
+            return Ok(false);
         }
         forms.push(form);
     }
-    Ok(columns && is_columns_map_rule(forms))
+    Ok(is_columns_map_rule(forms))
+}
+
+/// The form of the value of the map entry at the cursor, the entry (key and value) consumed. A
+/// key that is not a string makes it a records map (`Other`).
+fn entry_form(c: &mut Cursor<'_>, b: &ReaderBuilder, depth: usize) -> Result<ValueForm> {
+    if !matches!(c.peek_kind()?, Kind::Str | Kind::Bin) {
+        c.skip(depth)?;
+        c.skip(depth)?;
+        return Ok(ValueForm::Other);
+    }
+    c.read_str_or_bin()?;
+    Ok(match c.peek_kind()? {
+        Kind::Array => {
+            let l = c.clone().read_array_len()?;
+            c.skip(depth)?;
+            ValueForm::List(l)
+        }
+        Kind::Map | Kind::Ext => match probe(c, b.dialect, b.npy_ext, depth)? {
+            Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => {
+                ValueForm::Ndarray(nd.shape[0])
+            }
+            // (consumed by the probe: a 0-d array, a numpy scalar, a complex)
+            Some(_) => ValueForm::Other,
+            None => {
+                c.skip(depth)?;
+                ValueForm::Other
+            }
+        },
+        _ => {
+            c.skip(depth)?;
+            ValueForm::Other
+        }
+    })
 }
 
 /// [`only_object`], and for a first object that is a map read with the `auto` layout, whether it
