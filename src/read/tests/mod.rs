@@ -771,6 +771,62 @@ fn whole_chunks_make_one_batch_per_columns_map_with_the_same_rows() {
     assert_eq!(cut_table, whole_table);
 }
 
+/// A columns map of an ndarray and a list: the list is decoded in ranges of rows on the pool, the
+/// ndarray whole and sliced to match; the batches are those of one thread, the values the map's.
+#[test]
+fn a_list_in_ranges_beside_an_ndarray_gives_the_batches_of_one_thread() {
+    use arrow_array::types::Int64Type;
+    use arrow_array::{Int64Array, RecordBatch};
+    let schema = Arc::new(arrow_schema::Schema::new(vec![Field::new(
+        "a",
+        DataType::Int64,
+        false,
+    )]));
+    let a = RecordBatch::try_new(
+        schema,
+        vec![Arc::new(Int64Array::from_iter_values(0..1000))],
+    )
+    .unwrap();
+    // {"a": int64 ndarray of 0..1000, "b": [1000, 999, ..., 1]}
+    let mut data = crate::write::write_batches(&[a], Layout::Columns).unwrap();
+    assert_eq!(data[0], 0x81);
+    data[0] = 0x82;
+    rmp::encode::write_str(&mut data, "b").unwrap();
+    rmp::encode::write_array_len(&mut data, 1000).unwrap();
+    for i in 0..1000 {
+        rmp::encode::write_sint(&mut data, 1000 - i).unwrap();
+    }
+    let read = |threads: usize| {
+        let batches = ReaderBuilder::new()
+            .with_batch_size(100)
+            .with_threads(Some(threads))
+            .build_from_slice(&data)
+            .unwrap()
+            .collect_batches()
+            .unwrap();
+        assert_eq!(
+            batches.iter().map(|b| b.num_rows()).collect::<Vec<_>>(),
+            vec![100; 10]
+        );
+        let col = |name: &str| -> Vec<i64> {
+            batches
+                .iter()
+                .flat_map(|b| {
+                    b.column_by_name(name)
+                        .unwrap()
+                        .as_primitive::<Int64Type>()
+                        .values()
+                        .to_vec()
+                })
+                .collect()
+        };
+        assert_eq!(col("a"), (0..1000).collect::<Vec<i64>>());
+        assert_eq!(col("b"), (1..=1000).rev().collect::<Vec<i64>>());
+        batches
+    };
+    assert_eq!(read(4), read(1));
+}
+
 /// Columns of one type share the field made for the first (renamed): a bin key and a list
 /// column still tag only their own field.
 #[test]
