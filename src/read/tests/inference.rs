@@ -625,6 +625,16 @@ proptest::proptest! {
             );
         }
         let b = ReaderBuilder::new();
+        // a first map taken as a columns map unless its inference says otherwise: the plan the
+        // walk of its forms makes
+        let plan = |r: Result<crate::read::plan::Plan>| match r {
+            Ok(p) => format!("{:?} {:?} {:?}", p.layout, p.container, p.schema),
+            Err(e) => format!("error: {e} at {:?}", e.offset()),
+        };
+        proptest::prop_assert_eq!(
+            plan(crate::read::plan::plan(&b, &data)),
+            plan(crate::read::plan::plan_walking_forms(&b, &data))
+        );
         let show = |r: Result<(bool, Option<bool>)>| match r {
             Ok(v) => format!("{v:?}"),
             Err(e) => format!("error: {e} at {:?}", e.offset()),

@@ -903,3 +903,13 @@ fn columns_of_one_type_keep_their_own_key_and_list_tags() {
         ]
     );
 }
+
+/// `auto` takes a lone map as a columns map only when it has an entry: `{}` is one record with
+/// no columns (the rule in `types::layout`), however the layout is found.
+#[test]
+fn a_lone_empty_map_is_one_record() {
+    let r = ReaderBuilder::new().build_from_slice(&[0x80]).unwrap();
+    assert_eq!(r.layout(), Layout::Records);
+    let batches = r.collect_batches().unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
+}
