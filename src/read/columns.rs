@@ -109,7 +109,8 @@ pub(crate) fn decode_columns(
                         }
                         continue;
                     };
-                    let per = *range_rows.get_or_insert_with(|| rows_per_range(len, b));
+                    let rest = data.len() - c.pos();
+                    let per = *range_rows.get_or_insert_with(|| rows_per_range(len, rest, b));
                     let mut ranges = Vec::new();
                     let mut first = 0;
                     while first < len && stop.is_none() {
@@ -253,16 +254,20 @@ enum Work<'a> {
 /// Fewer rows than this are not cut into ranges (a job's own cost).
 const MIN_RANGE_ROWS: usize = 4096;
 
-/// The rows of each range of the lists of a map whose lists are `len` long: a few ranges per
-/// thread, at most a batch.
-fn rows_per_range(len: usize, b: &ReaderBuilder) -> usize {
+/// The rows of each range of the lists of a map whose lists are `len` long, `rest` the bytes from
+/// the first of them to the end of the input: a few ranges per thread, at most a batch, in rows
+/// and in bytes. (A range of 38 MB of tensors was an allocation past glibc's mmap threshold:
+/// fresh pages the kernel zeroes, 41% of a warm read, where a batch's 16 MiB are reused.)
+fn rows_per_range(len: usize, rest: usize, b: &ReaderBuilder) -> usize {
     if b.whole_chunks {
         return len.max(1);
     }
     let threads = b.decode_threads().max(1);
+    let by_bytes = b.batch_bytes / (rest / len.max(1)).max(1);
     len.div_ceil(threads * 4)
         .max(MIN_RANGE_ROWS)
         .min(b.batch_size)
+        .min(by_bytes)
         .max(1)
 }
 
