@@ -1,6 +1,7 @@
 //! The `columns` layout: each map value's axis 0 becomes rows.
 
 use self::array::{make_decoder, nest_fixed, unknown_key, Ctx};
+use self::infer::ListRanges;
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::read::source::{release_pages, RELEASE_STEP};
@@ -24,6 +25,8 @@ fn positions(schema: &Schema) -> HashMap<&str, usize> {
 }
 
 /// Decode `columns` maps (or one bare ndarray) into whole columns, then slice them into batches.
+/// `walked`: where the ranges of the lists start, as the plan's inference noted them (lists not
+/// in it are walked here).
 pub(crate) fn decode_columns(
     b: &ReaderBuilder,
     buf: &Buffer,
@@ -31,6 +34,7 @@ pub(crate) fn decode_columns(
     out: &SchemaRef,
     container: Container,
     ctx: &Ctx,
+    walked: &ListRanges,
 ) -> Result<(Vec<RecordBatch>, Vec<usize>)> {
     let data = buf.as_slice();
     let mut c = Cursor::new(data, 0);
@@ -110,11 +114,21 @@ pub(crate) fn decode_columns(
                         continue;
                     };
                     let rest = data.len() - c.pos();
-                    let per = *range_rows.get_or_insert_with(|| rows_per_range(len, rest, b));
+                    // where its ranges start, if the inference noted them in ranges of this size
+                    let known = walked.get(&c.pos());
+                    let per = *range_rows.get_or_insert_with(|| match known {
+                        Some((k, _)) => *k,
+                        None => rows_per_range(len, rest, b),
+                    });
+                    let known =
+                        known.filter(|(k, s)| *k == per && s.len() == len.div_ceil(per) + 1);
                     let mut ranges = Vec::new();
                     let mut first = 0;
                     while first < len && stop.is_none() {
                         let (m, mut at, tx) = (per.min(len - first), list.clone(), done_tx.clone());
+                        if let Some((_, starts)) = known {
+                            at.set_pos(starts[first / per]);
+                        }
                         let id = spawned;
                         spawned += 1;
                         ranges.push(id);
@@ -122,6 +136,10 @@ pub(crate) fn decode_columns(
                             let r = decode_list_range(&mut at, f, ctx, m, first);
                             let _ = tx.send((id, r));
                         });
+                        first += m;
+                        if known.is_some() {
+                            continue;
+                        }
                         // (the elements one level down: as deep as a skip of the list lets them)
                         for _ in 0..m {
                             if let Err(e) = list.skip(b.max_depth - 1) {
@@ -129,7 +147,9 @@ pub(crate) fn decode_columns(
                                 break;
                             }
                         }
-                        first += m;
+                    }
+                    if let Some((_, starts)) = known {
+                        list.set_pos(starts[starts.len() - 1]);
                     }
                     jobs.push(Job {
                         slot,
@@ -258,7 +278,7 @@ const MIN_RANGE_ROWS: usize = 4096;
 /// the first of them to the end of the input: a few ranges per thread, at most a batch, in rows
 /// and in bytes. (A range of 38 MB of tensors was an allocation past glibc's mmap threshold:
 /// fresh pages the kernel zeroes, 41% of a warm read, where a batch's 16 MiB are reused.)
-fn rows_per_range(len: usize, rest: usize, b: &ReaderBuilder) -> usize {
+pub(crate) fn rows_per_range(len: usize, rest: usize, b: &ReaderBuilder) -> usize {
     if b.whole_chunks {
         return len.max(1);
     }

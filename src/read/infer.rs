@@ -439,7 +439,15 @@ pub(crate) struct Inferrer {
     pub list_columns: FastMap<String, bool>,
     /// an openpi `__ndarray__`/`__npgeneric__` map was seen (the file is written back so)
     pub openpi_seen: bool,
+    /// `columns` layout: where the ranges of each list walked start ([`ListRanges`])
+    pub list_ranges: ListRanges,
 }
+
+/// The lists of `columns` maps cut into ranges of rows while their types were inferred, by the
+/// position of each list's header: the rows of a range, and the position of each range's first
+/// element followed by the list's end. The decode hands the ranges out from these without
+/// walking the lists again.
+pub(crate) type ListRanges = FastMap<usize, (usize, Vec<usize>)>;
 
 impl Inferrer {
     pub(crate) fn new(opts: InferOptions) -> Self {
@@ -452,6 +460,7 @@ impl Inferrer {
             top_keys: FastMap::default(),
             list_columns: FastMap::default(),
             openpi_seen: false,
+            list_ranges: FastMap::default(),
         }
     }
 

@@ -800,7 +800,7 @@ impl Reader {
             (Layout::Columns, _) | (Layout::Values, Container::NdArray) => {
                 let mut schema = Arc::new(projected);
                 let (mut batches, chunks) =
-                    decode_columns(&b, &buf, &full, &schema, p.container, &ctx)?;
+                    decode_columns(&b, &buf, &full, &schema, p.container, &ctx, &p.list_ranges)?;
                 if chunks.len() > 1 && chunks.len() <= MAX_CHUNKS {
                     // a stream of column maps: the rows of each, for the writer
                     let mut md = schema.metadata().clone();

@@ -1,7 +1,9 @@
 //! The plan of a read: which layout `auto` picks (SPEC §2), how rows are contained, the schema
 //! inferred from the data, and where each batch starts.
 
-use self::infer::{infer_columns_map, infer_columns_value, skip_marker_fits, Inferrer, Ty};
+use self::infer::{
+    infer_columns_map, infer_columns_value, skip_marker_fits, Inferrer, ListRanges, Ty,
+};
 use super::empty_shapes::{attach_empty_shapes, note_empty_shapes, EmptyShapes};
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
@@ -56,6 +58,8 @@ pub(crate) struct Plan {
     pub batch_rows: Vec<usize>,
     /// rows stepped over before `first_row` ([`ReaderBuilder::with_skip_rows`])
     pub skipped: usize,
+    /// `columns`: where the ranges of the lists inferred start
+    pub list_ranges: ListRanges,
 }
 
 /// Layout decision from the first object alone. `None` for an empty input.
@@ -86,6 +90,7 @@ fn plan_first_known(
             batch_starts: Vec::new(),
             batch_rows: Vec::new(),
             skipped: 0,
+            list_ranges: Default::default(),
         })
     };
     let kind = c.peek_kind()?;
@@ -118,6 +123,7 @@ fn plan_first_known(
                 batch_starts: Vec::new(),
                 batch_rows: Vec::new(),
                 skipped: 0,
+                list_ranges: Default::default(),
             }));
         }
         let first_row = d.pos();
@@ -395,6 +401,7 @@ fn plan_assumed_columns(b: &ReaderBuilder, data: &[u8]) -> Option<Plan> {
         .ok()?;
     p.schema = Some(Arc::new(ty_schema(ty, p.layout, &inf).ok()?));
     p.schema = finish_schema(b, p.layout, &inf, p.schema, &[]);
+    p.list_ranges = std::mem::take(&mut inf.list_ranges);
     Some(p)
 }
 
@@ -442,6 +449,7 @@ fn plan_single(
             batch_starts: Vec::new(),
             batch_rows: Vec::new(),
             skipped: 0,
+            list_ranges: Default::default(),
         });
     };
     if p.container == Container::Empty || p.rows == Some(0) {
@@ -605,6 +613,7 @@ fn plan_single(
             if b.schema.is_none() {
                 p.schema = Some(Arc::new(ty_schema(ty, layout, &inf)?));
             }
+            p.list_ranges = std::mem::take(&mut inf.list_ranges);
         }
         (Layout::Values, Container::NdArray) if b.schema.is_none() => {
             let t = infer_columns_value(&mut c, &mut inf, b)?.1;

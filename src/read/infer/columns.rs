@@ -4,6 +4,7 @@
 use super::{skip_marker_fits, Columns, Inferrer, NdKind, Ty};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::ObjectArrays;
+use crate::read::columns::rows_per_range;
 use crate::read::ReaderBuilder;
 use crate::types::NumpyDtype;
 use crate::wire::cursor::{Cursor, Kind};
@@ -24,6 +25,8 @@ pub(crate) fn infer_columns_map(
     let n = c.read_map_len()?;
     let mut fields = Columns::default();
     let mut len: Option<(usize, &str)> = None;
+    // the rows of each range of the map's lists, from its first list
+    let mut per = None;
     for _ in 0..n {
         let kp = c.pos();
         let key = inf.top_key(c)?;
@@ -37,7 +40,7 @@ pub(crate) fn infer_columns_map(
             let list = c.peek_kind()? == Kind::Array;
             inf.list_columns.insert(key.to_string(), list);
         }
-        let (l, t) = infer_columns_value(c, inf, b).map_err(|e| e.prepend_path(key))?;
+        let (l, t) = infer_column(c, inf, b, &mut per).map_err(|e| e.prepend_path(key))?;
         match &len {
             Some((l0, k0)) if *l0 != l => {
                 return Err(Error::new(ErrorKind::Layout(format!(
@@ -58,18 +61,34 @@ pub(crate) fn infer_columns_value(
     inf: &mut Inferrer,
     b: &ReaderBuilder,
 ) -> Result<(usize, Ty)> {
+    infer_column(c, inf, b, &mut None)
+}
+
+/// [`infer_columns_value`], noting where the ranges of a list start ([`Inferrer::list_ranges`]),
+/// of `per` rows (set by the map's first list).
+fn infer_column(
+    c: &mut Cursor<'_>,
+    inf: &mut Inferrer,
+    b: &ReaderBuilder,
+    per: &mut Option<usize>,
+) -> Result<(usize, Ty)> {
     let at = c.pos();
     match c.peek_kind()? {
         Kind::Array => {
             let n = c.read_array_len()?;
+            let range = *per.get_or_insert_with(|| rows_per_range(n, c.buf().len() - at, b));
+            let mut starts = Vec::with_capacity(n / range + 2);
             let mut t = Ty::Null;
             let mut i = 0;
             while i < n {
+                if i % range == 0 {
+                    starts.push(c.pos());
+                }
                 // most elements add nothing to the type so far: checked without allocating, as
                 // the rows of a records walk are (a list of 100,000 maps spent 90% here), and
-                // scalars that fit by their marker byte alone in one loop
+                // scalars that fit by their marker byte alone in one loop (not past the range)
                 if i > 0 && b.fast_infer {
-                    let (mut k, left) = (0, n - i);
+                    let (mut k, left) = (0, (n - i).min(range - i % range));
                     let p = skip_marker_fits(c.buf(), c.pos(), &t, |_| {
                         k += 1;
                         k <= left
@@ -100,6 +119,8 @@ pub(crate) fn infer_columns_value(
                 };
                 i += 1;
             }
+            starts.push(c.pos());
+            inf.list_ranges.insert(at, (range, starts));
             Ok((n, t))
         }
         Kind::Map | Kind::Ext => match probe(c, b.dialect, b.npy_ext, b.max_depth)? {
