@@ -8,9 +8,9 @@ use crate::read::source::{release_pages, RELEASE_STEP};
 use crate::types::{meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Kind};
 use crate::wire::ndarray::{probe, Special};
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{new_empty_array, Array, ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;
-use arrow_schema::{Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -122,10 +122,24 @@ pub(crate) fn decode_columns(
                     });
                     let known =
                         known.filter(|(k, s)| *k == per && s.len() == len.div_ceil(per) + 1);
+                    // whole maps asked for: the ranges are joined after (a copy), so only a list
+                    // of several MiB whose decode is more than a copy (not fixed-shape tensors)
+                    // is cut; any other is one range
+                    let step = match (b.whole_chunks, known) {
+                        (false, _) => per,
+                        (true, Some((_, at)))
+                            if at[at.len() - 1] - at[0] >= JOIN_MIN_BYTES
+                                && !matches!(f.data_type(), DataType::FixedSizeList(..)) =>
+                        {
+                            per
+                        }
+                        (true, _) => len.max(1),
+                    };
                     let mut ranges = Vec::new();
                     let mut first = 0;
                     while first < len && stop.is_none() {
-                        let (m, mut at, tx) = (per.min(len - first), list.clone(), done_tx.clone());
+                        let (m, mut at, tx) =
+                            (step.min(len - first), list.clone(), done_tx.clone());
                         if let Some((_, starts)) = known {
                             at.set_pos(starts[first / per]);
                         }
@@ -189,7 +203,19 @@ pub(crate) fn decode_columns(
                                 )))
                             }));
                         }
-                        (len, Decoded::Ranges(parts))
+                        match (b.whole_chunks, parts.len()) {
+                            (false, _) => (len, Decoded::Ranges(parts)),
+                            (true, 0) => (
+                                len,
+                                Decoded::Whole(new_empty_array(out.field(job.slot).data_type())),
+                            ),
+                            (true, 1) => (len, Decoded::Whole(parts.swap_remove(0))),
+                            (true, _) => {
+                                let parts: Vec<&dyn Array> =
+                                    parts.iter().map(|a| a.as_ref()).collect();
+                                (len, Decoded::Whole(arrow_select::concat::concat(&parts)?))
+                            }
+                        }
                     }
                 };
                 if let Some(r) = rows {
@@ -271,6 +297,9 @@ enum Work<'a> {
     Ranges(usize, Vec<usize>),
 }
 
+/// A list of fewer bytes is one range when a whole map is asked for: joining ranges is a copy.
+const JOIN_MIN_BYTES: usize = 4 << 20;
+
 /// Fewer rows than this are not cut into ranges (a job's own cost).
 const MIN_RANGE_ROWS: usize = 4096;
 
@@ -279,9 +308,6 @@ const MIN_RANGE_ROWS: usize = 4096;
 /// and in bytes. (A range of 38 MB of tensors was an allocation past glibc's mmap threshold:
 /// fresh pages the kernel zeroes, 41% of a warm read, where a batch's 16 MiB are reused.)
 pub(crate) fn rows_per_range(len: usize, rest: usize, b: &ReaderBuilder) -> usize {
-    if b.whole_chunks {
-        return len.max(1);
-    }
     let threads = b.decode_threads().max(1);
     let by_bytes = b.batch_bytes / (rest / len.max(1)).max(1);
     len.div_ceil(threads * 4)

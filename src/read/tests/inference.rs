@@ -575,6 +575,7 @@ proptest::proptest! {
         after in proptest::option::of(0u8..24),
         binary in proptest::bool::ANY,
         batch in proptest::option::of(1usize..12),
+        whole in proptest::bool::ANY,
     ) {
         // (values of other kinds than their column's rarer than in the records test, and no str
         // that is not UTF-8 as a column's kind: lists that read are the common case here)
@@ -614,10 +615,12 @@ proptest::proptest! {
             proptest::prop_assert_eq!(&fast_or_full(&b, &data, true, false), &full);
             // list columns decoded on the pool as the walk finds them (cut into ranges of at most
             // a batch), or in turn on one thread
+            // (a whole map asked for: its lists' ranges joined into one batch)
             let b = match batch {
                 Some(n) => b.with_batch_size(n),
                 None => b,
-            };
+            }
+            .with_whole_chunks(whole);
             let (one, four) = (b.clone().with_threads(Some(1)), b.with_threads(Some(4)));
             proptest::prop_assert_eq!(
                 &fast_or_full(&one, &data, true, false),

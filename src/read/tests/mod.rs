@@ -772,7 +772,8 @@ fn whole_chunks_make_one_batch_per_columns_map_with_the_same_rows() {
 }
 
 /// A columns map of an ndarray and a list: the list is decoded in ranges of rows on the pool, the
-/// ndarray whole and sliced to match; the batches are those of one thread, the values the map's.
+/// ndarray whole and sliced to match; the batches are those of one thread, the values the map's,
+/// also with the map asked for whole (the ranges joined).
 #[test]
 fn a_list_in_ranges_beside_an_ndarray_gives_the_batches_of_one_thread() {
     use arrow_array::types::Int64Type;
@@ -796,17 +797,19 @@ fn a_list_in_ranges_beside_an_ndarray_gives_the_batches_of_one_thread() {
     for i in 0..1000 {
         rmp::encode::write_sint(&mut data, 1000 - i).unwrap();
     }
-    let read = |threads: usize| {
+    let read = |threads: usize, whole: bool| {
         let batches = ReaderBuilder::new()
             .with_batch_size(100)
             .with_threads(Some(threads))
+            .with_whole_chunks(whole)
             .build_from_slice(&data)
             .unwrap()
             .collect_batches()
             .unwrap();
+        let rows = if whole { vec![1000] } else { vec![100; 10] };
         assert_eq!(
             batches.iter().map(|b| b.num_rows()).collect::<Vec<_>>(),
-            vec![100; 10]
+            rows
         );
         let col = |name: &str| -> Vec<i64> {
             batches
@@ -824,7 +827,9 @@ fn a_list_in_ranges_beside_an_ndarray_gives_the_batches_of_one_thread() {
         assert_eq!(col("b"), (1..=1000).rev().collect::<Vec<i64>>());
         batches
     };
-    assert_eq!(read(4), read(1));
+    assert_eq!(read(4, false), read(1, false));
+    // one batch for the map: the ranges joined
+    assert_eq!(read(4, true), read(1, true));
 }
 
 /// Columns of one type share the field made for the first (renamed): a bin key and a list
@@ -912,4 +917,37 @@ fn a_lone_empty_map_is_one_record() {
     assert_eq!(r.layout(), Layout::Records);
     let batches = r.collect_batches().unwrap();
     assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
+}
+
+/// A map asked for whole (one batch) whose list is several MiB: decoded in ranges on the pool and
+/// joined, the values those of the list, as one thread reads them.
+#[test]
+fn a_big_list_of_a_whole_map_is_decoded_in_ranges_and_joined() {
+    use arrow_array::types::UInt64Type;
+    let n = 600_000u64;
+    // {"b": [0, 1, ...]}, every int as a uint64 (9 bytes): 5.4 MB
+    let mut data = vec![0x81, 0xa1, b'b'];
+    rmp::encode::write_array_len(&mut data, n as u32).unwrap();
+    for i in 0..n {
+        data.push(0xcf);
+        data.extend((i + (1 << 63)).to_be_bytes());
+    }
+    let read = |threads: usize| {
+        let batches = ReaderBuilder::new()
+            .with_threads(Some(threads))
+            .with_whole_chunks(true)
+            .build_from_slice(&data)
+            .unwrap()
+            .collect_batches()
+            .unwrap();
+        assert_eq!(batches.len(), 1);
+        let got = batches[0]
+            .column(0)
+            .as_primitive::<UInt64Type>()
+            .values()
+            .to_vec();
+        assert_eq!(got, (0..n).map(|i| i + (1 << 63)).collect::<Vec<u64>>());
+        batches
+    };
+    assert_eq!(read(4), read(1));
 }
