@@ -155,6 +155,14 @@ fn huge_declared_lengths_allocate_nothing() {
         let e = read_all(d, "auto").unwrap_err();
         assert!(matches!(e.kind(), ErrorKind::Truncated { .. }), "{e}");
     }
+    // a lone map taken as a columns map, its list claiming 4 billion elements, read in batches
+    // of one row: the ranges noted while its types are inferred are counted from the bytes there
+    let d = [0x81, 0xa1, b'a', 0xdd, 0xff, 0xff, 0xff, 0xff, 0x01];
+    let e = ReaderBuilder::new()
+        .with_batch_size(1)
+        .build_from_slice(&d)
+        .unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Truncated { .. }), "{e}");
 }
 
 #[test]
