@@ -1097,9 +1097,10 @@ def criterion_section(crit: dict) -> tuple[list[str], dict]:
           "The crate's README cases, on the same bytes (what the crate's own serializer writes), in one run: "
           "median time per iteration in ms (throughput of the msgpack bytes). `memcpy` copies the bytes into a fresh "
           "buffer. Deserialize: the crate into `Vec<NDArray>` (owned) and `Vec<CowNDArray>` (borrows aligned payloads), "
-          "msgpack-arrow into one RecordBatch (`values` layout, one FixedSizeList row per array; 'schema given': "
-          "`with_schema`, so no inference pass over the rows). Serialize: the crate "
-          "from `Vec<NDArray>`, msgpack-arrow from that RecordBatch (byte-identical output).", "",
+          "msgpack-arrow into RecordBatches (`values` layout, one FixedSizeList row per array, one batch, or one per "
+          "array of 1 MiB or more, whose values are then a slice of the input where the payload is aligned; "
+          "'schema given': `with_schema`, so no inference pass over the rows). Serialize: the crate "
+          "from `Vec<NDArray>`, msgpack-arrow from those batches (byte-identical output).", "",
           "| case | MB | memcpy fresh / warm | crate deserialize NDArray | crate deserialize Cow | **msgpack-arrow decode** | "
           "msgpack-arrow, schema given | crate ÷ ours (NDArray / Cow) | ours ÷ copy bandwidth (fresh / warm) | crate serialize | **msgpack-arrow encode** | crate ÷ ours |",
           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

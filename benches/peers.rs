@@ -406,9 +406,10 @@ fn bench_peer(c: &mut Criterion) {
             b.iter(|| black_box(rmp_serde::from_slice::<Vec<CowNDArray<'_>>>(slice).unwrap()))
         });
 
+        // one batch, or one per array where an array fills 1 MiB (its values then a slice of
+        // the input where the payload is aligned, as the crate's CowNDArray borrows it)
         let batches = decode(&buf, Layout::Values, Some(count));
-        assert_eq!(batches.len(), 1);
-        assert_eq!(batches[0].num_rows(), count);
+        assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), count);
         g.bench_function("ours_decode", |b| {
             b.iter(|| black_box(decode(&buf, Layout::Values, Some(count))))
         });

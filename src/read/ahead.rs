@@ -18,6 +18,7 @@
 use std::sync::{mpsc, Condvar, Mutex};
 
 use arrow_array::RecordBatch;
+use arrow_buffer::Buffer;
 
 use super::array::Ctx;
 use super::plan::{plan_with, Plan, WalkedBatch};
@@ -69,8 +70,8 @@ pub(crate) fn decode_walked(
 }
 
 /// [`plan_with`], decoding every batch of rows the walk goes past.
-pub(crate) fn plan_ahead(b: &ReaderBuilder, data: &[u8]) -> Result<(Plan, Ahead)> {
-    let ctx = b.decode_ctx();
+pub(crate) fn plan_ahead(b: &ReaderBuilder, input: &Buffer) -> Result<(Plan, Ahead)> {
+    let (ctx, data) = (b.decode_ctx(Some(input)), input.as_slice());
     let projection = b.projection.as_deref();
     let lead = LEAD * b.decode_threads();
     let finished = Finished {

@@ -60,6 +60,7 @@ impl ReaderBuilder {
             max_depth: self.max_depth,
             strict_keys: false,
             given_schema: true,
+            input: None,
         }
     }
 

@@ -335,17 +335,6 @@ fn decode_list_range(
     d.finish()
 }
 
-/// The alignment an Arrow values buffer of `dt`'s (native) elements needs to be a view of the
-/// input: that of the primitive each element is (or is made of); 1 for dtypes converted anyway.
-fn elem_align(dt: &NumpyDtype) -> usize {
-    match dt {
-        NumpyDtype::Int { size, .. } | NumpyDtype::Float { size, .. } => *size as usize,
-        NumpyDtype::Complex { size, .. } => *size as usize / 2,
-        NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. } => 8,
-        _ => 1,
-    }
-}
-
 /// One column of a `columns` map: an ndarray (N, *s) taken whole, or a list decoded row by row.
 /// `release`: the input is a file mapping whose pages may be dropped once copied.
 pub(crate) fn decode_column_value(
@@ -398,7 +387,11 @@ pub(crate) fn decode_column_value(
     }
     let rows = nd.shape[0];
     // zero-copy when no swap is needed and the elements are aligned: a slice of the input buffer
-    let aligned = nd.data.as_ptr().align_offset(elem_align(&dt)) == 0;
+    let aligned = nd
+        .data
+        .as_ptr()
+        .align_offset(crate::types::buffers::elem_align(&dt))
+        == 0;
     let bytes = if dt.swap_width() == 0 && nd.in_place() && aligned {
         buf.slice_with_length(nd.data_pos, nd.data.len())
     } else {

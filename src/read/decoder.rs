@@ -49,6 +49,8 @@ pub struct Decoder {
     rows: usize,
     /// their input bytes
     bytes: usize,
+    /// the input bytes of the last of them (a big row ends its batch: `plan::row_alone_bytes`)
+    last_len: usize,
     /// rows decoded before them
     row: u64,
     /// rows of the last batch flushed: what the next one reserves room for up front
@@ -95,6 +97,7 @@ impl ReaderBuilder {
             max_depth: self.max_depth,
             strict_keys: self.strict_schema,
             given_schema: true,
+            input: None,
         };
         let (dec, _) = RowDecoder::new(layout, &full, self.projection.as_deref(), &ctx)?;
         let mut md = full.metadata().clone();
@@ -109,6 +112,7 @@ impl ReaderBuilder {
             max_depth: self.max_depth,
             rows: 0,
             bytes: 0,
+            last_len: 0,
             row: 0,
             last_rows: 0,
             offset: 0,
@@ -132,6 +136,7 @@ impl Decoder {
             max_depth,
             rows: 0,
             bytes: 0,
+            last_len: 0,
             row: 0,
             last_rows: 0,
             offset: 0,
@@ -178,6 +183,7 @@ impl Decoder {
                 .map_err(|e| e.at_offset(at).at_record(self.row + self.rows as u64))?;
             self.rows += 1;
             self.bytes += end - pos;
+            self.last_len = end - pos;
             pos = end;
         }
         self.offset += pos as u64;
@@ -195,6 +201,7 @@ impl Decoder {
         self.row += self.rows as u64;
         self.rows = 0;
         self.bytes = 0;
+        self.last_len = 0;
         Ok(Some(b))
     }
 
@@ -209,9 +216,12 @@ impl Decoder {
     }
 
     /// Whether as many rows as the batch size, or as many input bytes as the batch's byte bound
-    /// ([`ReaderBuilder::with_batch_bytes`]), wait for a flush.
+    /// ([`ReaderBuilder::with_batch_bytes`]), or a row of a 16th of that bound (at least 1 MiB),
+    /// wait for a flush.
     pub fn is_full(&self) -> bool {
-        self.rows >= self.batch_size || self.bytes >= self.batch_bytes
+        self.rows >= self.batch_size
+            || self.bytes >= self.batch_bytes
+            || self.last_len >= super::plan::row_alone_bytes(self.batch_bytes)
     }
 
     /// The schema of the batches (projection applied).

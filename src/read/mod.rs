@@ -325,7 +325,10 @@ impl ReaderBuilder {
     }
     /// Bound each batch by the input bytes of its rows as well (default [`DEFAULT_BATCH_BYTES`]):
     /// a batch ends after the row that reaches this many bytes, or at the batch size, whichever
-    /// comes first (it holds at least one row).
+    /// comes first (it holds at least one row). A row of a 16th of this bound or more (at least
+    /// 1 MiB) ends its batch too: a stream of big arrays is read a batch per array, and an array
+    /// whose payload is aligned in the input (a mapped file, a [`Buffer`]) is then a slice of it,
+    /// not a copy.
     pub fn with_batch_bytes(mut self, n: usize) -> Self {
         self.batch_bytes = n.max(1);
         self
@@ -517,14 +520,16 @@ impl ReaderBuilder {
         columns.max(1) * self.batch_size <= MAX_BATCH_CELLS
     }
 
-    /// What every batch decoder is told of the read.
-    fn decode_ctx(&self) -> Ctx {
+    /// What every batch decoder is told of the read; `input`: the buffer its rows lie in, where
+    /// a tensor may be a slice of it (not of memory the read frees behind it).
+    pub(crate) fn decode_ctx(&self, input: Option<&Buffer>) -> Ctx {
         Ctx {
             dialect: self.dialect,
             npy_ext: self.npy_ext,
             max_depth: self.max_depth,
             strict_keys: self.schema.is_none() || self.strict_schema,
             given_schema: self.schema.is_some(),
+            input: input.filter(|_| !self.release_decoded).cloned(),
         }
     }
 
@@ -580,7 +585,7 @@ impl ReaderBuilder {
             return Ok(r);
         }
         let (plan, ahead) = if self.decodes_ahead() && buf.len() >= self.ahead_min_bytes {
-            ahead::plan_ahead(&self, buf.as_slice())?
+            ahead::plan_ahead(&self, &buf)?
         } else {
             (plan(&self, buf.as_slice())?, Vec::new())
         };
@@ -724,7 +729,7 @@ fn project(schema: &Schema, projection: Option<&[String]>) -> Result<Schema> {
 
 impl Reader {
     fn from_plan(b: ReaderBuilder, buf: Buffer, p: Plan, ahead: ahead::Ahead) -> Result<Reader> {
-        let ctx = b.decode_ctx();
+        let ctx = b.decode_ctx(Some(&buf));
         let Some(full) = p.schema.clone() else {
             return Ok(Reader {
                 schema: Arc::new(with_layout_metadata(

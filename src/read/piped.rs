@@ -70,7 +70,7 @@ impl Piped {
             .name("msgpack-arrow-walk".into())
             .spawn(move || {
                 let data = buf.as_slice();
-                let ctx = b.decode_ctx();
+                let ctx = b.decode_ctx(None);
                 let projection = b.projection.as_deref();
                 // the walk is a thread of its own: one decoding thread fewer keeps the cores busy
                 let lead = (b.decode_threads() - 1)

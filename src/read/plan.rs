@@ -552,7 +552,7 @@ fn plan_single(
                 // a mapped file: this walk over every row would otherwise keep the whole file
                 // resident until decoding drops it again
                 released = release_behind(release_walk, data, released, c.pos());
-                if starts_batch(&p, b, c.pos(), seen.rows) {
+                if starts_batch(&p, b, c.pos(), seen.rows, seen.last_len) {
                     if !hand_on(&p, c.pos(), &seen, &inf) {
                         return Err(Error::from(std::io::Error::other("the read was stopped")));
                     }
@@ -767,12 +767,27 @@ fn with_overrides(o: &Schema, s: &Schema, given_nd: &[String]) -> Schema {
     Schema::new_with_metadata(fields, s.metadata().clone())
 }
 
-/// Whether the row at `pos` (the `rows`-th) starts a new batch: a batch ends at `batch_size`
-/// rows or after the row that reaches `batch_bytes` input bytes.
-pub(crate) fn starts_batch(p: &Plan, b: &ReaderBuilder, pos: usize, rows: usize) -> bool {
+/// Whether the row at `pos` (the `rows`-th, after a row of `last_len` bytes) starts a new batch:
+/// a batch ends at `batch_size` rows, after the row that reaches `batch_bytes` input bytes, or
+/// after a row of [`row_alone_bytes`] or more.
+pub(crate) fn starts_batch(
+    p: &Plan,
+    b: &ReaderBuilder,
+    pos: usize,
+    rows: usize,
+    last_len: usize,
+) -> bool {
     let (row0, pos0) = (p.batch_rows.last(), p.batch_starts.last());
     row0.is_none_or(|&r0| rows - r0 >= b.batch_size)
         || pos0.is_some_and(|&s0| pos - s0 >= b.batch_bytes)
+        || last_len >= row_alone_bytes(b.batch_bytes)
+}
+
+/// A row this big ends its batch: a stream of big arrays is read a batch per array, and each
+/// array's values are then a slice of the input where its bytes are aligned (no copy). A 16th of
+/// `batch_bytes`, at least 1 MiB (a copy of a smaller row costs little more than a batch).
+pub(crate) fn row_alone_bytes(batch_bytes: usize) -> usize {
+    (batch_bytes / 16).max(1 << 20)
 }
 
 /// What a walk over rows has found so far.

@@ -192,14 +192,16 @@ impl RowsReader {
         let mut c = Cursor::new(data, 0);
         c.set_pos(self.pos);
         let mut released = self.pos;
-        let mut n = 0;
-        while n < most && (n == 0 || c.pos() - self.pos < self.batch_bytes) {
+        let (mut n, mut last_len) = (0, 0);
+        let alone = super::plan::row_alone_bytes(self.batch_bytes);
+        while n < most && (n == 0 || (c.pos() - self.pos < self.batch_bytes && last_len < alone)) {
             let at = c.offset();
             self.dec
                 .decode(&mut c)
                 .map_err(|e| e.at_offset(at).at_record(self.row))?;
             self.row += 1;
             n += 1;
+            last_len = (c.offset() - at) as usize;
             released = release_behind(self.release, data, released, c.pos());
         }
         let start = self.pos;
@@ -227,7 +229,14 @@ impl Limit {
     }
     pub(crate) fn add(&mut self, b: &RecordBatch, offset: u64) -> Result<()> {
         if let Some(max) = self.max {
-            self.used += b.get_array_memory_size() as u64;
+            // the data the columns use, not the buffers they sit in: a tensor may be a slice
+            // of the whole input
+            let size = |c: &ArrayRef| {
+                c.to_data()
+                    .get_slice_memory_size()
+                    .unwrap_or_else(|_| c.get_array_memory_size())
+            };
+            self.used += b.columns().iter().map(size).sum::<usize>() as u64;
             if self.used > max {
                 return Err(Error::new(ErrorKind::LimitExceeded(max)).at_offset(offset));
             }

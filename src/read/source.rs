@@ -17,6 +17,15 @@ pub(crate) fn mmap_buffer(m: memmap2::Mmap) -> Buffer {
     unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(m)) }
 }
 
+/// `data`, a part of `input`, as a slice of it (zero-copy), where it starts at an address
+/// aligned to `align` (what an Arrow values buffer of its elements needs).
+pub(crate) fn slice_of(input: &Buffer, data: &[u8], align: usize) -> Option<Buffer> {
+    let base = input.as_ptr() as usize;
+    let at = (data.as_ptr() as usize).checked_sub(base)?;
+    (at + data.len() <= input.len() && data.as_ptr().align_offset(align.max(1)) == 0)
+        .then(|| input.slice_with_length(at, data.len()))
+}
+
 /// How far a walk over a mapped file gets before it drops the pages behind it.
 pub(crate) const RELEASE_STEP: usize = 4 << 20;
 

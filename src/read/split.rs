@@ -84,6 +84,8 @@ pub(crate) fn walk(
 
     let raw = inf.opts.raw_conflicts;
     let mut pos = first;
+    // where the last row taken starts (a batch ends after a big one: `starts_batch`)
+    let mut last_row = None;
     for piece in walked {
         let Ok(piece) = piece else { break };
         let fits_array = array_rows.is_none_or(|n| seen.rows + piece.seen.rows <= n);
@@ -120,13 +122,17 @@ pub(crate) fn walk(
         let mut s = pos;
         for step in row_steps {
             s += step as usize;
-            if starts_batch(p, b, s, seen.rows) {
+            if starts_batch(p, b, s, seen.rows, last_row.map_or(0, |r| s - r)) {
                 p.batch_starts.push(s);
                 p.batch_rows.push(seen.rows);
             }
+            last_row = Some(s);
             seen.rows += 1;
         }
         pos = end;
+    }
+    if let Some(r) = last_row {
+        seen.last_len = pos - r;
     }
     Ok(pos)
 }

@@ -91,6 +91,7 @@ impl Reader {
             max_depth: b.max_depth,
             strict_keys: b.schema.is_none() || b.strict_schema,
             given_schema: b.schema.is_some(),
+            input: None,
         };
         let full = with_layout_metadata(
             p.schema.as_deref().unwrap_or(&Schema::empty()),

@@ -95,6 +95,17 @@ pub(crate) fn swap_in_place(b: &mut [u8], w: usize) {
     }
 }
 
+/// The alignment an Arrow values buffer of `dt`'s (native) elements needs to be a view of the
+/// input: that of the primitive each element is (or is made of); 1 for dtypes converted anyway.
+pub(crate) fn elem_align(dt: &NumpyDtype) -> usize {
+    match dt {
+        NumpyDtype::Int { size, .. } | NumpyDtype::Float { size, .. } => *size as usize,
+        NumpyDtype::Complex { size, .. } => *size as usize / 2,
+        NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. } => 8,
+        _ => 1,
+    }
+}
+
 /// The dtype with its byte order made native: what `extend_native` leaves in a buffer.
 pub(crate) fn native(dt: &NumpyDtype) -> NumpyDtype {
     let o = if cfg!(target_endian = "little") {

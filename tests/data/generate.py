@@ -881,6 +881,20 @@ def _(rng):
     return stream(*[sample(rng, ">i2", (n,)) for n in [2, 0, 5]])
 
 
+@good("val_big_arrays", "auto", "values", True)
+def _(rng):
+    """A stream of five float16 arrays of (1024, 520), 1 MiB each: a batch per array, its values
+    a slice of the input where the payload is aligned (payload offsets alternate here)."""
+    return stream(*[sample(rng, "<f2", (1024, 520)) for _ in range(5)])
+
+
+@good("rec_big_arrays", "auto", "records", True)
+def _(rng):
+    """Records holding arrays over 1 MiB (<f4, >f8, and an id): a batch per record."""
+    return stream(*[{"id": i, "f4": sample(rng, "<f4", (512, 600)),
+                     "f8_be": sample(rng, ">f8", (140, 1000))} for i in range(4)])
+
+
 @good("val_bare_2d", "auto", "values", True)
 def _(rng):
     """One bare 2-d ndarray (5, 3): its axis 0 are the rows -> FSL(Float64, 3)."""

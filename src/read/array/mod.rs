@@ -49,6 +49,10 @@ pub(crate) struct Ctx {
     pub strict_keys: bool,
     /// the schema was given, not inferred (for the message of an unknown key)
     pub given_schema: bool,
+    /// The buffer the rows are read from, where a tensor row alone in its batch may be a slice
+    /// of it instead of a copy (`None`: bytes read from a pipe, or memory the read frees behind
+    /// it, whose pages would read back as zeros).
+    pub input: Option<arrow_buffer::Buffer>,
 }
 
 /// Decodes values of one column, appending them; `finish` returns the batch's array and resets.

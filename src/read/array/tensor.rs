@@ -3,13 +3,13 @@
 
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
-use crate::types::buffers::{extend_native, native, to_arrow};
+use crate::types::buffers::{elem_align, extend_native, native, to_arrow};
 pub(crate) use crate::types::nest::{nest_fixed, nest_ragged, ragged_offsets, same_structure};
 use crate::types::{meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Kind};
 use crate::wire::ndarray::{probe, NdArray, Special};
 use arrow_array::*;
-use arrow_buffer::{MutableBuffer, NullBufferBuilder, OffsetBuffer};
+use arrow_buffer::{Buffer, MutableBuffer, NullBufferBuilder, OffsetBuffer};
 use arrow_schema::{DataType, Field};
 use std::sync::Arc;
 
@@ -57,6 +57,9 @@ pub(crate) struct TensorDecoder {
     pub(crate) dims: Vec<usize>,
     pub(crate) dtype_cache: Vec<(Vec<u8>, NumpyDtype)>,
     pub(crate) fast: Option<FastPath>,
+    /// The batch's only row so far, a slice of the input (`Ctx::input`) rather than a copy: the
+    /// values of a batch of one big array. Copied into `buf` when another row comes.
+    pub(crate) borrowed: Option<Buffer>,
     pub(crate) ctx: Ctx,
 }
 
@@ -143,6 +146,7 @@ impl TensorDecoder {
             dims: Vec::new(),
             dtype_cache: Vec::new(),
             fast: None,
+            borrowed: None,
             ctx: ctx.clone(),
         })
     }
@@ -192,6 +196,7 @@ impl TensorDecoder {
         data: &[u8],
         n_elems: usize,
     ) -> std::result::Result<(), usize> {
+        self.unborrow();
         let ri = row_dt.itemsize();
         let start = self.buf.len();
         for i in 0..n_elems {
@@ -208,6 +213,13 @@ impl TensorDecoder {
     }
 
     pub(crate) fn push_row(&mut self, row_dt: &NumpyDtype, data: &[u8], n_elems: usize) {
+        if self.rows == 0 && self.borrow(row_dt, data) {
+            self.elems += n_elems;
+            self.rows += 1;
+            self.nulls.append_non_null();
+            return;
+        }
+        self.unborrow();
         let bytes = n_elems * self.item;
         if self.buf.capacity() - self.buf.len() < bytes {
             // grow geometrically; fixed-shape columns were reserved at their final size
@@ -232,7 +244,37 @@ impl TensorDecoder {
         self.rows += 1;
         self.nulls.append_non_null();
     }
+
+    /// Take the first row of a batch as a slice of the input, where its bytes are already what
+    /// the column's values buffer holds (same width, native order, aligned).
+    fn borrow(&mut self, row_dt: &NumpyDtype, data: &[u8]) -> bool {
+        let Some(input) = &self.ctx.input else {
+            return false;
+        };
+        if data.len() < BORROW_MIN_BYTES
+            || row_dt.itemsize() != self.item
+            || row_dt.swap_width() != 0
+            || !self.buf.is_empty()
+        {
+            return false;
+        }
+        self.borrowed = crate::read::source::slice_of(input, data, elem_align(row_dt));
+        self.borrowed.is_some()
+    }
+
+    /// A second row: the first one, borrowed, is copied into the values buffer after all.
+    fn unborrow(&mut self) {
+        if let Some(b) = self.borrowed.take() {
+            self.buf.reserve(b.len());
+            self.buf.extend_from_slice(b.as_slice());
+        }
+    }
 }
+
+/// The smallest row worth a slice of the input rather than a copy. Below it, a batch of one row
+/// is rare (a row ends its batch from [`crate::read::plan::row_alone_bytes`] on) and a copy costs
+/// little.
+const BORROW_MIN_BYTES: usize = 64 << 10;
 
 impl ArrayDecoder for TensorDecoder {
     #[inline]
@@ -339,6 +381,7 @@ impl ArrayDecoder for TensorDecoder {
     }
 
     fn append_null(&mut self) {
+        self.unborrow();
         match &self.fixed {
             Some(f) => {
                 self.buf.extend_zeros(self.row_bytes);
@@ -352,7 +395,9 @@ impl ArrayDecoder for TensorDecoder {
     }
 
     fn reserve(&mut self, rows: usize) {
-        if self.fixed.is_some() {
+        // a batch of one big array: probably a slice of the input (`borrow`)
+        let alone = rows == 1 && self.row_bytes >= BORROW_MIN_BYTES && self.ctx.input.is_some();
+        if self.fixed.is_some() && !alone {
             let want = rows.saturating_mul(self.row_bytes);
             // cap what we trust up front: the rest grows as bytes really arrive
             if self.buf.capacity() == 0 {
@@ -367,14 +412,17 @@ impl ArrayDecoder for TensorDecoder {
     fn finish(&mut self) -> Result<ArrayRef> {
         let rows = std::mem::take(&mut self.rows);
         let elems = std::mem::take(&mut self.elems);
-        let buf = std::mem::replace(&mut self.buf, MutableBuffer::new(0));
+        let buf: Buffer = match self.borrowed.take() {
+            Some(b) => b,
+            None => std::mem::replace(&mut self.buf, MutableBuffer::new(0)).into(),
+        };
         let nulls = self.nulls.finish();
         let dims = std::mem::take(&mut self.dims);
         let t = self.field.data_type().clone();
         if self.shape.is_empty() {
-            return to_arrow(&self.native_dt, buf.into(), elems, true, nulls);
+            return to_arrow(&self.native_dt, buf, elems, true, nulls);
         }
-        let values = to_arrow(&self.native_dt, buf.into(), elems, true, None)?;
+        let values = to_arrow(&self.native_dt, buf, elems, true, None)?;
         match (self.repr, &self.fixed) {
             (Repr::Nested, Some(_)) => nest_fixed(&t, values, nulls, rows),
             // one FixedSizeList level; nest_fixed keeps the row count of a size-0 one (shape (2, 0))

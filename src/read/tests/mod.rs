@@ -951,3 +951,78 @@ fn a_big_list_of_a_whole_map_is_decoded_in_ranges_and_joined() {
     };
     assert_eq!(read(4), read(1));
 }
+
+#[test]
+fn a_big_array_alone_in_its_batch_is_a_slice_of_the_input_where_aligned() {
+    // three float32 arrays of 300,000 (1.2 MB each) in a values stream, as msgpack_numpy writes
+    // them; each ends its batch, and its values are the input's bytes where they are 4-aligned
+    const N: usize = 300_000;
+    let value = |row: usize, i: usize| (row * N + i) as f32 * 0.25;
+    let mut data = Vec::new();
+    let mut payloads = Vec::new();
+    for row in 0..3 {
+        rmp::encode::write_map_len(&mut data, 5).unwrap();
+        for (k, v) in [("nd", None), ("type", Some("<f4")), ("kind", Some(""))] {
+            rmp::encode::write_bin(&mut data, k.as_bytes()).unwrap();
+            match v {
+                None => rmp::encode::write_bool(&mut data, true).unwrap(),
+                Some(t) if k == "type" => rmp::encode::write_str(&mut data, t).unwrap(),
+                Some(t) => rmp::encode::write_bin(&mut data, t.as_bytes()).unwrap(),
+            }
+        }
+        rmp::encode::write_bin(&mut data, b"shape").unwrap();
+        rmp::encode::write_array_len(&mut data, 1).unwrap();
+        rmp::encode::write_uint(&mut data, N as u64).unwrap();
+        rmp::encode::write_bin(&mut data, b"data").unwrap();
+        let bytes: Vec<u8> = (0..N).flat_map(|i| value(row, i).to_le_bytes()).collect();
+        rmp::encode::write_bin(&mut data, &bytes).unwrap();
+        payloads.push(data.len() - bytes.len());
+    }
+    let total_values = 3 * N * 4;
+    // read from a pipe, the rows are copied, in the same batches
+    let piped = ReaderBuilder::new()
+        .with_layout(Layout::Values)
+        .build(std::io::Cursor::new(data.clone()))
+        .unwrap();
+    let lens: Vec<usize> = piped.map(|b| b.unwrap().num_rows()).collect();
+    assert_eq!(lens, [1, 1, 1]);
+    // the input at each of four offsets from an allocation's start: every row is aligned under
+    // one of them
+    for pad in 0..4 {
+        let mut v = vec![0u8; pad];
+        v.extend_from_slice(&data);
+        let input = Buffer::from_vec(v).slice(pad);
+        let base = input.as_ptr() as usize;
+        for (threads, release) in [(1, false), (2, false), (2, true)] {
+            let mut b = ReaderBuilder::new()
+                .with_layout(Layout::Values)
+                .with_threads(Some(threads))
+                .with_max_decoded_bytes(Some(total_values as u64 + 4096));
+            // memory only the read holds, freed behind it: never lent out
+            let input = if release {
+                b = b.releasing_decoded();
+                Buffer::from_vec(input.as_slice().to_vec())
+            } else {
+                input.clone()
+            };
+            let how = format!("pad {pad}, {threads} threads, release {release}");
+            let batches: Vec<RecordBatch> = b
+                .build_from_buffer(input)
+                .unwrap()
+                .map(|b| b.unwrap())
+                .collect();
+            assert_eq!(batches.len(), 3, "{how}");
+            for (row, batch) in batches.iter().enumerate() {
+                assert_eq!(batch.num_rows(), 1, "{how}");
+                let list = batch.column(0).as_fixed_size_list();
+                let values = list.values().as_primitive::<Float32Type>();
+                let want: Vec<f32> = (0..N).map(|i| value(row, i)).collect();
+                assert_eq!(values.values().as_ref(), &want[..], "{how}, row {row}");
+                let at = values.values().as_ptr() as usize;
+                let lent = at == base + payloads[row];
+                let aligned = (base + payloads[row]) % 4 == 0;
+                assert_eq!(lent, aligned && !release, "{how}, row {row}");
+            }
+        }
+    }
+}
