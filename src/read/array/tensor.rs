@@ -221,11 +221,7 @@ impl TensorDecoder {
         }
         self.unborrow();
         let bytes = n_elems * self.item;
-        if self.buf.capacity() - self.buf.len() < bytes {
-            // grow geometrically; fixed-shape columns were reserved at their final size
-            let want = (self.buf.len() + bytes).max(self.buf.capacity() * 2);
-            self.buf.reserve(want - self.buf.len());
-        }
+        self.grow(bytes);
         let row_item = row_dt.itemsize();
         if row_item == self.item {
             extend_native(row_dt, data, &mut self.buf);
@@ -265,8 +261,23 @@ impl TensorDecoder {
     /// A second row: the first one, borrowed, is copied into the values buffer after all.
     fn unborrow(&mut self) {
         if let Some(b) = self.borrowed.take() {
-            self.buf.reserve(b.len());
+            self.grow(b.len());
             self.buf.extend_from_slice(b.as_slice());
+        }
+    }
+
+    /// Room for `bytes` more: geometric growth (fixed-shape columns were reserved at their final
+    /// size, except a batch of one big row), a first allocation as `reserve` makes it.
+    fn grow(&mut self, bytes: usize) {
+        if self.buf.capacity() - self.buf.len() >= bytes {
+            return;
+        }
+        let want = (self.buf.len() + bytes).max(self.buf.capacity() * 2);
+        if self.buf.capacity() == 0 {
+            self.buf = crate::types::buffers::output_buffer(want);
+            crate::types::buffers::advise_huge_pages(&mut self.buf);
+        } else {
+            self.buf.reserve(want - self.buf.len());
         }
     }
 }
