@@ -10,7 +10,7 @@ use crate::wire::cursor::{Cursor, Kind};
 use crate::wire::ndarray::{probe, Special};
 use arrow_array::{new_empty_array, Array, ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{Field, Schema, SchemaRef};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -122,17 +122,11 @@ pub(crate) fn decode_columns(
                     });
                     let known =
                         known.filter(|(k, s)| *k == per && s.len() == len.div_ceil(per) + 1);
-                    // whole maps asked for: the ranges are joined after (a copy), so only a list
-                    // of several MiB whose decode is more than a copy (not fixed-shape tensors)
-                    // is cut; any other is one range
+                    // whole maps asked for: only a list of several MiB is cut (a chunk per
+                    // column is what Polars imports fastest); any other is one range
                     let step = match (b.whole_chunks, known) {
                         (false, _) => per,
-                        (true, Some((_, at)))
-                            if at[at.len() - 1] - at[0] >= JOIN_MIN_BYTES
-                                && !matches!(f.data_type(), DataType::FixedSizeList(..)) =>
-                        {
-                            per
-                        }
+                        (true, Some((_, at))) if at[at.len() - 1] - at[0] >= RANGE_MIN_BYTES => per,
                         (true, _) => len.max(1),
                     };
                     let mut ranges = Vec::new();
@@ -203,18 +197,15 @@ pub(crate) fn decode_columns(
                                 )))
                             }));
                         }
+                        // the ranges of a big list stay apart, a batch each (joined, they
+                        // were a copy of the whole column)
                         match (b.whole_chunks, parts.len()) {
-                            (false, _) => (len, Decoded::Ranges(parts)),
                             (true, 0) => (
                                 len,
                                 Decoded::Whole(new_empty_array(out.field(job.slot).data_type())),
                             ),
                             (true, 1) => (len, Decoded::Whole(parts.swap_remove(0))),
-                            (true, _) => {
-                                let parts: Vec<&dyn Array> =
-                                    parts.iter().map(|a| a.as_ref()).collect();
-                                (len, Decoded::Whole(arrow_select::concat::concat(&parts)?))
-                            }
+                            _ => (len, Decoded::Ranges(parts)),
                         }
                     }
                 };
@@ -297,8 +288,9 @@ enum Work<'a> {
     Ranges(usize, Vec<usize>),
 }
 
-/// A list of fewer bytes is one range when a whole map is asked for: joining ranges is a copy.
-const JOIN_MIN_BYTES: usize = 4 << 20;
+/// A list of fewer bytes is one range when a whole map is asked for (one batch for the map,
+/// a chunk per column); a longer one is decoded in ranges on every thread, a batch each.
+const RANGE_MIN_BYTES: usize = 4 << 20;
 
 /// Fewer rows than this are not cut into ranges (a job's own cost).
 const MIN_RANGE_ROWS: usize = 4096;

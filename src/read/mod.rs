@@ -192,7 +192,9 @@ impl ReaderBuilder {
     /// memory: it only makes more, smaller chunks. For a caller that keeps every batch in one
     /// table (Python's `read_msgpack`), one chunk per column: a 2,000-column map of 80 MB read in
     /// 34-36 ms instead of 43-72 ms (5 chunks each), most of the difference Polars' import of
-    /// each chunk. Other layouts are unaffected.
+    /// each chunk. A list of 4 MiB or more is still decoded in ranges on every thread, a batch
+    /// each (the other columns sliced to match): joining them would copy the column. Other
+    /// layouts are unaffected.
     pub fn with_whole_chunks(mut self, on: bool) -> Self {
         self.whole_chunks = on;
         self
