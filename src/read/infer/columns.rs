@@ -9,6 +9,7 @@ use crate::read::ReaderBuilder;
 use crate::types::NumpyDtype;
 use crate::wire::cursor::{Cursor, Kind};
 use crate::wire::ndarray::{probe, Special};
+use rayon::prelude::*;
 
 /// Infer one `columns` map: the type of each column's rows.
 pub(crate) fn infer_columns_map(
@@ -64,6 +65,36 @@ pub(crate) fn infer_columns_value(
     infer_column(c, inf, b, &mut None)
 }
 
+/// How many of the `most` elements from the cursor on repeat the one at `prev` (which ends at the
+/// cursor) byte for byte up to its payload, and that element's length: an ndarray map whose
+/// payload is its last bytes. The same header bytes mean the same dtype, shape and payload
+/// length, so the same type; only each element's header is read, on every thread.
+fn repeats(c: &Cursor<'_>, prev: usize, most: usize, b: &ReaderBuilder) -> (usize, usize) {
+    let (buf, at) = (c.buf(), c.pos());
+    let stride = at - prev;
+    let mut d = c.clone();
+    d.set_pos(prev);
+    let Ok(Some(Special::Array(nd))) = probe(&mut d, b.dialect, b.npy_ext, b.max_depth) else {
+        return (0, stride);
+    };
+    if !nd.in_place() || nd.npy || nd.data.is_empty() || nd.data_pos + nd.data.len() != at {
+        return (0, stride);
+    }
+    let head = &buf[prev..nd.data_pos];
+    const PIECE: usize = 4096;
+    let fails: Vec<Option<usize>> = (0..most.div_ceil(PIECE))
+        .into_par_iter()
+        .map(|p| {
+            (p * PIECE..((p + 1) * PIECE).min(most)).find(|&j| {
+                let s = at + j * stride;
+                s + stride > buf.len() || &buf[s..s + head.len()] != head
+            })
+        })
+        .collect();
+    // the first element that differs ends the run
+    (fails.into_iter().flatten().next().unwrap_or(most), stride)
+}
+
 /// [`infer_columns_value`], noting where the ranges of a list start ([`Inferrer::list_ranges`]),
 /// of `per` rows (set by the map's first list).
 fn infer_column(
@@ -80,7 +111,27 @@ fn infer_column(
             let mut starts = Vec::with_capacity(n / range + 2);
             let mut t = Ty::Null;
             let mut i = 0;
+            // where the element before the cursor's starts (`None`: not known), and whether its
+            // repeats were looked for
+            let (mut last, mut strided) = (None, false);
             while i < n {
+                // a list of same-shape ndarrays (msgpack_numpy's list of arrays): elements that
+                // repeat the last one's bytes up to the payload have its type, checked at once
+                if let (Some(prev), false, Ty::Nd { .. }, true) = (last, strided, &t, b.fast_infer)
+                {
+                    strided = true;
+                    let (k, stride) = repeats(c, prev, n - i, b);
+                    for j in 0..k {
+                        if (i + j) % range == 0 {
+                            starts.push(c.pos() + j * stride);
+                        }
+                    }
+                    if k > 0 {
+                        c.set_pos(c.pos() + k * stride);
+                        (i, last) = (i + k, None);
+                        continue;
+                    }
+                }
                 if i % range == 0 {
                     starts.push(c.pos());
                 }
@@ -96,14 +147,16 @@ fn infer_column(
                     let k = k.min(left);
                     if k > 0 {
                         c.set_pos(p);
-                        i += k;
+                        (i, last) = (i + k, None);
                         continue;
                     }
+                    last = Some(c.pos());
                     if inf.fits_element(&t, c, 1) {
                         i += 1;
                         continue;
                     }
                 }
+                last = Some(c.pos());
                 let p = c.offset();
                 let v = inf.value(c, 1)?;
                 // the column's values conflict: with conflicts="binary", the column is kept raw

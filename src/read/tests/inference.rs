@@ -834,3 +834,80 @@ fn given_columns_walk_as_full_inference() {
         }
     }
 }
+
+/// An ndarray map as msgpack_numpy writes it, its shape's integers given as written and its
+/// payload `bytes` long (7s).
+fn nd_map(ty: &str, shape: &[Vec<u8>], bytes: usize) -> Vec<u8> {
+    let mut dims = Vec::new();
+    rmp::encode::write_array_len(&mut dims, shape.len() as u32).unwrap();
+    dims.extend(shape.concat());
+    map(&[
+        ("nd", vec![0xc3]),
+        ("type", s(ty)),
+        ("kind", bin(b"")),
+        ("shape", dims),
+        ("data", bin(&vec![7u8; bytes])),
+    ])
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    /// A dict of a list of same-shape ndarrays (msgpack_numpy's list of arrays), with other
+    /// elements anywhere in it (another shape, dtype or header encoding of the same shape, nil, a
+    /// payload of the wrong length, a scalar), beside a list of ints, cut anywhere: the elements
+    /// that repeat the one before them, checked at once on every thread, read as full inference
+    /// reads them, and as on one thread.
+    #[test]
+    fn repeated_ndarrays_of_a_list_column_read_as_full_inference_does(
+        n in 1usize..10_000,
+        odd in proptest::collection::vec((0usize..10_000, 0u8..7), 0..4),
+        cut in proptest::option::of(0usize..400_000),
+        whole in proptest::bool::ANY,
+    ) {
+        let same = nd_map("<f4", &[vec![2]], 8);
+        let mut elems = vec![same; n];
+        for (at, kind) in odd {
+            if let Some(e) = elems.get_mut(at) {
+                *e = match kind {
+                    0 => nd_map("<f4", &[vec![3]], 12),
+                    1 => nd_map("<f8", &[vec![2]], 16),
+                    2 => vec![0xc0],
+                    3 => nd_map("<f4", &[vec![2]], 12),
+                    // the same shape, its 2 written as a uint16: other bytes, the same type
+                    4 => nd_map("<f4", &[vec![0xcd, 0, 2]], 8),
+                    5 => nd_map("<i4", &[vec![2]], 8),
+                    _ => vec![0x05],
+                };
+            }
+        }
+        let mut data = Vec::new();
+        rmp::encode::write_map_len(&mut data, 2).unwrap();
+        rmp::encode::write_str(&mut data, "a").unwrap();
+        rmp::encode::write_array_len(&mut data, n as u32).unwrap();
+        data.extend(elems.concat());
+        rmp::encode::write_str(&mut data, "i").unwrap();
+        rmp::encode::write_array_len(&mut data, n as u32).unwrap();
+        data.extend(std::iter::repeat_n(0x01, n));
+        if let Some(cut) = cut {
+            data.truncate(cut.min(data.len()));
+        }
+        // (the table, or the error: a list's batches end where its ranges do, which depends on
+        // the threads)
+        let read = |b: ReaderBuilder, fast: bool| {
+            let mut b = b;
+            b.fast_infer = fast;
+            match b.build_from_slice(&data).and_then(|r| {
+                let schema = r.schema();
+                let batches = r.collect_batches()?;
+                Ok(arrow_select::concat::concat_batches(&schema, &batches)?)
+            }) {
+                Ok(t) => format!("{t:?}"),
+                Err(e) => format!("error: {e} at {:?} record {:?}", e.offset(), e.record()),
+            }
+        };
+        let b = ReaderBuilder::new().with_whole_chunks(whole);
+        let full = read(b.clone().with_threads(Some(1)), false);
+        proptest::prop_assert_eq!(&read(b.clone().with_threads(Some(1)), true), &full);
+        proptest::prop_assert_eq!(&read(b.with_threads(Some(4)), true), &full);
+    }
+}
