@@ -69,6 +69,7 @@ pub(crate) fn decode_columns(
             let mut jobs: Vec<Job<'_>> = Vec::new();
             let mut stop: Option<Error> = None;
             let par = b.decode_threads() > 1 && b.max_depth > 1;
+            let release = b.release_input;
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             let mut spawned = 0usize;
             rayon::in_place_scope(|s| {
@@ -141,7 +142,12 @@ pub(crate) fn decode_columns(
                         spawned += 1;
                         ranges.push(id);
                         s.spawn(move |_| {
+                            let from = at.pos();
                             let r = decode_list_range(&mut at, f, ctx, m, first);
+                            // a mapped file's pages of the range, copied: not kept resident
+                            if release {
+                                release_pages(data, from, at.pos());
+                            }
                             let _ = tx.send((id, r));
                         });
                         first += m;

@@ -391,9 +391,8 @@ fn plan_assumed_columns(b: &ReaderBuilder, data: &[u8]) -> Option<Plan> {
     if !c.is_empty() {
         return None;
     }
-    if b.release_input {
-        release_pages(data, 0, c.pos());
-    }
+    // (the pages the walk mapped are kept for the decode, which drops each range's behind it:
+    // dropped here, they were all mapped in again)
     // as the plan of the map known to be the only one and a columns map makes it
     let mut p = plan_first_known(b, data, true, Some(true)).ok()??;
     let ty = Ty::Struct(Default::default())
