@@ -47,6 +47,8 @@ demo: python-package
 
 test-rust: golden
 	MSGPACK_ARROW_GOLDEN=$(GOLDEN) MSGPACK_ARROW_PYTHON=$(abspath $(PY)) cargo test --workspace --exclude msgpack-arrow-python --features msgpack-arrow/python-tests
+	# the API docs build without a broken link
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p msgpack-arrow
 
 # The Python package: maturin builds the extension (release profile, in the exported
 # CARGO_TARGET_DIR, so cargo only recompiles what changed) into an abi3 wheel. `wheel`: the base

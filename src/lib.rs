@@ -6,7 +6,7 @@
 //!
 //! Where things are, lowest layer first (each uses only those before it): [`wire`] (the
 //! msgpack-numpy format, I/O-free), [`types`] (the numpy ↔ Arrow mapping), [`read`] (layouts,
-//! inference, per-type decoders, batching) and [`write`] (per-type encoders), which never import
+//! inference, per-type decoders, batching) and [`write`](mod@write) (per-type encoders), which never import
 //! each other, then [`io`] (files, codecs, Parquet, Feather, NPZ, atomic outputs, datasets).
 //! [`error`] and [`options`] are shared by all; [`tensor`] gives ndarray views of tensor columns.
 //!

@@ -1,5 +1,5 @@
 //! Converting files: inputs in any format read as one table, written to one output that appears
-//! only when complete (an [`AtomicFile`]), in the format its extension names.
+//! only when complete (an [`AtomicFile`](super::AtomicFile)), in the format its extension names.
 
 use std::path::{Path, PathBuf};
 

@@ -477,7 +477,7 @@ pub struct Table {
     pub layout_reason: Option<String>,
     /// Rows in the input, where known before reading them (msgpack files in memory or mapped).
     pub num_rows: Option<usize>,
-    /// Where a msgpack input read with [`OnTruncated::Keep`] was cut: set when known (at once for
+    /// Where a msgpack input read with [`OnTruncated::Keep`](crate::OnTruncated::Keep) was cut: set when known (at once for
     /// mapped files, once the batches are consumed for streams).
     pub truncation: Arc<std::sync::Mutex<Option<crate::Truncation>>>,
 }

@@ -1,5 +1,5 @@
 //! The one numpy ↔ Arrow mapping (SPEC §3): the Arrow type of each dtype ([`arrow`]), numpy
-//! element bytes → Arrow buffers ([`buffers`], shared by the msgpack reader and NPZ), the
+//! element bytes → Arrow buffers (`buffers`, shared by the msgpack reader and NPZ), the
 //! field/schema metadata that carries what Arrow alone would lose ([`meta`]), and the rule by which
 //! `auto` reads one map as a `columns` map ([`layout`]).
 
