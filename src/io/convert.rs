@@ -54,11 +54,7 @@ const SLICE_BYTES: usize = 32 << 20;
 /// mapped file sits in the whole mapping).
 pub fn rows_per_slice(batch: &RecordBatch, bytes: usize) -> usize {
     let n = batch.num_rows();
-    let size: usize = batch
-        .columns()
-        .iter()
-        .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
-        .sum();
+    let size = crate::types::arrow::data_bytes(batch);
     let per_row = size / n.max(1);
     (bytes / per_row.max(1)).clamp(1, n.max(1))
 }

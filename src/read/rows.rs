@@ -229,14 +229,8 @@ impl Limit {
     }
     pub(crate) fn add(&mut self, b: &RecordBatch, offset: u64) -> Result<()> {
         if let Some(max) = self.max {
-            // the data the columns use, not the buffers they sit in: a tensor may be a slice
-            // of the whole input
-            let size = |c: &ArrayRef| {
-                c.to_data()
-                    .get_slice_memory_size()
-                    .unwrap_or_else(|_| c.get_array_memory_size())
-            };
-            self.used += b.columns().iter().map(size).sum::<usize>() as u64;
+            // (a tensor may be a slice of the whole input)
+            self.used += crate::types::arrow::data_bytes(b) as u64;
             if self.used > max {
                 return Err(Error::new(ErrorKind::LimitExceeded(max)).at_offset(offset));
             }

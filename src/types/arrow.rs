@@ -99,6 +99,19 @@ impl NumpyDtype {
     }
 }
 
+/// The Arrow bytes of `b`'s rows: the data they use, not the buffers they sit in (a slice counts
+/// its rows only; a tensor lent from a mapped file sits in the whole mapping).
+pub fn data_bytes(b: &RecordBatch) -> usize {
+    b.columns()
+        .iter()
+        .map(|c| {
+            c.to_data()
+                .get_slice_memory_size()
+                .unwrap_or_else(|_| c.get_array_memory_size())
+        })
+        .sum()
+}
+
 /// A batch of `rows` rows with these columns (also when there are none, which alone cannot say
 /// how many rows there are).
 pub(crate) fn record_batch(

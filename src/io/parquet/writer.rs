@@ -33,6 +33,7 @@ use rayon::prelude::*;
 use super::{dense_leaf, dictionary, writer_properties_for, MAX_ROW_GROUP_BYTES};
 use crate::error::{Error, Result};
 use crate::io::Compression;
+use crate::types::arrow::data_bytes;
 
 /// Rows a row group holds at most (the parquet crate's default).
 pub const MAX_ROW_GROUP_ROWS: usize = 1024 * 1024;
@@ -64,14 +65,6 @@ impl<W: Write + Send> std::fmt::Debug for ParquetWriter<W> {
             .field("in_flight", &self.in_flight.len())
             .finish_non_exhaustive()
     }
-}
-
-/// The Arrow bytes of `b`'s rows (a slice counts its rows only, not the buffer it views).
-fn batch_bytes(b: &RecordBatch) -> usize {
-    b.columns()
-        .iter()
-        .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
-        .sum()
 }
 
 impl<W: Write + Send> ParquetWriter<W> {
@@ -143,7 +136,7 @@ impl<W: Write + Send> ParquetWriter<W> {
             ))));
         }
         // the batch's bytes, measured once, shared evenly among its rows
-        let per_row = (batch_bytes(b) / b.num_rows()).max(1);
+        let per_row = (data_bytes(b) / b.num_rows()).max(1);
         let mut rest = b.clone();
         while rest.num_rows() > 0 {
             let rows = rest.num_rows();
