@@ -85,14 +85,8 @@ impl ReaderBuilder {
 
 impl Reader {
     pub(crate) fn from_stream(b: ReaderBuilder, s: StreamReader, p: Plan) -> Result<Reader> {
-        let ctx = Ctx {
-            dialect: b.dialect,
-            npy_ext: b.npy_ext,
-            max_depth: b.max_depth,
-            strict_keys: b.schema.is_none() || b.strict_schema,
-            given_schema: b.schema.is_some(),
-            input: None,
-        };
+        // rows read from a pipe: nothing to lend them from
+        let ctx = b.decode_ctx(None);
         let full = with_layout_metadata(
             p.schema.as_deref().unwrap_or(&Schema::empty()),
             p.layout,
