@@ -153,16 +153,34 @@ impl ColumnNd {
     }
 }
 
+/// The payload bytes a whole-column ndarray is written in at a time, `flush` called between.
+const PAYLOAD_STEP: usize = 4 << 20;
+
 impl ColumnEncoder for ColumnNd {
-    fn encode(&mut self, _row: usize, out: &mut Out) -> Result<()> {
+    fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
+        self.encode_flushing(row, out, &mut |_| Ok(()))
+    }
+    fn encode_flushing(
+        &mut self,
+        _row: usize,
+        out: &mut Out,
+        flush: &mut dyn FnMut(&mut Out) -> Result<()>,
+    ) -> Result<()> {
         let head = self.head();
         head.write(out)?;
+        let step = (PAYLOAD_STEP / self.nd.itemsize.max(1)).max(1);
         let mut s = Vec::new();
         let mut row0 = 0u64;
         for p in &self.parts {
             s.clear();
             let (a, b) = p.range(0, p.len, &mut s)?;
-            p.elems.put(a, b, out).map_err(|e| e.at_record(row0))?;
+            let mut x = a;
+            while x < b {
+                let y = (x + step).min(b);
+                p.elems.put(x, y, out).map_err(|e| e.at_record(row0))?;
+                flush(out)?;
+                x = y;
+            }
             row0 += p.len as u64;
         }
         head.write_tail(out);
@@ -195,7 +213,15 @@ impl ColumnList {
 }
 
 impl ColumnEncoder for ColumnList {
-    fn encode(&mut self, _row: usize, out: &mut Out) -> Result<()> {
+    fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
+        self.encode_flushing(row, out, &mut |_| Ok(()))
+    }
+    fn encode_flushing(
+        &mut self,
+        _row: usize,
+        out: &mut Out,
+        flush: &mut dyn FnMut(&mut Out) -> Result<()>,
+    ) -> Result<()> {
         let n: usize = self.parts.iter().map(|p| p.1).sum();
         wire::array_hdr(&mut out.buf, n);
         let mut row0 = 0u64;
@@ -203,6 +229,9 @@ impl ColumnEncoder for ColumnList {
             for r in 0..*len {
                 enc.encode(r, out)
                     .map_err(|e| e.at_record(row0 + r as u64))?;
+                if out.buf.len() >= PAYLOAD_STEP {
+                    flush(out)?;
+                }
             }
             row0 += *len as u64;
         }

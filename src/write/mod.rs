@@ -775,8 +775,11 @@ impl<W: Write> Writer<W> {
             wire::map_hdr(&mut self.out.buf, encs.len());
             for (c, enc) in encs.iter_mut().enumerate() {
                 write_key(&mut self.out.buf, &names[c]);
-                enc.encode(0, &mut self.out).map_err(|e| fail(c, e))?;
-                // column by column to the sink: the map is not held whole beside the table
+                // to the sink as it is encoded: neither the map nor a column's payload is held
+                // whole beside the table
+                let (w, at) = (&mut self.w, self.flush_at);
+                enc.encode_flushing(0, &mut self.out, &mut |out| flush_out(w, out, at))
+                    .map_err(|e| fail(c, e))?;
                 self.flush_if(self.flush_at)?;
             }
         }
@@ -791,14 +794,25 @@ impl<W: Write> Writer<W> {
     }
 
     fn flush_all(&mut self) -> Result<()> {
-        if self.flush_at == usize::MAX || self.out.buf.is_empty() {
-            return Ok(());
-        }
-        self.w.write_all(&self.out.buf)?;
-        self.out.base += self.out.buf.len() as u64;
-        self.out.buf.clear();
-        Ok(())
+        let at = if self.flush_at == usize::MAX {
+            usize::MAX
+        } else {
+            1
+        };
+        flush_out(&mut self.w, &mut self.out, at)
     }
+}
+
+/// Hand what `out` holds to `w` once it holds `at` bytes or more (`usize::MAX`: the output is
+/// held whole, never handed on).
+fn flush_out<W: Write>(w: &mut W, out: &mut Out, at: usize) -> Result<()> {
+    if at == usize::MAX || out.buf.is_empty() || out.buf.len() < at {
+        return Ok(());
+    }
+    w.write_all(&out.buf)?;
+    out.base += out.buf.len() as u64;
+    out.buf.clear();
+    Ok(())
 }
 
 /// `schema` with the List columns of `batches` that held ndarrays marked so (`msgpack_numpy.kind`

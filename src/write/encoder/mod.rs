@@ -47,6 +47,16 @@ pub(crate) trait ColumnEncoder {
     }
     /// A rough size of all rows' encodings, for reserving the output up front.
     fn size_hint(&self) -> usize;
+    /// [`ColumnEncoder::encode`], handing `out` to `flush` between steps of a big payload, so a
+    /// file sink never holds a whole column's payload in memory (default: one `encode`).
+    fn encode_flushing(
+        &mut self,
+        row: usize,
+        out: &mut Out,
+        _flush: &mut dyn FnMut(&mut Out) -> Result<()>,
+    ) -> Result<()> {
+        self.encode(row, out)
+    }
 }
 
 /// `msgpack_numpy.shape`: per axis of a ragged tensor column, the length shared by every row.

@@ -833,3 +833,62 @@ fn a_columns_map_is_written_column_by_column() {
     assert!(writes.len() >= 3, "{writes:?}");
     assert!(writes.iter().all(|&k| k < column + (1 << 20)), "{writes:?}");
 }
+
+/// A sink that keeps the bytes and the longest single write it was handed.
+struct Longest(Vec<u8>, usize);
+
+impl std::io::Write for Longest {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.1 = self.1.max(b.len());
+        self.0.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_columns_map_reaches_its_sink_in_steps_not_a_column_at_once() {
+    // a 24 MB float32 column of shape (100,000, 60) and a 12.8 MB list of 100,000 float32[32]
+    // ndarrays (a list in the file read), in three batches: the writer holds neither whole
+    let n = 100_000usize;
+    let x = fsl(
+        Arc::new(Float32Array::from_iter_values(
+            (0..n * 60).map(|i| i as f32),
+        )),
+        60,
+    );
+    let l = fsl(
+        Arc::new(Float32Array::from_iter_values(
+            (0..n * 32).map(|i| -(i as f32)),
+        )),
+        32,
+    );
+    let mut lmd = md("ndarray", "<f4");
+    lmd.insert(meta::COLUMN.into(), "list".into());
+    let b = batch(vec![
+        col("x", x),
+        (
+            Field::new("l", l.data_type().clone(), true).with_metadata(lmd),
+            l,
+        ),
+    ]);
+    let parts = [
+        b.slice(0, 30_000),
+        b.slice(30_000, 50_000),
+        b.slice(80_000, 20_000),
+    ];
+    let mut w = WriterBuilder::new()
+        .with_layout(Layout::Columns)
+        .build(Longest(Vec::new(), 0), b.schema())
+        .unwrap();
+    for p in &parts {
+        w.write(p).unwrap();
+    }
+    let Longest(bytes, longest) = w.finish().unwrap();
+    // the same bytes as the map written whole into memory
+    assert_eq!(bytes, write_batches(&parts, Layout::Columns).unwrap());
+    assert!(bytes.len() > 36_000_000);
+    assert!(longest <= 8 << 20, "a write of {longest} bytes");
+}
