@@ -153,7 +153,8 @@ impl ColumnNd {
     }
 }
 
-/// The payload bytes a whole-column ndarray is written in at a time, `flush` called between.
+/// About how many bytes of a whole column (an ndarray's payload, a list's values) are encoded
+/// between two calls of `flush`.
 const PAYLOAD_STEP: usize = 4 << 20;
 
 impl ColumnEncoder for ColumnNd {
