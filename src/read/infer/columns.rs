@@ -81,18 +81,29 @@ fn repeats(c: &Cursor<'_>, prev: usize, most: usize, b: &ReaderBuilder) -> (usiz
         return (0, stride);
     }
     let head = &buf[prev..nd.data_pos];
+    let differs = |j: usize| {
+        let s = at + j * stride;
+        s + stride > buf.len() || &buf[s..s + head.len()] != head
+    };
+    // in windows twice as long each time, the pieces of a window on every thread: a run that
+    // ends early costs little past its end
     const PIECE: usize = 4096;
-    let fails: Vec<Option<usize>> = (0..most.div_ceil(PIECE))
-        .into_par_iter()
-        .map(|p| {
-            (p * PIECE..((p + 1) * PIECE).min(most)).find(|&j| {
-                let s = at + j * stride;
-                s + stride > buf.len() || &buf[s..s + head.len()] != head
-            })
-        })
-        .collect();
-    // the first element that differs ends the run
-    (fails.into_iter().flatten().next().unwrap_or(most), stride)
+    let (mut done, mut window) = (0, PIECE * rayon::current_num_threads());
+    while done < most {
+        let end = (done + window).min(most);
+        let fails: Vec<Option<usize>> = (done..end)
+            .step_by(PIECE)
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|p| (p..(p + PIECE).min(end)).find(|&j| differs(j)))
+            .collect();
+        // the first element that differs ends the run
+        if let Some(j) = fails.into_iter().flatten().next() {
+            return (j, stride);
+        }
+        (done, window) = (end, window * 2);
+    }
+    (most, stride)
 }
 
 /// [`infer_columns_value`], noting where the ranges of a list start ([`Inferrer::list_ranges`]),
@@ -111,16 +122,23 @@ fn infer_column(
             let mut starts = Vec::with_capacity(n / range + 2);
             let mut t = Ty::Null;
             let mut i = 0;
-            // where the element before the cursor's starts (`None`: not known), and whether its
-            // repeats were looked for
-            let (mut last, mut strided) = (None, false);
+            // where the element before the cursor's starts (`None`: not known); the element
+            // from which repeats are looked for again, and how far on after a look found none
+            let (mut last, mut next_look, mut backoff) = (None, 0, 1);
             while i < n {
                 // a list of same-shape ndarrays (msgpack_numpy's list of arrays): elements that
                 // repeat the last one's bytes up to the payload have its type, checked at once
-                if let (Some(prev), false, Ty::Nd { .. }, true) = (last, strided, &t, b.fast_infer)
+                if let (Some(prev), Ty::Nd { .. }, true) =
+                    (last, &t, b.fast_infer && i >= next_look)
                 {
-                    strided = true;
                     let (k, stride) = repeats(c, prev, n - i, b);
+                    // after an odd element, looked for again behind it; where none repeat, each
+                    // time twice as far on (elements of other shapes by turns cost a few looks)
+                    (next_look, backoff) = if k > 0 {
+                        (i + k + 1, 1)
+                    } else {
+                        (i + backoff, (backoff * 2).min(1 << 16))
+                    };
                     for j in 0..k {
                         if (i + j) % range == 0 {
                             starts.push(c.pos() + j * stride);

@@ -911,3 +911,29 @@ proptest::proptest! {
         proptest::prop_assert_eq!(&read(b.with_threads(Some(4)), true), &full);
     }
 }
+
+/// The repeats of a list's ndarrays are checked in windows of 4,096 × threads elements, then twice
+/// as many, from the element after the first: an element of another shape on either side of a
+/// window's end is found, and so is its type.
+#[test]
+fn an_odd_ndarray_where_a_window_of_repeats_ends_is_typed() {
+    let w = 4096 * rayon::current_num_threads();
+    for at in [w, w + 1, 3 * w, 3 * w + 1] {
+        let n = 3 * w + 10;
+        let mut elems = vec![nd_map("<f4", &[vec![2]], 8); n];
+        elems[at] = nd_map("<f4", &[vec![3]], 12);
+        let mut data = Vec::new();
+        rmp::encode::write_map_len(&mut data, 1).unwrap();
+        rmp::encode::write_str(&mut data, "a").unwrap();
+        rmp::encode::write_array_len(&mut data, n as u32).unwrap();
+        data.extend(elems.concat());
+        let b = ReaderBuilder::new();
+        let fast = fast_or_full(&b, &data, true, false);
+        assert_eq!(
+            fast,
+            fast_or_full(&b, &data, false, false),
+            "odd element {at}"
+        );
+        assert!(fast.contains("List("), "odd element {at}: {}", &fast[..300]);
+    }
+}
