@@ -139,10 +139,9 @@ fn infer_column(
                     } else {
                         (i + backoff, (backoff * 2).min(1 << 16))
                     };
-                    for j in 0..k {
-                        if (i + j) % range == 0 {
-                            starts.push(c.pos() + j * stride);
-                        }
+                    // the range starts among them: every `range`-th element
+                    for j in (i.div_ceil(range) * range..i + k).step_by(range) {
+                        starts.push(c.pos() + (j - i) * stride);
                     }
                     if k > 0 {
                         c.set_pos(c.pos() + k * stride);
