@@ -94,12 +94,13 @@ def test_one_bare_npy_value_gives_its_rows():
     assert df["value"].to_list() == a.tolist()
 
 
-def test_without_the_option_or_with_another_code_it_is_an_error():
+def test_without_the_option_or_with_another_code_the_ext_values_are_kept_as_msgpack_gives_them():
     data = pack({"x": np.zeros(3, dtype="<f4")})
-    with pytest.raises(ma.DecodeError, match="ext type 42"):
-        ma.read_msgpack(data)
-    with pytest.raises(ma.DecodeError, match="ext type 42"):
-        ma.read_msgpack(data, npy_ext=7)
+    want = msgpack.unpackb(data)["x"]
+    for kw in ({}, {"npy_ext": 7}):
+        df = ma.read_msgpack(data, **kw)
+        assert df.schema["x"] == pl.Struct({"code": pl.Int8, "data": pl.Binary})
+        assert df["x"].to_list() == [{"code": want.code, "data": want.data}] == [{"code": CODE, "data": npy(np.zeros(3, dtype="<f4"))}]
 
 
 @pytest.mark.parametrize(

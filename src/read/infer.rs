@@ -49,6 +49,8 @@ pub(crate) enum Ty {
     Bin,
     /// msgpack timestamp (ext -1)
     Timestamp,
+    /// an ext value of another type (not an ndarray's npy extension): its type code and bytes
+    Ext,
     /// Python complex
     Complex,
     /// numpy values: `shape` has one entry per axis (None where it varies); empty for 0-d/scalars.
@@ -92,6 +94,7 @@ impl Ty {
             Ty::Str => "str".into(),
             Ty::Bin => "bin".into(),
             Ty::Timestamp => "timestamp".into(),
+            Ty::Ext => "ext".into(),
             Ty::Complex => "complex".into(),
             Ty::Nd { dt, shape, .. } if shape.is_empty() => format!("numpy {}", dt.to_dtype_str()),
             Ty::Nd { dt, shape, .. } => format!(
@@ -274,6 +277,10 @@ impl Ty {
             Ty::Str => DataType::Utf8,
             Ty::Bin => DataType::Binary,
             Ty::Timestamp => DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            Ty::Ext => {
+                md.insert(meta::KIND.to_string(), "ext".to_string());
+                crate::types::arrow::ext_type()
+            }
             Ty::Complex => {
                 md.insert(meta::KIND.to_string(), "complex".to_string());
                 NumpyDtype::parse("<c16")?.arrow_type()?
@@ -523,13 +530,17 @@ impl Inferrer {
             Kind::Ext if !crate::wire::npy::is_npy_ext(c, self.opts.npy_ext) => {
                 let p = c.pos();
                 let (t, data) = c.read_ext()?;
-                if t != -1 || !matches!(data.len(), 4 | 8 | 12) {
+                if t != -1 {
+                    // any other type: its code and bytes, as Python's msgpack gives an ExtType
+                    return Ok(Ty::Ext);
+                }
+                if !matches!(data.len(), 4 | 8 | 12) {
                     return Err(c.error_at(
                         p,
                         ErrorKind::InvalidMsgpack(format!(
-                        "ext type {t} with {} bytes is not supported (only the timestamp, ext -1)",
-                        data.len()
-                    )),
+                            "a timestamp (ext -1) of {} bytes: it has 4, 8 or 12",
+                            data.len()
+                        )),
                     ));
                 }
                 Ty::Timestamp

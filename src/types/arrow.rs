@@ -144,6 +144,15 @@ pub fn list(item: DataType) -> DataType {
     DataType::List(Arc::new(Field::new("item", item, true)))
 }
 
+/// A msgpack ext value of a type other than the timestamp (field metadata kind `ext`): its type
+/// code and its bytes, the two parts of Python msgpack's `ExtType(code, data)`.
+pub fn ext_type() -> DataType {
+    DataType::Struct(Fields::from(vec![
+        Field::new("code", DataType::Int8, false),
+        Field::new("data", DataType::Binary, false),
+    ]))
+}
+
 /// The type Polars can import (the core maps to it without the `polars` feature, e.g. for the
 /// Python reader, which hands Arrow streams to Polars): `FixedSizeList` of width 0, at any level, becomes `List`; seconds
 /// (Timestamp, Duration) become milliseconds.

@@ -215,6 +215,31 @@ pub fn map_hdr_sized(b: &mut Vec<u8>, n: usize, size: u8) {
     sized_hdr(b, n, size, 0x80, None, 0xde, 0xdf)
 }
 
+/// An ext value of type `code`, in the smallest form (fixext for 1, 2, 4, 8 and 16 bytes), as
+/// Python's msgpack packs an `ExtType`. `None` past 2^32 - 1 bytes, which msgpack cannot hold.
+pub fn ext(b: &mut Vec<u8>, code: i8, data: &[u8]) -> Option<()> {
+    let n = data.len();
+    match n {
+        1 => b.push(0xd4),
+        2 => b.push(0xd5),
+        4 => b.push(0xd6),
+        8 => b.push(0xd7),
+        16 => b.push(0xd8),
+        _ if n <= u8::MAX as usize => b.extend_from_slice(&[0xc7, n as u8]),
+        _ if n <= u16::MAX as usize => {
+            b.push(0xc8);
+            b.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        _ => {
+            b.push(0xc9);
+            b.extend_from_slice(&u32::try_from(n).ok()?.to_be_bytes());
+        }
+    }
+    b.push(code as u8);
+    b.extend_from_slice(data);
+    Some(())
+}
+
 /// The msgpack timestamp (ext -1) for nanoseconds since the epoch, in the 32/64/96-bit form
 /// Python's `msgpack.Timestamp.to_bytes` picks.
 pub fn timestamp_ns(b: &mut Vec<u8>, ns: i64) {

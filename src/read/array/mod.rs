@@ -3,6 +3,7 @@
 //! tensor's bytes are copied once, into the column's single values buffer.
 
 mod bytes;
+mod ext;
 mod list;
 mod map;
 mod object;
@@ -14,7 +15,7 @@ mod timestamp;
 
 pub(crate) use self::structs::StructDecoder;
 pub(crate) use self::tensor::nest_fixed;
-use self::{bytes::*, list::*, map::*, object::*, primitive::*, raw::*, tensor::*, timestamp::*};
+use self::{bytes::*, ext::*, list::*, map::*, object::*, primitive::*, raw::*, tensor::*, timestamp::*};
 
 use arrow_array::builder::{BinaryBuilder, BooleanBufferBuilder};
 use arrow_array::types::*;
@@ -114,6 +115,9 @@ pub(crate) fn make_decoder(field: &Field, ctx: &Ctx) -> Result<Box<dyn ArrayDeco
                 b: BinaryBuilder::new(),
                 ctx: ctx.clone(),
             }))
+        }
+        Some("ext") if *t == crate::types::arrow::ext_type() => {
+            return Ok(Box::new(ExtDecoder::new(ctx)))
         }
         Some("object") => {
             return Ok(Box::new(ObjectDecoder {

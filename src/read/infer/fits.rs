@@ -383,6 +383,10 @@ impl Inferrer {
             (Kind::F64, Ty::F64) => c.read_f64().is_ok(),
             (Kind::Str, Ty::Str) => c.read_str().is_ok(),
             (Kind::Bin, Ty::Bin) => c.read_str_or_bin().is_ok(),
+            (Kind::Ext, Ty::Ext) => {
+                !crate::wire::npy::is_npy_ext(c, self.opts.npy_ext)
+                    && matches!(c.read_ext(), Ok((t, _)) if t != -1)
+            }
             (Kind::Array, Ty::List(inner, len)) => match c.read_array_len() {
                 Ok(n) => {
                     (len.is_none() || *len == Some(n))

@@ -2,6 +2,7 @@
 //! byte-for-byte as Python `msgpack_numpy` 0.4.8 (over `msgpack` 1.x, `use_bin_type=True`) does.
 //! One file per kind of column, as arrow-json keeps one per Arrow type.
 
+pub(crate) mod ext;
 pub(crate) mod list;
 pub(crate) mod map;
 pub(crate) mod raw;
@@ -161,6 +162,11 @@ pub(crate) fn make_encoder(field: &Field, arr: &ArrayRef) -> Result<Box<dyn Colu
         Some("msgpack") => {
             if let Some(bins) = Bins::new(arr.as_ref()) {
                 return Ok(Box::new(raw::RawEnc { bins }));
+            }
+        }
+        Some("ext") => {
+            if let Some(e) = ext::ExtEnc::new(arr) {
+                return Ok(Box::new(e));
             }
         }
         Some("object") => {
