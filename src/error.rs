@@ -43,6 +43,10 @@ pub enum ErrorKind {
     /// Two values of one column have types that do not unify.
     #[error("type conflict: {0} (to read it anyway: schema_overrides gives the column one type, conflicts=\"binary\" keeps its raw msgpack values; CLI --schema-overrides COLUMN=TYPE, --conflicts binary)")]
     TypeConflict(String),
+    /// A value that does not fit the type a caller gave its column (schema overrides, a schema)
+    /// exactly: an int out of range, a float that would become infinite, a finer time.
+    #[error("{0}")]
+    Inexact(String),
     /// A map key that is not a string, a duplicate key, or a key not in the schema.
     #[error("bad key: {0}")]
     Key(String),

@@ -135,7 +135,8 @@ pub(crate) fn plain_type(t: &DataType) -> DataType {
 ///
 /// `source` is a path (`str`) or a bytes-like object (read-only buffers are decoded in place).
 /// `schema` (an object with `__arrow_c_schema__` or `__arrow_c_stream__`) is used instead of
-/// inferring one. `schema_overrides` (likewise; e.g. an empty Polars DataFrame) gives the types
+/// inferring one; it is taken as inferred from other rows, so a value of another kind than its
+/// column's is an error, never converted. `schema_overrides` (likewise; e.g. an empty Polars DataFrame) gives the types
 /// of the columns it names: they are decoded as inferred and cast (arrow-cast, values that do not
 /// fit are errors) batch by batch. `for_polars` maps the types Polars cannot import (`Array`
 /// of width 0 → `List`; seconds → milliseconds). `strict_schema`: with `schema`, a key it does
@@ -215,8 +216,12 @@ impl PyReader {
             Some(n) => builder.with_hold_decompressed(n),
             None => builder,
         };
+        // the package passes a schema inferred from another file (a scan's first): a value of
+        // another kind than its column's is then an error, as in a read of all the files at once
         let builder = match schema {
-            Some(s) => builder.with_schema(import_schema(s)?),
+            Some(s) => builder
+                .with_schema(import_schema(s)?)
+                .with_schema_inferred(true),
             None => builder,
         };
         let overrides = schema_overrides.map(import_schema).transpose()?;

@@ -74,3 +74,72 @@ def test_scan_and_eager_agree_with_overrides(tmp_path):
     lazy = ma.scan_msgpack(path, schema_overrides=over).filter(pl.col("v").arr.first() > 3).collect()
     assert_frame_equal(lazy, eager.filter(pl.col("v").arr.first() > 3))
     assert eager["x"].to_list() == [str(i) for i in range(10)]
+
+
+# A schema inferred from other rows (infer_rows) or another file (a scan's first) is not the
+# caller's: a value of another kind is the conflict a read of every row would report, never
+# converted into the type the first rows happened to give.
+LATER = [
+    ([{"x": 1}, {"x": True}], "Int64, found bool"),
+    ([{"x": "a"}, {"x": 5}], "str, found int"),
+    ([{"x": np.array([0.5], "f4")}, {"x": np.array([1e300])}], "<f8 in a column of <f4"),
+    ([{"x": np.array([0.5], "f4")}, {"x": np.array([True])}], "|b1 in a column of <f4"),
+    ([{"x": b"a"}, {"x": "a"}], "bin, found str"),
+]
+
+
+@pytest.mark.parametrize("rows, says", LATER)
+def test_rows_past_infer_rows_are_never_converted(rows, says):
+    data = dump(rows)
+    with pytest.raises(ma.DecodeError):
+        ma.read_msgpack(data)  # what a read of every row says
+    with pytest.raises(ma.DecodeError, match=says) as e:
+        ma.read_msgpack(data, infer_rows=1)
+    assert e.value.record == 1 and e.value.column == "x"
+
+
+def test_rows_past_infer_rows_take_only_what_their_column_holds_exactly():
+    # a read of every row widens ints and floats to Float64; the first row's Int64 cannot hold 2.5
+    data = dump([{"x": 1}, {"x": 2.5}])
+    assert ma.read_msgpack(data)["x"].to_list() == [1.0, 2.5]
+    with pytest.raises(ma.DecodeError, match="Int64, found f64"):
+        ma.read_msgpack(data, infer_rows=1)
+    # the other way round, the first row's Float64 holds an int as a read of every row does
+    data = dump([{"x": 0.5}, {"x": 2}])
+    assert ma.read_msgpack(data, infer_rows=1).equals(ma.read_msgpack(data))
+
+
+@pytest.mark.parametrize("rows, says", LATER)
+def test_a_scans_later_files_are_never_converted(tmp_path, rows, says):
+    (tmp_path / "a.msgpack").write_bytes(dump(rows[:1]))
+    (tmp_path / "b.msgpack").write_bytes(dump(rows[1:]))
+    with pytest.raises(ma.DecodeError, match=says) as e:
+        ma.scan_msgpack(str(tmp_path / "*.msgpack")).collect()
+    assert "b.msgpack" in str(e.value)
+
+
+def test_a_number_an_override_cannot_hold_is_an_error_not_infinity():
+    with pytest.raises(ma.DecodeError, match="Float32"):
+        ma.read_msgpack(dump([{"x": 1e300}]), schema_overrides={"x": pl.Float32})
+    with pytest.raises(ma.DecodeError, match="Float16"):
+        ma.read_msgpack(dump([{"x": 70000}]), schema_overrides={"x": pl.Float16})
+    with pytest.raises(ma.DecodeError, match="does not fit <f4"):
+        ma.read_msgpack(dump([{"x": np.array([1e300])}] * 2), schema_overrides={"x": pl.Array(pl.Float32, 1)})
+    # a columns map: decoded as inferred, then cast
+    with pytest.raises(ma.DecodeError, match="infinite"):
+        ma.read_msgpack(mn.packb({"x": np.array([1e300, 1.0])}), schema_overrides={"x": pl.Float32})
+    # rounding is not overflowing, and infinities stay
+    got = ma.read_msgpack(dump([{"x": 0.1}, {"x": float("inf")}]), schema_overrides={"x": pl.Float32})
+    assert got["x"].to_list() == [np.float32(0.1).item(), float("inf")]
+
+
+def test_a_timestamp_an_override_would_cut_is_an_error():
+    import msgpack
+
+    ts = msgpack.Timestamp(1_700_000_000, 123_456_789)
+    data = msgpack.packb({"t": ts}) + msgpack.packb({"t": msgpack.Timestamp(1_700_000_000, 5_000_000)})
+    with pytest.raises(ma.DecodeError, match="123456789 ns .* exactly") as e:
+        ma.read_msgpack(data, schema_overrides={"t": pl.Datetime("ms", "UTC")})
+    assert e.value.record == 0
+    got = ma.read_msgpack(data, schema_overrides={"t": pl.Datetime("ns", "UTC")})
+    assert got["t"].dt.epoch("ns").to_list() == [ts.to_unix_nano(), 1_700_000_000_005_000_000]

@@ -60,6 +60,9 @@ impl ReaderBuilder {
             max_depth: self.max_depth,
             strict_keys: false,
             given_schema: true,
+            // the dtype the caller gave, or the one inferred from every blob (which they fit)
+            convert: true,
+            overridden: None,
             input: None,
         }
     }

@@ -323,7 +323,7 @@ fn decode_list_range(
     n: usize,
     first: usize,
 ) -> Result<ArrayRef> {
-    let mut d = make_decoder(f, ctx)?;
+    let mut d = make_decoder(f, &ctx.for_column(f.name()))?;
     d.reserve(n);
     for i in first..first + n {
         let p = c.offset();

@@ -97,6 +97,8 @@ impl ReaderBuilder {
             max_depth: self.max_depth,
             strict_keys: self.strict_schema,
             given_schema: true,
+            convert: !self.schema_inferred,
+            overridden: None,
             input: None,
         };
         let (dec, _) = RowDecoder::new(layout, &full, self.projection.as_deref(), &ctx)?;

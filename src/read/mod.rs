@@ -127,6 +127,8 @@ pub struct ReaderBuilder {
     ahead_min_bytes: usize,
     /// with a given schema, a key it does not have is an error
     strict_schema: bool,
+    /// the given schema was inferred (from other rows, another file): values are not converted
+    schema_inferred: bool,
     on_truncated: OnTruncated,
     n_rows: Option<usize>,
     skip_rows: usize,
@@ -172,6 +174,7 @@ impl ReaderBuilder {
             walk_piece_bytes: split::WALK_PIECE_BYTES,
             ahead_min_bytes: AHEAD_MIN_BYTES,
             strict_schema: false,
+            schema_inferred: false,
             on_truncated: OnTruncated::Error,
             n_rows: None,
             skip_rows: 0,
@@ -304,6 +307,18 @@ impl ReaderBuilder {
     /// first: a column only later files have is not lost without a word.
     pub fn with_strict_schema(mut self, strict: bool) -> Self {
         self.strict_schema = strict;
+        self
+    }
+    /// Say that the schema given ([`ReaderBuilder::with_schema`]) was inferred, from other rows
+    /// or another file (a scan reads every file with the first one's), rather than chosen: then a
+    /// value must be of the kind its column was inferred from, as in a read that infers from
+    /// every row, and any other (a bool in an Int64 column, an int in a String one, a float64
+    /// ndarray in a float32 one) is an error naming it, never converted. Default `false`: a
+    /// schema's types are the caller's, and values of other kinds are converted into them
+    /// exactly, as [`ReaderBuilder::with_schema_overrides`] does. A schema inferred from the
+    /// first rows ([`ReaderBuilder::with_infer_rows`]) is always read so.
+    pub fn with_schema_inferred(mut self, inferred: bool) -> Self {
+        self.schema_inferred = inferred;
         self
     }
     /// Give some columns their type (records layout): their values are not inferred, so values
@@ -531,6 +546,11 @@ impl ReaderBuilder {
             max_depth: self.max_depth,
             strict_keys: self.schema.is_none() || self.strict_schema,
             given_schema: self.schema.is_some(),
+            convert: self.schema.is_some() && !self.schema_inferred,
+            overridden: self
+                .overrides
+                .as_ref()
+                .map(|o| o.fields().iter().map(|f| f.name().clone()).collect()),
             input: input.filter(|_| !self.release_decoded).cloned(),
         }
     }

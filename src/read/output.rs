@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
-use arrow_schema::{Schema, SchemaRef};
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::{DataType, Schema, SchemaRef};
 
 use super::Reader;
 use crate::error::{Error, ErrorKind, Result};
@@ -94,8 +94,18 @@ impl Reader {
         {
             cols.push(match t {
                 None => c.clone(),
-                Some(t) => arrow_cast::cast_with_options(c, t, &opts)
-                    .map_err(|e| Error::from(e).prepend_path(f.name()))?,
+                Some(t) => {
+                    let out = arrow_cast::cast_with_options(c, t, &opts)
+                        .map_err(|e| Error::from(e).prepend_path(f.name()))?;
+                    // a cast to a narrower float makes a number too big for it infinite
+                    if infinities(out.as_ref()) > infinities(c.as_ref()) {
+                        return Err(Error::new(ErrorKind::Inexact(format!(
+                            "a number too big for {t} (it would become infinite)"
+                        )))
+                        .prepend_path(f.name()));
+                    }
+                    out
+                }
             });
         }
         record_batch(&self.schema, cols, b.num_rows())
@@ -112,5 +122,42 @@ impl Reader {
             self.convert = vec![None; self.schema.fields().len()];
         }
         self
+    }
+}
+
+/// The infinite floats among the values of `a`, at any depth (null slots included, on both sides
+/// of a cast alike).
+fn infinities(a: &dyn Array) -> usize {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float16Type, Float32Type, Float64Type};
+    match a.data_type() {
+        DataType::Float16 => a
+            .as_primitive::<Float16Type>()
+            .values()
+            .iter()
+            .filter(|v| v.is_infinite())
+            .count(),
+        DataType::Float32 => a
+            .as_primitive::<Float32Type>()
+            .values()
+            .iter()
+            .filter(|v| v.is_infinite())
+            .count(),
+        DataType::Float64 => a
+            .as_primitive::<Float64Type>()
+            .values()
+            .iter()
+            .filter(|v| v.is_infinite())
+            .count(),
+        DataType::List(_) => infinities(a.as_list::<i32>().values().as_ref()),
+        DataType::LargeList(_) => infinities(a.as_list::<i64>().values().as_ref()),
+        DataType::FixedSizeList(..) => infinities(a.as_fixed_size_list().values().as_ref()),
+        DataType::Struct(_) => a
+            .as_struct()
+            .columns()
+            .iter()
+            .map(|c| infinities(c.as_ref()))
+            .sum(),
+        _ => 0,
     }
 }

@@ -24,8 +24,13 @@ impl ArrayDecoder for BytesDecoder {
                 let s = c.read_str()?;
                 self.b.append_value(s);
             }
-            // old writers used raw (str) for bytes
-            Kind::Str | Kind::Bin if !self.utf8 => {
+            // old writers used raw (str) for bytes (which inference reads as str: a column
+            // inferred bin takes only bin)
+            Kind::Bin if !self.utf8 => {
+                let (b, _) = c.read_str_or_bin()?;
+                self.b.append_value(b);
+            }
+            Kind::Str if !self.utf8 && self.ctx.convert => {
                 let (b, _) = c.read_str_or_bin()?;
                 self.b.append_value(b);
             }
@@ -34,7 +39,7 @@ impl ArrayDecoder for BytesDecoder {
                 self.b.append_null();
             }
             // a column given the String type (schema overrides): scalars as Python's str() writes them
-            Kind::Int | Kind::F32 | Kind::F64 | Kind::Bool if self.utf8 => {
+            Kind::Int | Kind::F32 | Kind::F64 | Kind::Bool if self.utf8 && self.ctx.convert => {
                 let mut s = String::new();
                 match c.peek_kind()? {
                     Kind::Int => match c.read_int()? {
@@ -56,7 +61,7 @@ impl ArrayDecoder for BytesDecoder {
                 }
                 self.b.append_value(s);
             }
-            Kind::Map => {
+            Kind::Map if self.ctx.convert => {
                 // a 0-d U/S array
                 let start = c.pos();
                 let Some(Special::Array(nd)) =

@@ -22,6 +22,7 @@ use arrow_array::types::*;
 use arrow_array::*;
 use arrow_buffer::NullBufferBuilder;
 use arrow_schema::{DataType, Field};
+use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::Dialect;
@@ -50,10 +51,28 @@ pub(crate) struct Ctx {
     pub strict_keys: bool,
     /// the schema was given, not inferred (for the message of an unknown key)
     pub given_schema: bool,
+    /// Values of another kind are converted into the column's type (a bool into a number, a
+    /// number into a string, an ndarray of another numeric dtype), each exactly or an error: the
+    /// type is the caller's. Off where it was inferred (from every row, the first rows, another
+    /// file), where such a value is a conflict a full inference would have reported.
+    pub convert: bool,
+    /// The top-level columns whose types the caller gave (schema overrides): converted into.
+    pub overridden: Option<Arc<[String]>>,
     /// The buffer the rows are read from, where a tensor row alone in its batch may be a slice
     /// of it instead of a copy (`None`: bytes read from a pipe, or memory the read frees behind
     /// it, whose pages would read back as zeros).
     pub input: Option<arrow_buffer::Buffer>,
+}
+
+impl Ctx {
+    /// The context of the decoders of top-level column `name` (and of what nests in it).
+    pub(crate) fn for_column(&self, name: &str) -> Ctx {
+        let mut c = self.clone();
+        if let Some(o) = c.overridden.take() {
+            c.convert |= o.iter().any(|n| n == name);
+        }
+        c
+    }
 }
 
 /// Decodes values of one column, appending them; `finish` returns the batch's array and resets.

@@ -49,7 +49,8 @@ impl ArrayDecoder for BoolDecoder {
                 c.read_nil()?;
                 self.append_null();
             }
-            Kind::Map => {
+            // a numpy scalar into a column the caller typed bool
+            Kind::Map if self.ctx.convert => {
                 let v = numpy_scalar(c, &self.ctx, "bool")?;
                 self.v.append(v.as_f64() != 0.0);
                 self.nulls.append_non_null();
@@ -243,9 +244,15 @@ impl FromNum for f64 {
     }
 }
 
+/// `v` as a narrower float `w`: rounded to the nearest, but never a finite value made infinite.
+fn narrowed<W: Into<f64> + Copy>(v: f64, w: W) -> Option<W> {
+    (w.into().is_finite() || !v.is_finite()).then_some(w)
+}
+
 impl FromNum for f32 {
     fn from_num(n: Num) -> Option<Self> {
-        Some(n.as_f64() as f32)
+        let v = n.as_f64();
+        narrowed(v, v as f32)
     }
     fn from_f32(v: f32) -> Option<Self> {
         Some(v)
@@ -254,7 +261,8 @@ impl FromNum for f32 {
 
 impl FromNum for half::f16 {
     fn from_num(n: Num) -> Option<Self> {
-        Some(half::f16::from_f64(n.as_f64()))
+        let v = n.as_f64();
+        narrowed(v, half::f16::from_f64(v))
     }
 }
 
@@ -262,14 +270,26 @@ pub(crate) struct PrimDecoder<T: ArrowPrimitiveType> {
     pub(crate) v: Vec<T::Native>,
     pub(crate) nulls: NullBufferBuilder,
     pub(crate) ctx: Ctx,
+    /// which msgpack numbers the column takes: where its type was inferred, those inference
+    /// gives it (ints into ints and Float64, float32 into floats, float64 into Float64), so a
+    /// row another read would call a conflict is one here too; where the caller typed it, any
+    /// number that fits
+    ints: bool,
+    f32s: bool,
+    f64s: bool,
 }
 
 impl<T: ArrowPrimitiveType> PrimDecoder<T> {
     pub(crate) fn new(ctx: &Ctx) -> Self {
+        let t = T::DATA_TYPE;
+        let any = ctx.convert;
         PrimDecoder {
             v: Vec::new(),
             nulls: NullBufferBuilder::new(0),
             ctx: ctx.clone(),
+            ints: any || t.is_integer() || t == DataType::Float64,
+            f32s: any || matches!(t, DataType::Float32 | DataType::Float64),
+            f64s: any || t == DataType::Float64,
         }
     }
 }
@@ -285,14 +305,16 @@ where
         // straight from the cursor (the common cases; the general path looks the kind up first)
         let buf = c.buf();
         let quick = match buf.get(p) {
-            Some(&b @ 0x00..=0x7f) => Some((T::Native::from_num(Num::I(b as i64)), 1)),
-            Some(0xcb) => buf
+            Some(&b @ 0x00..=0x7f) if self.ints => {
+                Some((T::Native::from_num(Num::I(b as i64)), 1))
+            }
+            Some(0xcb) if self.f64s => buf
                 .get(p + 1..p + 9)
                 .and_then(|s| s.try_into().ok())
                 .map(|s: [u8; 8]| (T::Native::from_num(Num::F(f64::from_be_bytes(s))), 9)),
             _ => None,
         };
-        let int_marker = matches!(buf.get(p), Some(0xcc..=0xd3 | 0xe0..=0xff));
+        let int_marker = self.ints && matches!(buf.get(p), Some(0xcc..=0xd3 | 0xe0..=0xff));
         let v = match quick {
             Some((v, n)) => {
                 c.set_pos(p + n);
@@ -303,20 +325,22 @@ where
             } else {
                 c.peek_kind()?
             } {
-                Kind::Int => match c.read_int()? {
+                Kind::Int if self.ints => match c.read_int()? {
                     Int::I(v) => T::Native::from_num(Num::I(v)),
                     Int::U(v) => T::Native::from_num(Num::U(v)),
                 },
-                Kind::F64 => T::Native::from_num(Num::F(c.read_f64()?)),
-                Kind::F32 => T::Native::from_f32(c.read_f32()?),
+                Kind::F64 if self.f64s => T::Native::from_num(Num::F(c.read_f64()?)),
+                Kind::F32 if self.f32s => T::Native::from_f32(c.read_f32()?),
                 // Python's bool is an int (a column given a numeric type: schema overrides)
-                Kind::Bool => T::Native::from_num(Num::I(c.read_bool()? as i64)),
+                Kind::Bool if self.ctx.convert => {
+                    T::Native::from_num(Num::I(c.read_bool()? as i64))
+                }
                 Kind::Nil => {
                     c.read_nil()?;
                     self.append_null();
                     return Ok(());
                 }
-                Kind::Map => {
+                Kind::Map if self.ctx.convert => {
                     T::Native::from_num(numpy_scalar(c, &self.ctx, &T::DATA_TYPE.to_string())?)
                 }
                 _ => return Err(found(c, &T::DATA_TYPE.to_string())),
@@ -330,7 +354,7 @@ where
             }
             None => Err(c.error_at(
                 p,
-                ErrorKind::TypeConflict(format!("value does not fit {} exactly", T::DATA_TYPE)),
+                ErrorKind::Inexact(format!("value does not fit {} exactly", T::DATA_TYPE)),
             )),
         }
     }

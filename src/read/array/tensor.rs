@@ -172,7 +172,8 @@ impl TensorDecoder {
                 NumpyDtype::Bool | NumpyDtype::Int { .. } | NumpyDtype::Float { .. }
             )
         };
-        let convertible = numeric(&d) && numeric(&self.dt);
+        // (only into a type the caller gave: an inferred one took every row's dtype as it was)
+        let convertible = self.ctx.convert && numeric(&d) && numeric(&self.dt);
         if !narrower && !convertible && native(&d) != self.native_dt {
             return Err(c.error_at(
                 nd.type_pos,
@@ -344,7 +345,7 @@ impl ArrayDecoder for TensorDecoder {
                     return self.push_converted(&row_dt, &nd.data, nd.len).map_err(|i| {
                         c.error_at(
                             start,
-                            ErrorKind::TypeConflict(format!(
+                            ErrorKind::Inexact(format!(
                                 "element {i} of this {} ndarray does not fit {} exactly",
                                 row_dt.to_dtype_str(),
                                 self.dt.to_dtype_str()

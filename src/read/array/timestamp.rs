@@ -54,13 +54,30 @@ impl ArrayDecoder for TimestampDecoder {
                 if ns >= 1_000_000_000 {
                     return Err(bad("timestamp nanoseconds out of range"));
                 }
-                let v = match self.unit {
-                    TimeUnit::Second => Some(s),
-                    TimeUnit::Millisecond => s.checked_mul(1_000).and_then(|v| v.checked_add(ns as i64 / 1_000_000)),
-                    TimeUnit::Microsecond => s.checked_mul(1_000_000).and_then(|v| v.checked_add(ns as i64 / 1_000)),
-                    TimeUnit::Nanosecond => s.checked_mul(1_000_000_000).and_then(|v| v.checked_add(ns as i64)),
+                // ticks a second, and nanoseconds a tick: a coarser unit than the value's is an
+                // error, not a silent cut
+                let (per_s, tick) = match self.unit {
+                    TimeUnit::Second => (1, 1_000_000_000),
+                    TimeUnit::Millisecond => (1_000, 1_000_000),
+                    TimeUnit::Microsecond => (1_000_000, 1_000),
+                    TimeUnit::Nanosecond => (1_000_000_000, 1),
+                };
+                let inexact = |m: String| c.error_at(p, ErrorKind::Inexact(m));
+                if ns % tick != 0 {
+                    return Err(inexact(format!(
+                        "timestamp with {ns} ns past the second does not fit Timestamp({:?}) exactly",
+                        self.unit
+                    )));
                 }
-                .ok_or_else(|| bad("timestamp out of the range of Timestamp(ns); pass a schema with a coarser unit"))?;
+                let v = s
+                    .checked_mul(per_s)
+                    .and_then(|v| v.checked_add((ns / tick) as i64))
+                    .ok_or_else(|| {
+                        inexact(format!(
+                            "timestamp of {s} s is out of the range of Timestamp({:?}); pass a schema with a coarser unit",
+                            self.unit
+                        ))
+                    })?;
                 self.v.push(v);
                 self.nulls.append_non_null();
                 let _ = &self.ctx;
