@@ -270,6 +270,9 @@ def main() -> None:
          fresh(s, "ma.scan_msgpack(T).head(10).collect()", R), None),
         ("msgpack-arrow read_msgpack(T, n_rows=10)", fresh(s, "ma.read_msgpack(T, n_rows=10)", R), warm(s, "ma.read_msgpack(T, n_rows=10)", R)),
         ("msgpack-arrow CLI head -n 10 (whole process)", cmd(cli + ["head", T, "-n", "10"], R), None),
+        # what any lazy query costs in a new process before a source is asked for a row
+        ("for scale: polars' own first collect of a 3-row LazyFrame (a new process)",
+         fresh("", "pl.LazyFrame({'a': [1, 2, 3]}).head(1).collect()", R), None),
     ]
     rep.table("First rows of T", f"T: {n:,} records {{id, label, score, emb f32[768]}}. ×ours: relative to the full read; "
               "warm scans reuse the schema remembered for the unchanged file; the first scan is measured with the "
