@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 import msgpack_arrow as ma
+from test_cli_command import run as cli
 from msgpack_arrow.exceptions import DecodeError, EncodeError, MsgpackArrowError
 
 
@@ -167,3 +168,21 @@ def test_seconds_beyond_the_millisecond_range_are_a_decode_error(dtype):
         with pytest.raises(ma.DecodeError) as info:
             ma.read_msgpack(_seconds(dtype, [1, big]))
         assert info.value.column == "t"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [np.zeros(3, dtype="V0"), np.zeros(2, dtype=[("a", "<i4"), ("z", "V0")])],
+    ids=["V0", "struct-with-V0"],
+)
+def test_a_void_of_no_bytes_is_a_decode_error_not_a_panic(value, tmp_path):
+    # msgpack_numpy writes it; Arrow has no binary of width 0
+    data = mn.packb({"x": value}) * 2
+    assert len(mn.unpackb(data[: len(data) // 2])["x"]) == len(value)
+    for layout in ["auto", "records"]:
+        with pytest.raises(ma.DecodeError, match=r"V0 .*no Arrow equivalent"):
+            ma.read_msgpack(data, layout=layout)
+    p = tmp_path / "v0.msgpack"
+    p.write_bytes(data)
+    r = cli("schema", str(p))
+    assert r.returncode == 1 and "no Arrow equivalent" in r.stderr and "Traceback" not in r.stderr

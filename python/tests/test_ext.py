@@ -73,13 +73,18 @@ def test_written_back_byte_for_byte(tmp_path, make):
     assert ma.write_msgpack(ma.read_arrow(data), None, layout="auto") == data
     src, out = tmp_path / "in.msgpack", tmp_path / "out.msgpack"
     src.write_bytes(data)
+    def convert(a, b):
+        r = cli("convert", str(a), "-o", str(b))
+        assert r.returncode == 0, r.stderr
+
     for via in ["", ".parquet", ".feather"]:
+        out.unlink(missing_ok=True)
         if via:
             mid = tmp_path / f"mid{via}"
-            cli("convert", str(src), "-o", str(mid))
-            cli("convert", str(mid), "-o", str(out))
+            convert(src, mid)
+            convert(mid, out)
         else:
-            cli("convert", str(src), "-o", str(out))
+            convert(src, out)
         assert out.read_bytes() == data, via
 
 

@@ -56,6 +56,13 @@ impl NumpyDtype {
             }
             NumpyDtype::Unicode { .. } => DataType::Utf8,
             NumpyDtype::Bytes { .. } => DataType::Binary,
+            // (arrow-rs has no FixedSizeBinary of width 0: it panics on one)
+            NumpyDtype::Void { len: 0 } => {
+                return err(ErrorKind::UnsupportedDtype(format!(
+                    "{} (void of 0 bytes has no Arrow equivalent)",
+                    self.to_dtype_str()
+                )))
+            }
             NumpyDtype::Void { len } => DataType::FixedSizeBinary(
                 i32::try_from(*len)
                     .map_err(|_| ErrorKind::UnsupportedDtype(self.to_dtype_str()))?,

@@ -289,8 +289,10 @@ pub(crate) fn to_arrow(
             ))
         }
         NumpyDtype::Void { len } => {
-            let size =
-                i32::try_from(*len).map_err(|_| ErrorKind::UnsupportedDtype(dt.to_dtype_str()))?;
+            let size = i32::try_from(*len)
+                .ok()
+                .filter(|&s| s > 0)
+                .ok_or_else(|| ErrorKind::UnsupportedDtype(dt.to_dtype_str()))?;
             Arc::new(FixedSizeBinaryArray::try_new(size, bytes, nulls)?)
         }
         NumpyDtype::Datetime { unit, .. } | NumpyDtype::Timedelta { unit, .. } => {
