@@ -401,3 +401,24 @@ def test_big_plain_file_objects_read_from_their_position_to_their_end(tmp_path):
     with tarfile.open(tar) as t, t.extractfile("big.msgpack") as f:
         assert _map_rest(f) is None
         assert_frame_equal(ma.read_msgpack(f), expect(0))
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [[(2, 3), (2, 4)], [(3, 2, 5), (1, 2, 6), (2, 2, 5)], [(2, 4, 1), (2, 3, 1)]],
+    ids=["1-d rows", "last axis varies", "first axis varies"],
+)
+def test_columns_chunks_whose_row_shapes_differ_read_as_lists(shapes):
+    # a stream of columns maps (a batch each) whose ndarrays' rows change length between maps
+    rng = np.random.default_rng(3)
+    chunks = [{"a": rng.standard_normal(s).astype("<f4"), "k": np.arange(s[0])} for s in shapes]
+    data = b"".join(mn.packb(c) for c in chunks)
+    df = ma.read_msgpack(data, layout="columns")
+    want = [row.tolist() for m in mn.Unpacker(io.BytesIO(data)) for row in m["a"]]
+    depth = len(shapes[0]) - 1
+    dtype = pl.Float32
+    for _ in range(depth):
+        dtype = pl.List(dtype)
+    assert df.schema["a"] == dtype
+    assert df["a"].to_list() == want
+    assert df["k"].to_list() == [i for s in shapes for i in range(s[0])]

@@ -10,7 +10,7 @@ use crate::wire::cursor::{Cursor, Kind};
 use crate::wire::ndarray::{probe, Special};
 use arrow_array::{new_empty_array, Array, ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;
-use arrow_schema::{Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -431,11 +431,17 @@ pub(crate) fn decode_column_value(
                 }
             },
             _ => {
-                // check the per-row shape fits the schema's FixedSizeList sizes
+                // the per-row shape fits the schema's FixedSizeList sizes, or (chunks whose
+                // shapes differ) its List axes, each row of this chunk as long as the others
                 let mut tt = t;
+                let mut fixed = true;
                 for (axis, &d) in nd.shape[1..].iter().enumerate() {
                     match tt {
-                        arrow_schema::DataType::FixedSizeList(item, n) if *n as usize == d => {
+                        DataType::FixedSizeList(item, n) if *n as usize == d => {
+                            tt = item.data_type()
+                        }
+                        DataType::List(item) => {
+                            fixed = false;
                             tt = item.data_type()
                         }
                         _ => {
@@ -450,9 +456,55 @@ pub(crate) fn decode_column_value(
                         }
                     }
                 }
-                nest_fixed(t, values, None, rows)?
+                if fixed {
+                    nest_fixed(t, values, None, rows)?
+                } else {
+                    nest_uniform(t, values, &nd.shape[1..], rows)
+                        .map_err(|e| e.at_offset(c.offset_of(at)))?
+                }
             }
         }
     };
     Ok((rows, arr))
+}
+
+/// `values` as `count` items of type `t` (List or FixedSizeList axes, checked by the caller to
+/// match `dims`), each item of shape `dims`: the rows of one ndarray of a `columns` chunk in a
+/// column whose shapes differ between chunks.
+fn nest_uniform(t: &DataType, values: ArrayRef, dims: &[usize], count: usize) -> Result<ArrayRef> {
+    let Some((&d, rest)) = dims.split_first() else {
+        return Ok(values);
+    };
+    let items = count.checked_mul(d).ok_or_else(|| {
+        Error::new(ErrorKind::Layout("more items than an ndarray can hold".into()))
+    })?;
+    Ok(match t {
+        DataType::FixedSizeList(item, n) => Arc::new(arrow_array::FixedSizeListArray::try_new(
+            item.clone(),
+            *n,
+            nest_uniform(item.data_type(), values, rest, items)?,
+            None,
+        )?),
+        DataType::List(item) => {
+            let ends = (0..=count)
+                .map(|i| i32::try_from(i * d))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|_| {
+                    Error::new(ErrorKind::Layout(
+                        "more than 2^31 items in one batch; use a smaller batch size".into(),
+                    ))
+                })?;
+            Arc::new(arrow_array::ListArray::try_new(
+                item.clone(),
+                arrow_buffer::OffsetBuffer::new(ends.into()),
+                nest_uniform(item.data_type(), values, rest, items)?,
+                None,
+            )?)
+        }
+        other => {
+            return Err(Error::new(ErrorKind::Layout(format!(
+                "an ndarray axis in a column of {other}"
+            ))))
+        }
+    })
 }
