@@ -139,3 +139,19 @@ def test_errors_are_one_line_and_leave_no_output(tmp_path):
     assert r.stderr.count("missing.msgpack") == 1, r.stderr
     r = run("convert", "--bogus")
     assert r.returncode == 2
+
+
+@pytest.mark.parametrize("data", [b"", b"\x90"], ids=["empty file", "[]"])
+def test_an_empty_input_converts_back_to_itself(tmp_path, data):
+    src = tmp_path / "in.msgpack"
+    src.write_bytes(data)
+    if data:
+        assert mn.unpackb(data) == []  # msgpack_numpy's reading of `[]`
+    for via in [None, "mid.feather", "mid.parquet"]:
+        out = tmp_path / "out.msgpack"
+        out.unlink(missing_ok=True)
+        steps = [src, out] if via is None else [src, tmp_path / via, out]
+        for a, b in zip(steps, steps[1:]):
+            r = run("convert", str(a), "-o", str(b))
+            assert r.returncode == 0, r.stderr
+        assert out.read_bytes() == data, via

@@ -106,8 +106,9 @@ impl<W: Write + Seek + Send> Sink<W> {
                 Sink::Npz(n)
             }
             Format::Msgpack => {
-                // An empty table (e.g. from an empty file) has no columns to lay out: write nothing.
-                let layout = if schema.fields().is_empty() {
+                // An empty table (e.g. from an empty file) has no columns to lay out: write nothing,
+                // or what its metadata recorded (`auto`: a file that was `[]` is written as `[]`)
+                let layout = if schema.fields().is_empty() && opts.layout != Layout::Auto {
                     Layout::Records
                 } else {
                     opts.layout
