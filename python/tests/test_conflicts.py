@@ -48,3 +48,14 @@ def test_written_back_through_arrow_byte_for_byte():
     t = pa.table(ma.read_arrow(data, conflicts="binary"))
     assert t.schema.field("W").metadata[b"msgpack_numpy.kind"] == b"msgpack"
     assert ma.write_msgpack(ma.read_arrow(data, conflicts="binary"), None, layout="auto") == data
+
+
+def test_a_conflict_in_a_column_left_out_is_no_error():
+    # columns= reads only those: the others are skipped undecoded, so their types are not checked
+    data, recs = _layers()
+    df = ma.read_msgpack(data, columns=["name"])
+    assert df.columns == ["name"] and df["name"].to_list() == [r["name"] for r in recs]
+    with pytest.raises(ma.DecodeError, match='column "W"'):
+        ma.read_msgpack(data, columns=["name", "W"])
+    with pytest.raises(ma.DecodeError, match="not found|not in"):
+        ma.read_msgpack(data, columns=["nope"])

@@ -430,11 +430,27 @@ pub(crate) struct InferOptions {
     pub lists_array: bool,
 }
 
+/// The top-level keys whose values are not inferred ([`Ty::Given`]): the columns overrides type
+/// (`names`) and, in a read of some columns only (`only`), every other column, which is skipped
+/// undecoded: a conflict in it is no error.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GivenKeys {
+    pub names: Vec<String>,
+    pub only: Option<Vec<String>>,
+}
+
+impl GivenKeys {
+    pub(crate) fn has(&self, key: &str) -> bool {
+        self.names.iter().any(|g| g == key)
+            || self.only.as_ref().is_some_and(|o| !o.iter().any(|c| c == key))
+    }
+}
+
 /// Walks values and reports their [`Ty`]. Keeps a small cache of parsed dtypes.
 pub(crate) struct Inferrer {
     pub opts: InferOptions,
     /// top-level keys whose type is given ([`Ty::Given`]): their values are skipped
-    pub given: Vec<String>,
+    pub given: GivenKeys,
     dtypes: Vec<(Vec<u8>, NumpyDtype)>,
     /// ndarray headers already checked by [`Inferrer::fits_row`]
     headers: Vec<NdHeader>,
@@ -460,7 +476,7 @@ impl Inferrer {
     pub(crate) fn new(opts: InferOptions) -> Self {
         Inferrer {
             opts,
-            given: Vec::new(),
+            given: GivenKeys::default(),
             dtypes: Vec::new(),
             headers: Vec::new(),
             row_template: None,
@@ -682,7 +698,7 @@ impl Inferrer {
                     ErrorKind::Key(format!("duplicate key {key:?} in one map")),
                 ));
             }
-            let t = if depth == 0 && self.given.iter().any(|g| g == key) {
+            let t = if depth == 0 && self.given.has(key) {
                 self.given_value(c)?
             } else {
                 self.value(c, depth + 1).map_err(|e| e.prepend_path(key))?

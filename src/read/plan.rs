@@ -627,14 +627,18 @@ fn plan_single(
     Ok(p)
 }
 
-/// The inferrer of a plan: the builder's options, and the columns whose types overrides give;
+/// The inferrer of a plan: the builder's options, and the columns whose types overrides give
+/// or a projection leaves out (not inferred);
 /// also whether the one column of a `values` walk, `value`, is one of them.
 pub(crate) fn rows_inferrer(b: &ReaderBuilder, layout: Layout) -> (Inferrer, bool) {
     let mut inf = Inferrer::new(b.infer_options());
     if let Some(o) = &b.overrides {
-        inf.given = o.fields().iter().map(|f| f.name().clone()).collect();
+        inf.given.names = o.fields().iter().map(|f| f.name().clone()).collect();
     }
-    let given_value = layout == Layout::Values && inf.given.iter().any(|g| g == "value");
+    if layout == Layout::Records {
+        inf.given.only = b.projection.clone();
+    }
+    let given_value = layout == Layout::Values && inf.given.names.iter().any(|g| g == "value");
     (inf, given_value)
 }
 

@@ -17,7 +17,7 @@
 
 use rayon::prelude::*;
 
-use super::infer::{Inferrer, Ty};
+use super::infer::{GivenKeys, Inferrer, Ty};
 use super::plan::{starts_batch, Plan, RowWalk, RowsSeen};
 use super::source::release_behind;
 use crate::error::Result;
@@ -155,13 +155,13 @@ fn row_prefix<'a>(rw: &RowWalk<'_>, c: &Cursor<'a>) -> Option<&'a [u8]> {
 fn walk_piece(
     rw: &RowWalk<'_>,
     c: &Cursor<'_>,
-    given: &[String],
+    given: &GivenKeys,
     start: usize,
     end: usize,
     most: usize,
 ) -> Result<Piece> {
     let mut inf = Inferrer::new(rw.b.infer_options());
-    inf.given = given.to_vec();
+    inf.given = given.clone();
     let mut seen = RowsSeen::new(rw.layout);
     let mut c = c.clone();
     c.set_pos(start);
