@@ -303,7 +303,8 @@ def read_msgpack(
         ``"columns"`` (one map of name -> ndarray/list), ``"values"`` (one column ``value``), or
         ``"auto"`` (decided from the first object).
     columns
-        Only these columns, in this order; the others are skipped without being decoded.
+        Only these columns, in this order; the others are skipped without being decoded or
+        typed (records: a type conflict in a column left out is no error).
     n_rows
         Stop after this many rows.
     rows
@@ -341,7 +342,9 @@ def read_msgpack(
         Infer the schema from this many rows (default: all; at least 1). A compressed file or
         compressed bytes are then held in memory decompressed (up to 1 GiB; a larger one is
         decompressed twice, once to see every row's types, once to decode); a number reads them
-        once, batch by batch (and a later row that does not fit is an error).
+        once, batch by batch. A later row of another kind than its column's (a bool in an int
+        column, an int in a string one, a float64 ndarray in a float32 one) is an error naming
+        it, never converted.
     hold_decompressed
         Compressed input (and a URL's object): hold up to this many decompressed bytes in memory
         to type the schema from every row (default ``None``: 1 GiB). Past it, a file is
