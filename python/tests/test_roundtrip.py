@@ -343,19 +343,3 @@ def test_lists_that_cannot_be_ndarrays_stay_lists():
     raw = list(msgpack.Unpacker(io.BytesIO(ma.write_msgpack(df, None))))
     assert raw == [{"a": [1, 2], "b": [0.5], "c": [True]}, {"a": [3], "b": [], "c": [False, True]}]
 
-
-@pytest.mark.parametrize("unit", ["ms", "us", "ns"])
-@pytest.mark.parametrize("tz", ["UTC", "Europe/Paris", "America/New_York"])
-def test_times_with_a_zone_keep_their_instants(unit, tz):
-    # numpy's datetime64 has no zone: such times are written as msgpack timestamps (UTC
-    # instants), which read back as Datetime(ns, UTC); naive values would show another wall time
-    import datetime as dt
-
-    df = pl.DataFrame({"t": pl.Series([1_700_000_000_123, None, -86_400_000], dtype=pl.Datetime("ms"))})
-    df = df.with_columns(pl.col("t").cast(pl.Datetime(unit)).dt.replace_time_zone("UTC").dt.convert_time_zone(tz))
-    data = ma.write_msgpack(df, None)
-    got = ma.read_msgpack(data)
-    assert got.schema["t"] == pl.Datetime("ns", "UTC")
-    assert got["t"].to_list() == df["t"].dt.convert_time_zone("UTC").to_list()
-    py = [r["t"] for r in msgpack.Unpacker(io.BytesIO(data), timestamp=3)]
-    assert py == [None if v is None else v.astimezone(dt.timezone.utc) for v in df["t"].to_list()]

@@ -202,21 +202,6 @@ pub(crate) fn plain_encoder(arr: &ArrayRef) -> Result<Box<dyn ColumnEncoder>> {
         T::Timestamp(TimeUnit::Nanosecond, Some(tz)) if is_utc(tz) => Box::new(TsExtEnc(
             arr.as_primitive::<TimestampNanosecondType>().clone(),
         )),
-        // any other time zone: the same instants as msgpack timestamps (numpy's datetime64 has
-        // no zone, and naive values would read back as another wall time)
-        T::Timestamp(_, Some(_)) => {
-            let utc = DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()));
-            let opts = arrow_cast::CastOptions {
-                safe: false,
-                ..Default::default()
-            };
-            let ns = arrow_cast::cast_with_options(arr, &utc, &opts).map_err(|_| {
-                crate::Error::new(crate::ErrorKind::Unsupported(
-                    "a time with a zone beyond the nanosecond range (years 1677 to 2262) of msgpack timestamps as read back".into(),
-                ))
-            })?;
-            Box::new(TsExtEnc(ns.as_primitive::<TimestampNanosecondType>().clone()))
-        }
         T::Timestamp(..) | T::Date32 | T::Date64 | T::Duration(_) => {
             Box::new(TensorEnc::new(arr, None, false, false, &[])?)
         }
