@@ -143,3 +143,23 @@ def test_a_timestamp_an_override_would_cut_is_an_error():
     assert e.value.record == 0
     got = ma.read_msgpack(data, schema_overrides={"t": pl.Datetime("ns", "UTC")})
     assert got["t"].dt.epoch("ns").to_list() == [ts.to_unix_nano(), 1_700_000_000_005_000_000]
+
+
+@pytest.mark.parametrize("kind", ["U", "S"])
+def test_wider_strings_past_the_rows_typed_widen_the_column(tmp_path, kind):
+    # strings are one column at the widest width a read of every row sees: rows past infer_rows
+    # and later files of a scan widen it the same way (they were refused)
+    def arr(words):
+        a = np.array(words, dtype=kind)
+        return a if kind == "U" else np.array([w.encode() for w in words], dtype=kind)
+
+    rows = [{"x": arr(["ab", "c"]), "k": 0}, {"x": None, "k": 1}, {"x": arr(["hello", "wörld!"] if kind == "U" else ["hello", "world!"]), "k": 2}, {"x": arr(["z", ""]), "k": 3}]
+    data = dump(rows)
+    want = [None if r["x"] is None else [mn.unpackb(mn.packb(r["x"]))[i].item() for i in range(2)] for r in rows]
+    full = ma.read_msgpack(data)
+    assert full["x"].to_list() == want
+    assert ma.read_msgpack(data, infer_rows=1).equals(full)
+    assert ma.read_msgpack(data, infer_rows=1, batch_size=1).equals(full)
+    for i, r in enumerate(rows):
+        (tmp_path / f"{i}.msgpack").write_bytes(dump([r]))
+    assert ma.scan_msgpack(str(tmp_path / "*.msgpack")).collect().equals(full)

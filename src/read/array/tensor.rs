@@ -160,8 +160,14 @@ impl TensorDecoder {
             return Ok(d.clone());
         }
         let d = nd.parse_dtype(c.offset_of(nd.type_pos))?;
-        // a narrower string array in a column of wider ones is padded to the column's width
+        // a narrower string array in a column of wider ones is padded to the column's width; a
+        // wider one (past the rows the type was inferred from) widens the column, as inference
+        // over every row would have
         let narrower = match (d.text_width(), self.dt.text_width()) {
+            (Some((u1, n1)), Some((u2, n2))) if u1 == u2 && n1 > n2 => {
+                self.widen_text(n1);
+                true
+            }
             (Some((u1, n1)), Some((u2, n2))) => u1 == u2 && n1 <= n2,
             _ => false,
         };
@@ -188,6 +194,32 @@ impl TensorDecoder {
             self.dtype_cache.push((nd.type_raw.to_vec(), d.clone()));
         }
         Ok(d)
+    }
+
+    /// The column's strings `width` characters (or bytes) wide from now on, the elements so far
+    /// padded with NULs to it (which numpy strips: the values stay the same).
+    fn widen_text(&mut self, width: usize) {
+        self.unborrow();
+        let dt = self.dt.with_text_width(width);
+        let (old, new) = (self.item, dt.itemsize());
+        let mut buf = MutableBuffer::new(self.elems * new);
+        for e in self.buf.as_slice().chunks_exact(old.max(1)).take(self.elems) {
+            buf.extend_from_slice(&e[..old]);
+            buf.extend_zeros(new - old);
+        }
+        if old == 0 {
+            buf.extend_zeros(self.elems * new);
+        }
+        self.buf = buf;
+        self.native_dt = native(&dt);
+        self.dt = dt;
+        self.item = new;
+        self.row_bytes = self
+            .fixed
+            .as_ref()
+            .map_or(0, |f| f.iter().product::<usize>() * new);
+        self.fast = None;
+        self.dtype_cache.clear();
     }
 
     /// A row of another numeric dtype, each element converted exactly (else: its index).
