@@ -227,7 +227,8 @@ def kind_of(v) -> str:
     if isinstance(v, np.generic):
         return "npscalar"
     for typ, name in ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (bytes, "bytes"),
-                      (complex, "complex"), (msgpack.Timestamp, "timestamp"), (list, "list"), (dict, "dict")):
+                      (complex, "complex"), (msgpack.Timestamp, "timestamp"), (msgpack.ExtType, "ext"),
+                      (list, "list"), (dict, "dict")):
         if isinstance(v, typ):  # bool before int: bool is an int subclass
             return name
     raise TypeError("unexpected decoded value %r" % (v,))
@@ -298,6 +299,11 @@ def column(vals) -> pa.Array:
         return leaf(np.array([0j if v is None else v for v in vals], dtype="<c16"), valid)
     if kind == "timestamp":
         return pa.array([None if v is None else v.to_unix_nano() for v in vals], pa.timestamp("ns", tz="UTC"))
+    if kind == "ext":  # any other ext type: its code and bytes (msgpack's ExtType)
+        codes = pa.array([0 if v is None else v.code for v in vals], pa.int8())
+        data = pa.array([b"" if v is None else v.data for v in vals], pa.binary())
+        fields = [pa.field("code", pa.int8(), nullable=False), pa.field("data", pa.binary(), nullable=False)]
+        return pa.StructArray.from_arrays([codes, data], fields=fields, mask=None if valid.all() else pa.array(~valid))
     if kind == "list":
         flat = [x for v in present for x in v]
         lengths = [0 if v is None else len(v) for v in vals]
@@ -725,6 +731,23 @@ def _(rng):
           msgpack.Timestamp(-1, 999_999_999),             # 96-bit: 1969-12-31T23:59:59.999999999
           None]
     return stream(*[{"t": t} for t in ts])
+
+
+@good("rec_ext", "auto", "records", True)
+def _(rng):
+    """msgpack ExtType values of other types than the timestamp, in every ext form (fixext 1, 2,
+    4, 8, 16; ext 8, 16, 32), alone, in lists and in maps -> Struct{code: Int8, data: Binary}."""
+    sizes = [1, 2, 4, 8, 16, 0, 3, 255, 256, 70_000]
+    ext = [msgpack.ExtType(int(rng.integers(0, 128)), rng.bytes(n)) for n in sizes]
+    return stream(*[{"e": e, "l": [e, None] if i % 2 else [], "m": {"x": e if i % 3 else None}, "i": i}
+                    for i, e in enumerate(ext)], {"e": None, "l": None, "m": None, "i": -1})
+
+
+@good("val_ext", "auto", "values", True)
+def _(rng):
+    """A stream of ext values and nils -> one Struct{code, data} column."""
+    return stream(*[msgpack.ExtType(c, rng.bytes(n)) if n >= 0 else None
+                    for c, n in [(1, 0), (127, 5), (0, -1), (64, 16), (9, 300)]])
 
 
 @good("rec_single_float", "auto", "records", True, float32_columns=("f",))
