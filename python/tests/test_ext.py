@@ -107,3 +107,12 @@ def test_an_ext_beside_another_type_is_a_conflict_and_a_bad_timestamp_an_error()
     with pytest.raises(ma.DecodeError, match="timestamp .*5 bytes") as e:
         ma.read_msgpack(b"\xc7\x05\xff12345")
     assert e.value.offset == 0
+
+
+def test_past_infer_rows_a_timestamp_in_an_ext_column_is_an_error():
+    data = msgpack.packb({"x": E(3, b"a")}) + msgpack.packb({"x": msgpack.Timestamp(1, 0)})
+    with pytest.raises(ma.DecodeError, match="ext and timestamp"):
+        ma.read_msgpack(data)
+    with pytest.raises(ma.DecodeError, match="not a timestamp") as e:
+        ma.read_msgpack(data, infer_rows=1)
+    assert e.value.record == 1

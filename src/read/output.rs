@@ -130,25 +130,19 @@ impl Reader {
 fn infinities(a: &dyn Array) -> usize {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Float16Type, Float32Type, Float64Type};
+    macro_rules! count {
+        ($t:ty) => {
+            a.as_primitive::<$t>()
+                .values()
+                .iter()
+                .filter(|v| v.is_infinite())
+                .count()
+        };
+    }
     match a.data_type() {
-        DataType::Float16 => a
-            .as_primitive::<Float16Type>()
-            .values()
-            .iter()
-            .filter(|v| v.is_infinite())
-            .count(),
-        DataType::Float32 => a
-            .as_primitive::<Float32Type>()
-            .values()
-            .iter()
-            .filter(|v| v.is_infinite())
-            .count(),
-        DataType::Float64 => a
-            .as_primitive::<Float64Type>()
-            .values()
-            .iter()
-            .filter(|v| v.is_infinite())
-            .count(),
+        DataType::Float16 => count!(Float16Type),
+        DataType::Float32 => count!(Float32Type),
+        DataType::Float64 => count!(Float64Type),
         DataType::List(_) => infinities(a.as_list::<i32>().values().as_ref()),
         DataType::LargeList(_) => infinities(a.as_list::<i64>().values().as_ref()),
         DataType::FixedSizeList(..) => infinities(a.as_fixed_size_list().values().as_ref()),

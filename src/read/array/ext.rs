@@ -36,8 +36,12 @@ impl ArrayDecoder for ExtDecoder {
                 Ok(())
             }
             // (the npy extension's values are ndarrays, and -1 is a timestamp: neither is
-            // inferred as this column's, but a schema may say so)
+            // inferred as this column's, but a caller's schema may say so)
             Kind::Ext if !crate::wire::npy::is_npy_ext(c, self.ctx.npy_ext) => {
+                let mut d = c.clone();
+                if d.read_ext()?.0 == -1 && !self.ctx.convert {
+                    return Err(found(c, "ext (not a timestamp)"));
+                }
                 let (code, data) = c.read_ext()?;
                 self.codes.push(code);
                 self.data.append_value(data);
