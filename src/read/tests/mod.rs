@@ -744,3 +744,37 @@ fn a_lone_empty_map_is_one_record() {
     let batches = r.collect_batches().unwrap();
     assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
 }
+
+#[test]
+fn a_schema_said_to_be_inferred_refuses_what_a_given_one_converts() {
+    // {"x": 1} {"x": true} {"x": 2.0}: a bool and a float in an Int64 column
+    let rows = [
+        [vec![0x81], s("x"), vec![0x01]].concat(),
+        [vec![0x81], s("x"), vec![0xc3]].concat(),
+        [vec![0x81], s("x"), vec![0xcb], 2.0f64.to_be_bytes().to_vec()].concat(),
+    ]
+    .concat();
+    let ints = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, true)]));
+    let read = |inferred: bool| {
+        ReaderBuilder::new()
+            .with_schema(ints.clone())
+            .with_schema_inferred(inferred)
+            .build_from_slice(&rows)
+            .and_then(|r| r.collect_batches())
+    };
+    // the caller's type: each value converted exactly (Python's bool is an int)
+    let b = read(false).unwrap();
+    let x = b[0].column(0).as_primitive::<arrow_array::types::Int64Type>();
+    assert_eq!(x.values().to_vec(), vec![1, 1, 2]);
+    // a type inferred elsewhere: the bool is the conflict a read of every row reports
+    let e = read(true).unwrap_err();
+    assert_eq!(e.record(), Some(1), "{e}");
+    assert!(e.to_string().contains("found bool"), "{e}");
+    // inferred from the first row here (infer_rows): the same
+    let e = ReaderBuilder::new()
+        .with_infer_rows(Some(1))
+        .build_from_slice(&rows)
+        .and_then(|r| r.collect_batches())
+        .unwrap_err();
+    assert_eq!(e.record(), Some(1), "{e}");
+}
