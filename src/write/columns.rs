@@ -64,8 +64,11 @@ impl ColumnNd {
                 T::Timestamp(u, tz) => {
                     !(matches!(u, TimeUnit::Nanosecond) && tz.as_deref().is_some_and(is_utc))
                 }
-                // Strings and bytes only inside a FixedSizeList (a plain str column stays a list).
-                t2 if is_string(t2) || is_binary(t2) => leaf != t,
+                // Strings and bytes only inside a FixedSizeList (a plain str column stays a list),
+                // or with no rows: an empty list would read back as a Null column
+                t2 if is_string(t2) || is_binary(t2) => {
+                    leaf != t || arrays.iter().all(|a| a.is_empty())
+                }
                 _ => false,
             };
             if !ok {

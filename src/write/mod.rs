@@ -824,9 +824,11 @@ fn flush_out<W: Write>(w: &mut W, out: &mut Out, at: usize) -> Result<()> {
 /// one way throughout.
 pub fn mark_ragged_ndarrays(schema: &SchemaRef, batches: &[RecordBatch]) -> SchemaRef {
     use arrow_schema::DataType as T;
+    // (a List of Arrays is a list of ndarrays of one shape, which reads back so: one ragged
+    // ndarray per row would read back as List on every axis)
     fn narrow_leaf(t: &T) -> bool {
         match t {
-            T::List(f) | T::LargeList(f) | T::FixedSizeList(f, _) => narrow_leaf(f.data_type()),
+            T::List(f) | T::LargeList(f) => narrow_leaf(f.data_type()),
             T::Int8 | T::Int16 | T::Int32 | T::UInt8 | T::UInt16 | T::UInt32 => true,
             T::Float16 | T::Float32 => true,
             _ => false,

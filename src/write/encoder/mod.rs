@@ -205,10 +205,15 @@ pub(crate) fn plain_encoder(arr: &ArrayRef) -> Result<Box<dyn ColumnEncoder>> {
         T::Timestamp(..) | T::Date32 | T::Date64 | T::Duration(_) => {
             Box::new(TensorEnc::new(arr, None, false, false, &[])?)
         }
-        T::FixedSizeList(..) => match TensorEnc::new(arr, None, false, false, &[]) {
-            Ok(t) => Box::new(t),
-            Err(_) => Box::new(ListEnc::new(arr)?),
-        },
+        T::FixedSizeList(..) => {
+            // an Array of structs with no null inside a row: one structured ndarray per row (a
+            // list of maps would read back as a List)
+            let structs = !nulls_in_rows(arr.as_fixed_size_list());
+            match TensorEnc::new(arr, None, false, structs, &[]) {
+                Ok(t) => Box::new(t),
+                Err(_) => Box::new(ListEnc::new(arr)?),
+            }
+        }
         T::List(_) | T::LargeList(_) | T::ListView(_) | T::LargeListView(_) => {
             Box::new(ListEnc::new(arr)?)
         }
@@ -230,6 +235,26 @@ pub(crate) fn plain_encoder(arr: &ArrayRef) -> Result<Box<dyn ColumnEncoder>> {
             )))
         }
     })
+}
+
+/// Whether a row that is not null holds a null (the slots of null rows may hold anything).
+fn nulls_in_rows(a: &arrow_array::FixedSizeListArray) -> bool {
+    let v = a.values();
+    if !nulls_inside(v.as_ref()) {
+        return false;
+    }
+    let n = a.value_length() as usize;
+    (0..a.len()).any(|i| a.is_valid(i) && nulls_inside(v.slice(i * n, n).as_ref()))
+}
+
+/// Whether `a` holds a null anywhere: in itself, its struct fields or its fixed-size lists.
+fn nulls_inside(a: &dyn Array) -> bool {
+    a.logical_null_count() > 0
+        || match a.data_type() {
+            DataType::Struct(_) => a.as_struct().columns().iter().any(|c| nulls_inside(c.as_ref())),
+            DataType::FixedSizeList(..) => nulls_inside(a.as_fixed_size_list().values().as_ref()),
+            _ => false,
+        }
 }
 
 #[cfg(test)]
