@@ -186,3 +186,24 @@ def test_a_void_of_no_bytes_is_a_decode_error_not_a_panic(value, tmp_path):
     p.write_bytes(data)
     r = cli("schema", str(p))
     assert r.returncode == 1 and "no Arrow equivalent" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("bad", ["\ud800", "ok", "big"])
+def test_a_u_array_holding_no_character_is_an_error_naming_its_row(bad):
+    # numpy's U holds any 32-bit unit: a lone surrogate (from Python) or a value past 0x10FFFF
+    rows = [{"k": i, "s": np.array(["a", "bc"])} for i in range(3)]
+    if bad == "big":
+        raw = np.array(["ab", "cd"]).view("<u4").copy()
+        raw[1] = 0x110000
+        rows.append({"k": 3, "s": raw.view("<U2")})
+    elif bad != "ok":
+        rows.append({"k": 3, "s": np.array(["x", bad])})
+    data = b"".join(mn.packb(r) for r in rows)
+    if bad == "ok":
+        assert ma.read_msgpack(data)["s"].to_list() == [["a", "bc"]] * 3
+        return
+    start = len(b"".join(mn.packb(r) for r in rows[:3]))
+    for kw in ({}, {"infer_rows": 1}):
+        with pytest.raises(ma.DecodeError, match="not a Unicode code point") as e:
+            ma.read_msgpack(data, **kw)
+        assert e.value.record == 3 and e.value.column == "s" and e.value.offset > start

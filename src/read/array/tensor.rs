@@ -334,6 +334,7 @@ impl ArrayDecoder for TensorDecoder {
                     self.dims.extend_from_slice(&f.shape);
                 }
                 let sdt = f.swap_dt.clone();
+                check_chars(&sdt, data, c, c.pos())?;
                 self.push_row(&sdt, data, n);
                 c.set_pos(c.pos() + h + dl);
                 return Ok(());
@@ -385,6 +386,7 @@ impl ArrayDecoder for TensorDecoder {
                         )
                     });
                 }
+                check_chars(&row_dt, &nd.data, c, start)?;
                 self.push_row(&row_dt, &nd.data, nd.len);
                 let end = c.pos();
                 // the fast path is valid when data is the map's last entry, as msgpack_numpy writes it
@@ -524,4 +526,29 @@ impl ArrayDecoder for TensorDecoder {
             ))),
         }
     }
+}
+
+/// A `U` payload's code units are Unicode code points (not surrogates, not past 0x10FFFF), checked
+/// as the row is read so the error names its row and byte (`at`: where the ndarray starts).
+fn check_chars(dt: &NumpyDtype, data: &[u8], c: &Cursor<'_>, at: usize) -> Result<()> {
+    let NumpyDtype::Unicode { order, .. } = dt else {
+        return Ok(());
+    };
+    let swap = order.needs_swap();
+    for (k, u) in data.chunks_exact(4).enumerate() {
+        let mut v = u32::from_ne_bytes([u[0], u[1], u[2], u[3]]);
+        if swap {
+            v = v.swap_bytes();
+        }
+        if char::from_u32(v).is_none() {
+            return Err(c.error_at(
+                at,
+                ErrorKind::InvalidNdarray(format!(
+                    "{} character {k} is {v:#x}, not a Unicode code point",
+                    dt.to_dtype_str()
+                )),
+            ));
+        }
+    }
+    Ok(())
 }
