@@ -106,3 +106,27 @@ def test_msgspec_structs_read_as_records(n):
     data = b"".join(msgspec.msgpack.encode(Point(i, -i, ["a"] * i)) for i in range(n))
     df = ma.read_msgpack(data)
     assert df.to_dicts() == [{"x": float(i), "y": float(-i), "tags": ["a"] * i} for i in range(n)]
+
+
+# numpy reads any dtype spelling: one-letter type codes (`b` is int8, only `b1` is bool) and
+# names, which writers other than msgpack_numpy (msgpack-numpy-js sends `<b` for an Int8Array)
+# put in `type`. Each is read as msgpack_numpy reads it.
+CODES = ["b", "<b", "|b", "b1", "B", "h", ">H", "i", "I", "l", "q", "Q", "e", "f", ">d", "F", "D", "?",
+         "int8", "uint8", "int16", "float32", "float64", "bool", "complex64"]
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_every_spelling_of_a_dtype_reads_as_numpy_reads_it(code):
+    import msgpack
+    import msgpack_numpy as mn
+
+    want = np.arange(-2, 4).astype(np.dtype(code))
+    data = msgpack.packb({b"nd": True, b"type": code, b"kind": b"", b"shape": [6], b"data": want.tobytes()})
+    ref = mn.unpackb(data)
+    assert ref.dtype == want.dtype and ref.tolist() == want.tolist()
+    got = ma.read_msgpack(data)["value"]
+    if want.dtype.kind == "c":
+        assert got.dtype == pl.Array(pl.Float32 if want.dtype.itemsize == 8 else pl.Float64, 2)
+    else:
+        assert got.to_numpy().dtype == want.dtype.newbyteorder("=")
+    assert got.to_list() == ([[z.real, z.imag] for z in want.tolist()] if want.dtype.kind == "c" else want.tolist())

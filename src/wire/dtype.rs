@@ -190,9 +190,34 @@ fn order_of(c: u8) -> Option<ByteOrder> {
     }
 }
 
+/// The `dtype.str` of numpy's name for a plain dtype (`"float32"` → `"<f4"`).
+fn named(s: &str) -> Option<&'static str> {
+    Some(match s {
+        "bool" | "bool_" => "|b1",
+        "int8" | "byte" => "|i1",
+        "uint8" | "ubyte" => "|u1",
+        "int16" | "short" => "<i2",
+        "uint16" | "ushort" => "<u2",
+        "int32" | "intc" => "<i4",
+        "uint32" | "uintc" => "<u4",
+        "int64" | "int_" | "longlong" => "<i8",
+        "uint64" | "uint" | "ulonglong" => "<u8",
+        "float16" | "half" => "<f2",
+        "float32" | "single" => "<f4",
+        "float64" | "double" | "float_" => "<f8",
+        "complex64" | "csingle" => "<c8",
+        "complex128" | "cdouble" | "complex_" => "<c16",
+        _ => return None,
+    })
+}
+
 impl NumpyDtype {
     /// Parse a dtype string (`dtype.str`), e.g. `"<f4"`, `"|S3"`, `"<M8[ns]"`.
     pub fn parse(s: &str) -> Result<Self> {
+        // numpy's names for the plain dtypes, which other writers than numpy's `dtype.str` use
+        if let Some(canonical) = named(s) {
+            return Self::parse(canonical);
+        }
         let bad = || crate::error::Error::new(ErrorKind::UnsupportedDtype(s.to_string()));
         let b = s.as_bytes();
         let (order, rest) = match b.first().and_then(|&c| order_of(c)) {
@@ -214,6 +239,28 @@ impl NumpyDtype {
             0
         } else {
             digits.parse().map_err(|_| bad())?
+        };
+        // a one-letter type code (struct module style, as numpy reads it): `b` is int8 (only
+        // `b1` is bool), `h` int16, `f` float32, `D` complex128, ...
+        let (kind, size) = match (kind, digits.is_empty() && unit.is_none()) {
+            (k, true) => match k {
+                'b' => ('i', 1),
+                'B' => ('u', 1),
+                'h' => ('i', 2),
+                'H' => ('u', 2),
+                'i' => ('i', 4),
+                'I' => ('u', 4),
+                'l' | 'q' => ('i', 8),
+                'L' | 'Q' => ('u', 8),
+                'e' => ('f', 2),
+                'f' => ('f', 4),
+                'd' => ('f', 8),
+                'F' => ('c', 8),
+                'D' => ('c', 16),
+                'c' => ('S', 1),
+                k => (k, size),
+            },
+            (k, false) => (k, size),
         };
         let ord = |o: Option<ByteOrder>| o.unwrap_or(ByteOrder::NotApplicable);
         // numpy writes '|' for single bytes; '<'/'>' there would be harmless, so accept it.
