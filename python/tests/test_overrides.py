@@ -163,3 +163,27 @@ def test_wider_strings_past_the_rows_typed_widen_the_column(tmp_path, kind):
     for i, r in enumerate(rows):
         (tmp_path / f"{i}.msgpack").write_bytes(dump([r]))
     assert ma.scan_msgpack(str(tmp_path / "*.msgpack")).collect().equals(full)
+
+
+@pytest.mark.parametrize(
+    "values, dtype",
+    [
+        ([np.int64(3), 4, np.int64(-5), None], pl.Int64),
+        ([np.float32(0.5), 0.25, 7], pl.Float64),
+        ([np.float32(0.5), 0.25], pl.Float32),
+        ([np.bool_(True), False], pl.Boolean),
+        ([np.array(2.5), 1.5], pl.Float64),
+        ([np.uint8(200), 3], pl.Int16),
+    ],
+    ids=["np.int64-int", "np.float32-float", "np.float32-float-f32", "np.bool_-bool", "0d-float", "np.uint8-int"],
+)
+def test_an_override_resolves_numpy_scalars_beside_plain_values(values, dtype):
+    # what labels from np.argmax next to plain ints look like: a conflict until a type is given
+    data = dump([{"x": v} for v in values])
+    with pytest.raises(ma.DecodeError, match="numpy .* and|and numpy"):
+        ma.read_msgpack(data)
+    got = ma.read_msgpack(data, schema_overrides={"x": dtype})
+    want = [None if o["x"] is None else np.asarray(o["x"]).item() for o in mn.Unpacker(__import__("io").BytesIO(data), raw=False)]
+    assert got.schema["x"] == dtype and got["x"].to_list() == want
+    with pytest.raises(ma.DecodeError, match="does not fit"):
+        ma.read_msgpack(dump([{"x": np.int64(3)}, {"x": 2**40}]), schema_overrides={"x": pl.Int32})

@@ -130,3 +130,17 @@ def test_every_spelling_of_a_dtype_reads_as_numpy_reads_it(code):
     else:
         assert got.to_numpy().dtype == want.dtype.newbyteorder("=")
     assert got.to_list() == ([[z.real, z.imag] for z in want.tolist()] if want.dtype.kind == "c" else want.tolist())
+
+
+def test_bytes_an_old_writer_packed_as_raw_strings_name_the_override_that_reads_them():
+    # msgpack before 1.0 packed bytes as raw str (use_bin_type=False): not UTF-8, so not text
+    import msgpack
+
+    recs = [{"key": b"\xff\x00", "v": 1}, {"key": b"ok", "v": 2}]
+    data = b"".join(msgpack.packb(r, use_bin_type=False) for r in recs)
+    with pytest.raises(ma.DecodeError, match="Binary") as e:
+        ma.read_msgpack(data)
+    assert e.value.record == 0 and e.value.column == "key"
+    got = ma.read_msgpack(data, schema_overrides={"key": pl.Binary})
+    ref = [r[b"key"] for r in msgpack.Unpacker(__import__("io").BytesIO(data), raw=True)]
+    assert got["key"].to_list() == ref

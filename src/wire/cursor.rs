@@ -375,7 +375,10 @@ impl<'a> Cursor<'a> {
         std::str::from_utf8(b).map_err(|e| {
             self.error_at(
                 start,
-                ErrorKind::InvalidMsgpack(format!("str is not valid UTF-8 ({e})")),
+                ErrorKind::InvalidMsgpack(format!(
+                    "str is not valid UTF-8 ({e}); a writer without bin type (msgpack before 1.0) wrote bytes so: \
+                     schema_overrides gives the column the Binary type (CLI --schema-overrides COLUMN=bin)"
+                )),
             )
         })
     }

@@ -347,6 +347,38 @@ impl ArrayDecoder for TensorDecoder {
                 return Ok(());
             }
             Kind::Map | Kind::Ext => {}
+            // a plain number or bool beside numpy scalars, in a column the caller typed (an
+            // override resolving `np.int64(3)` then `4`): converted exactly, as a scalar row
+            Kind::Int | Kind::F32 | Kind::F64 | Kind::Bool
+                if self.ctx.convert && self.shape.is_empty() =>
+            {
+                let p = c.pos();
+                let n = match c.peek_kind()? {
+                    Kind::Int => match c.read_int()? {
+                        crate::wire::cursor::Int::I(v) => Num::I(v),
+                        crate::wire::cursor::Int::U(v) => Num::U(v),
+                    },
+                    Kind::F32 => Num::F(c.read_f32()? as f64),
+                    Kind::F64 => Num::F(c.read_f64()?),
+                    _ => Num::I(c.read_bool()? as i64),
+                };
+                self.unborrow();
+                let start = self.buf.len();
+                if !put_num(&self.native_dt, n, &mut self.buf) {
+                    self.buf.truncate(start);
+                    return Err(c.error_at(
+                        p,
+                        ErrorKind::Inexact(format!(
+                            "value does not fit {} exactly",
+                            self.dt.to_dtype_str()
+                        )),
+                    ));
+                }
+                self.elems += 1;
+                self.rows += 1;
+                self.nulls.append_non_null();
+                return Ok(());
+            }
             _ => return Err(found(c, &format!("ndarray of {}", self.dt.to_dtype_str()))),
         }
         let start = c.pos();
