@@ -155,3 +155,13 @@ def test_cli_convert_keeps_or_changes_the_dialect(tmp_path):
     assert ma.read_msgpack(mn).equals(ma.read_msgpack(src))
     r = run("convert", str(src), "-o", str(tmp_path / "x.parquet"), "--output-dialect", "openpi")
     assert r.returncode != 0 and "msgpack outputs only" in r.stderr
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_bare_ndarray_or_one_columns_map_is_written_back_in_openpi_too(seed):
+    # auto notes the dialect in every container, not only in record streams
+    rng = np.random.default_rng(seed)
+    dt = rng.choice(DTYPES)
+    for obj in (sample(rng, dt, (4, 3)), {"obs": sample(rng, dt, (5, 2)), "act": sample(rng, "<f4", (5,))}):
+        data = msgpack.packb(obj, default=openpi_encode, use_bin_type=True)
+        assert ma.write_msgpack(ma.read_arrow(data), None, layout="auto") == data
