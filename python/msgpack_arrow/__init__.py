@@ -43,7 +43,7 @@ from ._sources import (
     _storage,
 )
 from ._write import sink_msgpack, write_msgpack
-from .exceptions import DecodeError, EncodeError, MsgpackArrowError, TruncatedInputWarning, _Positioned
+from .exceptions import DecodeError, EncodeError, MsgpackArrowError, TimeZoneWarning, TruncatedInputWarning, _Positioned
 
 # registers the `msgpack` namespace of pl.Expr and pl.Series (decode/encode blobs)
 from .expressions import TESTED_POLARS, MsgpackExprNamespace, MsgpackSeriesNamespace
@@ -63,6 +63,7 @@ __all__ = [
     "DecodeError",
     "EncodeError",
     "TruncatedInputWarning",
+    "TimeZoneWarning",
     "MsgpackExprNamespace",
     "MsgpackSeriesNamespace",
     "TESTED_POLARS",

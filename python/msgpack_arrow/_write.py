@@ -3,6 +3,7 @@ path, a URL, a binary file object or bytes."""
 
 from __future__ import annotations
 
+import warnings
 from typing import IO, Any, Literal
 
 import polars as pl
@@ -12,7 +13,7 @@ from ._internal import ArrowStream
 from ._internal import write as _write
 from ._internal import write_iter as _write_iter
 from ._sources import Layout, PathLike, _is_path, _path, _storage
-from .exceptions import EncodeError
+from .exceptions import EncodeError, TimeZoneWarning
 from .expressions import _no_null
 
 #: Polars dtypes with no msgpack-numpy form, and what to do instead (README: "Polars dtypes on write").
@@ -63,6 +64,27 @@ def _check_writable(df: pl.DataFrame, columns: tuple[list[str], list[Any]] | Non
             if found:
                 path, t, hint = found
                 raise EncodeError(f"cannot write column {path!r} of dtype {t}: {hint}", column=path)
+
+
+def _warn_time_zones(columns: tuple[list[str], list[Any]]) -> None:
+    """Say so when a zone is dropped (numpy's datetime64 has none: the values are written as UTC
+    and read back naive), rather than letting wall-clock times change without a word."""
+    zoned = [
+        (n, t.time_zone)
+        for n, t in zip(*columns)
+        if isinstance(t, pl.Datetime) and t.time_zone is not None and not (t.time_unit == "ns" and t.time_zone == "UTC")
+    ]
+    if zoned:
+        names = ", ".join(f"{n!r} ({z})" for n, z in zoned)
+        warnings.warn(
+            TimeZoneWarning(
+                f"datetime64 has no time zone: column(s) {names} are written as UTC values and read "
+                "back without a zone (dt.replace_time_zone('UTC').dt.convert_time_zone(...) restores "
+                "it; a Datetime('ns', 'UTC') column is written as msgpack timestamps, read back with it)",
+                [n for n, _ in zoned],
+            ),
+            stacklevel=3,
+        )
 
 
 def _without_null_dtype(df: pl.DataFrame, columns: tuple[list[str], list[Any]] | None = None) -> pl.DataFrame:
@@ -164,6 +186,7 @@ def write_msgpack(
     if whole:
         columns = _dtypes(df)  # once: thousands of columns cost milliseconds
         _check_writable(df, columns)
+        _warn_time_zones(columns)
         df = _pieces(_without_null_dtype(df, columns))
     # index=True without a path target: a ValueError from the writer, before anything is written
     opts = dict(layout=layout, aligned=aligned, whole_table=whole, missing=missing, dialect=dialect, index=index)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["MsgpackArrowError", "DecodeError", "EncodeError", "TruncatedInputWarning"]
+__all__ = ["MsgpackArrowError", "DecodeError", "EncodeError", "TruncatedInputWarning", "TimeZoneWarning"]
 
 
 class MsgpackArrowError(Exception):
@@ -58,3 +58,13 @@ class TruncatedInputWarning(UserWarning):
         super().__init__(message)
         self.offset = offset
         self.records = records
+
+
+class TimeZoneWarning(UserWarning):
+    """A Datetime column with a time zone was written: numpy's datetime64 has none, so the values
+    are written as UTC datetime64 (Datetime("ns", "UTC"): msgpack timestamps) and read back
+    without the zone. ``columns`` names the columns."""
+
+    def __init__(self, message: str, columns: list[str]):
+        super().__init__(message)
+        self.columns = columns

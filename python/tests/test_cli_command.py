@@ -14,6 +14,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+import msgpack_arrow as ma
+
 
 def _command() -> list[str]:
     # the console script beside this interpreter (the venv's bin), else the module
@@ -155,3 +157,16 @@ def test_an_empty_input_converts_back_to_itself(tmp_path, data):
             r = run("convert", str(a), "-o", str(b))
             assert r.returncode == 0, r.stderr
         assert out.read_bytes() == data, via
+
+
+def test_a_time_zone_dropped_by_a_msgpack_output_is_warned_of(tmp_path):
+    df = pl.DataFrame({"t": pl.Series([1_700_000_000_000], dtype=pl.Datetime("ms")).dt.replace_time_zone("UTC").dt.convert_time_zone("Europe/Paris"),
+                       "u": pl.Series([1], dtype=pl.Datetime("ns")).dt.replace_time_zone("UTC")})
+    src = tmp_path / "tz.feather"
+    df.write_ipc(src)
+    r = run("convert", str(src), "-o", str(tmp_path / "tz.msgpack"))
+    assert r.returncode == 0 and 'column "t" had time zone Europe/Paris' in r.stderr and '"u"' not in r.stderr
+    back = ma.read_msgpack(tmp_path / "tz.msgpack")
+    assert back["t"].dt.replace_time_zone("UTC").to_list() == df["t"].dt.convert_time_zone("UTC").to_list()
+    r = run("convert", str(src), "-o", str(tmp_path / "tz.parquet"))
+    assert r.returncode == 0 and "time zone" not in r.stderr

@@ -385,3 +385,23 @@ def test_nested_and_empty_columns_come_back_with_their_dtype(series, layout):
             assert [dict(zip(g.dtype.names, (v.tolist() if hasattr(v, "tolist") else v for v in r))) for r in g] == w
         else:
             assert [np.asarray(r).tolist() for r in g] == w
+
+
+@pytest.mark.parametrize("unit, tz", [("us", "UTC"), ("ms", "Europe/Paris"), ("ns", "America/New_York")])
+def test_a_time_zone_dropped_on_write_is_said(unit, tz):
+    # numpy's datetime64 has no zone: the UTC values are written, and a warning names the column
+    df = pl.DataFrame({"t": pl.Series([1_700_000_000_123, None], dtype=pl.Datetime("ms"))})
+    df = df.with_columns(pl.col("t").cast(pl.Datetime(unit)).dt.replace_time_zone("UTC").dt.convert_time_zone(tz))
+    with pytest.warns(ma.TimeZoneWarning, match="'t'") as w:
+        data = ma.write_msgpack(df, None)
+    assert w[0].message.columns == ["t"]
+    back = ma.read_msgpack(data)
+    assert back.schema["t"] == pl.Datetime(unit)
+    assert back["t"].dt.replace_time_zone("UTC").to_list() == df["t"].dt.convert_time_zone("UTC").to_list()
+    # Datetime("ns", "UTC") is written as msgpack timestamps, which keep the zone: no warning
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        utc = df.with_columns(pl.col("t").dt.convert_time_zone("UTC").dt.cast_time_unit("ns"))
+        assert ma.read_msgpack(ma.write_msgpack(utc, None)).equals(utc)

@@ -122,6 +122,12 @@ pub(super) fn convert(args: ConvertArgs) -> CliResult<()> {
     for (path, t) in &done.truncated {
         eprintln!("warning: {}: {t}", path.display());
     }
+    for (column, tz) in &done.zones_dropped {
+        eprintln!(
+            "warning: {}: column {column:?} had time zone {tz}, which numpy's datetime64 cannot hold: written as UTC values",
+            args.output.display()
+        );
+    }
     if show {
         eprintln!(
             "wrote {} row{} from {} input{} to {}",

@@ -44,6 +44,9 @@ pub struct Converted {
     pub inputs: usize,
     /// Inputs cut short whose complete records were kept ([`crate::OnTruncated::Keep`]).
     pub truncated: Vec<(PathBuf, crate::Truncation)>,
+    /// A msgpack output's columns whose time zone was dropped (numpy's datetime64 has none: the
+    /// UTC values are written), with the zone.
+    pub zones_dropped: Vec<(String, String)>,
 }
 
 /// Bytes of Arrow data written between two `on_batch` calls of [`convert`].
@@ -257,11 +260,35 @@ pub fn convert(
     sink.finish().map_err(|e| e.in_file(output))?;
     file.commit()?;
     super::index::refresh(output, format, codec.is_some(), opts.index, !opts.no_fsync)?;
+    let zones_dropped = if format == Format::Msgpack {
+        zoned_columns(&schema)
+    } else {
+        Vec::new()
+    };
     Ok(Converted {
         rows,
         inputs: inputs.len(),
         truncated,
+        zones_dropped,
     })
+}
+
+/// The top-level columns with a time zone that a msgpack output drops: every Timestamp with one,
+/// but Timestamp(ns, UTC), which is written as the msgpack timestamp.
+fn zoned_columns(schema: &arrow_schema::Schema) -> Vec<(String, String)> {
+    schema
+        .fields()
+        .iter()
+        .filter_map(|f| match f.data_type() {
+            arrow_schema::DataType::Timestamp(u, Some(tz))
+                if !(*u == arrow_schema::TimeUnit::Nanosecond
+                    && crate::write::access::is_utc(tz)) =>
+            {
+                Some((f.name().clone(), tz.to_string()))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// [`convert`] into a local temporary file, then uploaded to the URL `output` whole (a multipart

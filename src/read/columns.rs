@@ -476,7 +476,9 @@ fn nest_uniform(t: &DataType, values: ArrayRef, dims: &[usize], count: usize) ->
         return Ok(values);
     };
     let items = count.checked_mul(d).ok_or_else(|| {
-        Error::new(ErrorKind::Layout("more items than an ndarray can hold".into()))
+        Error::new(ErrorKind::Layout(
+            "more items than an ndarray can hold".into(),
+        ))
     })?;
     Ok(match t {
         DataType::FixedSizeList(item, n) => Arc::new(arrow_array::FixedSizeListArray::try_new(

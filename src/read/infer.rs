@@ -442,7 +442,10 @@ pub(crate) struct GivenKeys {
 impl GivenKeys {
     pub(crate) fn has(&self, key: &str) -> bool {
         self.names.iter().any(|g| g == key)
-            || self.only.as_ref().is_some_and(|o| !o.iter().any(|c| c == key))
+            || self
+                .only
+                .as_ref()
+                .is_some_and(|o| !o.iter().any(|c| c == key))
     }
 }
 

@@ -100,8 +100,8 @@ impl RowDecoder {
                     "values layout needs a schema with one field".into(),
                 ))
             })?;
-            let d = make_decoder(f, &ctx.for_column(f.name()))
-                .map_err(|e| e.prepend_path(f.name()))?;
+            let d =
+                make_decoder(f, &ctx.for_column(f.name())).map_err(|e| e.prepend_path(f.name()))?;
             Ok((RowDecoder::Values(d), Arc::new(full.clone())))
         }
     }

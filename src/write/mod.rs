@@ -22,7 +22,7 @@
 //! The schema metadata `msgpack_arrow.layout` / `msgpack_arrow.container` restore how rows were
 //! contained (a stream of objects, one top-level array, one bare ndarray).
 
-mod access;
+pub(crate) mod access;
 mod aligned;
 pub(crate) mod canonical;
 mod columns;

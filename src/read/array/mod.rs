@@ -15,7 +15,9 @@ mod timestamp;
 
 pub(crate) use self::structs::StructDecoder;
 pub(crate) use self::tensor::nest_fixed;
-use self::{bytes::*, ext::*, list::*, map::*, object::*, primitive::*, raw::*, tensor::*, timestamp::*};
+use self::{
+    bytes::*, ext::*, list::*, map::*, object::*, primitive::*, raw::*, tensor::*, timestamp::*,
+};
 
 use arrow_array::builder::{BinaryBuilder, BooleanBufferBuilder};
 use arrow_array::types::*;

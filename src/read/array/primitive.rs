@@ -305,9 +305,7 @@ where
         // straight from the cursor (the common cases; the general path looks the kind up first)
         let buf = c.buf();
         let quick = match buf.get(p) {
-            Some(&b @ 0x00..=0x7f) if self.ints => {
-                Some((T::Native::from_num(Num::I(b as i64)), 1))
-            }
+            Some(&b @ 0x00..=0x7f) if self.ints => Some((T::Native::from_num(Num::I(b as i64)), 1)),
             Some(0xcb) if self.f64s => buf
                 .get(p + 1..p + 9)
                 .and_then(|s| s.try_into().ok())

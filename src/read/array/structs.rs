@@ -34,7 +34,10 @@ impl StructDecoder {
         for f in fields.iter() {
             let wanted = projection.is_none_or(|p| p.iter().any(|n| n == f.name()));
             children.push(if wanted {
-                Some(make_decoder(f, &ctx.for_column(f.name())).map_err(|e| e.prepend_path(f.name()))?)
+                Some(
+                    make_decoder(f, &ctx.for_column(f.name()))
+                        .map_err(|e| e.prepend_path(f.name()))?,
+                )
             } else {
                 None
             });

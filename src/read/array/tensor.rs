@@ -203,7 +203,12 @@ impl TensorDecoder {
         let dt = self.dt.with_text_width(width);
         let (old, new) = (self.item, dt.itemsize());
         let mut buf = MutableBuffer::new(self.elems * new);
-        for e in self.buf.as_slice().chunks_exact(old.max(1)).take(self.elems) {
+        for e in self
+            .buf
+            .as_slice()
+            .chunks_exact(old.max(1))
+            .take(self.elems)
+        {
             buf.extend_from_slice(&e[..old]);
             buf.extend_zeros(new - old);
         }

@@ -751,7 +751,13 @@ fn a_schema_said_to_be_inferred_refuses_what_a_given_one_converts() {
     let rows = [
         [vec![0x81], s("x"), vec![0x01]].concat(),
         [vec![0x81], s("x"), vec![0xc3]].concat(),
-        [vec![0x81], s("x"), vec![0xcb], 2.0f64.to_be_bytes().to_vec()].concat(),
+        [
+            vec![0x81],
+            s("x"),
+            vec![0xcb],
+            2.0f64.to_be_bytes().to_vec(),
+        ]
+        .concat(),
     ]
     .concat();
     let ints = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, true)]));
@@ -764,7 +770,9 @@ fn a_schema_said_to_be_inferred_refuses_what_a_given_one_converts() {
     };
     // the caller's type: each value converted exactly (Python's bool is an int)
     let b = read(false).unwrap();
-    let x = b[0].column(0).as_primitive::<arrow_array::types::Int64Type>();
+    let x = b[0]
+        .column(0)
+        .as_primitive::<arrow_array::types::Int64Type>();
     assert_eq!(x.values().to_vec(), vec![1, 1, 2]);
     // a type inferred elsewhere: the bool is the conflict a read of every row reports
     let e = read(true).unwrap_err();

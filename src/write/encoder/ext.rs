@@ -21,7 +21,10 @@ impl ExtEnc {
     /// The encoder of `arr` when it is a struct of an Int8 `code` and a binary `data`.
     pub(crate) fn new(arr: &ArrayRef) -> Option<Self> {
         let rows = arr.as_struct_opt()?.clone();
-        let codes = rows.column_by_name("code")?.as_primitive_opt::<Int8Type>()?.clone();
+        let codes = rows
+            .column_by_name("code")?
+            .as_primitive_opt::<Int8Type>()?
+            .clone();
         let data = Bins::new(rows.column_by_name("data")?.as_ref())?;
         Some(ExtEnc { rows, codes, data })
     }

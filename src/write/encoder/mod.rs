@@ -251,7 +251,11 @@ fn nulls_in_rows(a: &arrow_array::FixedSizeListArray) -> bool {
 fn nulls_inside(a: &dyn Array) -> bool {
     a.logical_null_count() > 0
         || match a.data_type() {
-            DataType::Struct(_) => a.as_struct().columns().iter().any(|c| nulls_inside(c.as_ref())),
+            DataType::Struct(_) => a
+                .as_struct()
+                .columns()
+                .iter()
+                .any(|c| nulls_inside(c.as_ref())),
             DataType::FixedSizeList(..) => nulls_inside(a.as_fixed_size_list().values().as_ref()),
             _ => false,
         }
