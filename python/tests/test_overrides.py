@@ -166,24 +166,35 @@ def test_wider_strings_past_the_rows_typed_widen_the_column(tmp_path, kind):
 
 
 @pytest.mark.parametrize(
-    "values, dtype",
+    "values, dtype, unified",
     [
-        ([np.int64(3), 4, np.int64(-5), None], pl.Int64),
-        ([np.float32(0.5), 0.25, 7], pl.Float64),
-        ([np.float32(0.5), 0.25], pl.Float32),
-        ([np.bool_(True), False], pl.Boolean),
-        ([np.array(2.5), 1.5], pl.Float64),
-        ([np.uint8(200), 3], pl.Int16),
+        ([np.int64(3), 4, np.int64(-5), None], pl.Int64, True),
+        ([np.float64(0.5), 0.25, 7, np.float32(1.5).item()], pl.Float64, True),
+        ([np.bool_(True), False], pl.Boolean, True),
+        ([np.array(2.5), 1.5], pl.Float64, True),
+        ([np.float32(0.5), 0.25, 7], pl.Float64, False),
+        ([np.float32(0.5), 0.25], pl.Float32, False),
+        ([np.uint8(200), 3], pl.Int16, False),
     ],
-    ids=["np.int64-int", "np.float32-float", "np.float32-float-f32", "np.bool_-bool", "0d-float", "np.uint8-int"],
+    ids=["np.int64-int", "np.float64-float-int", "np.bool_-bool", "0d-float", "np.float32-float", "np.float32-float-f32", "np.uint8-int"],
 )
-def test_an_override_resolves_numpy_scalars_beside_plain_values(values, dtype):
-    # what labels from np.argmax next to plain ints look like: a conflict until a type is given
+def test_numpy_scalars_beside_plain_values(values, dtype, unified):
+    # what labels from np.argmax next to plain ints look like. Where the numpy dtype's column is
+    # the plain values' (np.int64 and int: Int64) they are one column; otherwise a conflict that
+    # an override resolves, each plain value converted exactly
     data = dump([{"x": v} for v in values])
-    with pytest.raises(ma.DecodeError, match="numpy .* and|and numpy"):
-        ma.read_msgpack(data)
-    got = ma.read_msgpack(data, schema_overrides={"x": dtype})
     want = [None if o["x"] is None else np.asarray(o["x"]).item() for o in mn.Unpacker(__import__("io").BytesIO(data), raw=False)]
+    if unified:
+        got = ma.read_msgpack(data)
+        assert got.schema["x"] == dtype and got["x"].to_list() == want
+        assert ma.read_msgpack(data, infer_rows=1).equals(got)
+        # written back, every row as the numpy dtype: msgpack_numpy reads the same values
+        out = mn.Unpacker(__import__("io").BytesIO(ma.write_msgpack(ma.read_arrow(data), None, layout="auto")), raw=False)
+        assert [None if o["x"] is None else np.asarray(o["x"]).item() for o in out] == want
+    else:
+        with pytest.raises(ma.DecodeError, match="numpy .* and|and numpy"):
+            ma.read_msgpack(data)
+    got = ma.read_msgpack(data, schema_overrides={"x": dtype})
     assert got.schema["x"] == dtype and got["x"].to_list() == want
     with pytest.raises(ma.DecodeError, match="does not fit"):
         ma.read_msgpack(dump([{"x": np.int64(3)}, {"x": 2**40}]), schema_overrides={"x": pl.Int32})

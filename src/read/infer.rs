@@ -84,6 +84,17 @@ impl Ty {
         }
     }
 
+    /// The msgpack kind of a plain scalar type (`Int` only for values that fit i64).
+    fn plain_kind(&self) -> Option<Kind> {
+        Some(match self {
+            Ty::Int { big: false, .. } => Kind::Int,
+            Ty::F32 => Kind::F32,
+            Ty::F64 => Kind::F64,
+            Ty::Bool => Kind::Bool,
+            _ => return None,
+        })
+    }
+
     pub(crate) fn describe(&self) -> String {
         match self {
             Ty::Null => "nil".into(),
@@ -250,6 +261,30 @@ impl Ty {
                 }
                 Struct(a)
             }
+            // a plain value beside 0-d numpy values whose Arrow column holds it as it is
+            (
+                Nd {
+                    dt,
+                    shape,
+                    kind,
+                    widths,
+                },
+                p,
+            )
+            | (
+                p,
+                Nd {
+                    dt,
+                    shape,
+                    kind,
+                    widths,
+                },
+            ) if shape.is_empty() && p.plain_kind().is_some_and(|k| dt.takes_plain(k)) => Nd {
+                dt,
+                shape,
+                kind,
+                widths,
+            },
             (a, b) if a == b => a,
             (a, b) => return Err(conflict(&a, &b)),
         })

@@ -334,6 +334,23 @@ impl NumpyDtype {
         }
     }
 
+    /// Whether a plain msgpack value of `kind` is a value of this 0-d dtype's Arrow column as it
+    /// is (Python's int beside `np.int64` scalars: both Int64; a float or an int beside `np.float64`:
+    /// Float64; a bool beside `np.bool_`), so the two unify into one column of this dtype.
+    pub fn takes_plain(&self, kind: crate::wire::cursor::Kind) -> bool {
+        use crate::wire::cursor::Kind as K;
+        match self {
+            NumpyDtype::Int {
+                size: 8,
+                signed: true,
+                ..
+            } => kind == K::Int,
+            NumpyDtype::Float { size: 8, .. } => matches!(kind, K::Int | K::F32 | K::F64),
+            NumpyDtype::Bool => kind == K::Bool,
+            _ => false,
+        }
+    }
+
     /// Size of one element in bytes.
     pub fn itemsize(&self) -> usize {
         match self {

@@ -354,8 +354,9 @@ impl ArrayDecoder for TensorDecoder {
             Kind::Map | Kind::Ext => {}
             // a plain number or bool beside numpy scalars, in a column the caller typed (an
             // override resolving `np.int64(3)` then `4`): converted exactly, as a scalar row
-            Kind::Int | Kind::F32 | Kind::F64 | Kind::Bool
-                if self.ctx.convert && self.shape.is_empty() =>
+            // (or one a read of every row unified with them: `NumpyDtype::takes_plain`)
+            k @ (Kind::Int | Kind::F32 | Kind::F64 | Kind::Bool)
+                if self.shape.is_empty() && (self.ctx.convert || self.dt.takes_plain(k)) =>
             {
                 let p = c.pos();
                 let n = match c.peek_kind()? {
