@@ -27,6 +27,7 @@ mod rows;
 pub(crate) mod source;
 mod split;
 mod stream;
+mod truncation;
 
 use self::columns::decode_columns;
 pub use self::decoder::Decoder;
@@ -34,6 +35,8 @@ use self::plan::{plan, plan_first, Container, Plan, MAX_CHUNKS};
 use self::rows::{Limit, Parallel, RowDecoder, RowsReader};
 use self::source::mmap_buffer;
 use self::stream::StreamRows;
+use self::truncation::complete_prefix;
+pub use self::truncation::Truncation;
 use crate::wire::sniff::{not_msgpack_message, sniff, SNIFF_LEN};
 
 use std::io::Read;
@@ -655,48 +658,6 @@ pub struct Reader {
     convert: Vec<Option<DataType>>,
     /// the schema before that conversion
     decoded: SchemaRef,
-}
-
-/// Where an input read with [`OnTruncated::Keep`] was cut.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Truncation {
-    /// Byte offset of the first incomplete object (the bytes from here on were not read).
-    pub offset: u64,
-    /// Complete top-level objects kept before it.
-    pub objects: u64,
-}
-
-impl std::fmt::Display for Truncation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "input cut at byte {}: kept the {} complete object{} before it",
-            self.offset,
-            self.objects,
-            if self.objects == 1 { "" } else { "s" }
-        )
-    }
-}
-
-/// The end of the last complete top-level object, when the input is cut after it (`None`: not
-/// cut, or broken in another way, which the reader then reports).
-fn complete_prefix(data: &[u8], max_depth: usize) -> Option<Truncation> {
-    let mut c = Cursor::new(data, 0);
-    let mut objects = 0u64;
-    while !c.is_empty() {
-        let at = c.pos();
-        match c.skip(max_depth) {
-            Ok(()) => objects += 1,
-            Err(e) if matches!(e.kind(), ErrorKind::Truncated { .. }) => {
-                return Some(Truncation {
-                    offset: at as u64,
-                    objects,
-                })
-            }
-            Err(_) => return None,
-        }
-    }
-    None
 }
 
 impl std::fmt::Debug for Reader {
