@@ -43,6 +43,10 @@ pub enum ErrorKind {
     /// Two values of one column have types that do not unify.
     #[error("type conflict: {0} (to read it anyway: schema_overrides gives the column one type, conflicts=\"binary\" keeps its raw msgpack values; CLI --schema-overrides COLUMN=TYPE, --conflicts binary)")]
     TypeConflict(String),
+    /// A value whose kind its column's type, decided before it was read (from the first rows,
+    /// another file of a scan, or a schema given), does not take.
+    #[error("type conflict: {0} (the column's type came from other rows: the first ones with infer_rows, another file of a scan, or a schema given; infer_rows=None types it from every row, schema_overrides gives it one; CLI: no --infer-rows, --schema-overrides COLUMN=TYPE)")]
+    NotItsType(String),
     /// A value that does not fit the type a caller gave its column (schema overrides, a schema)
     /// exactly: an int out of range, a float that would become infinite, a finer time.
     #[error("{0}")]

@@ -92,7 +92,7 @@ fn found(c: &Cursor<'_>, want: &str) -> Error {
         Ok(k) => format!("{k:?}").to_lowercase(),
         Err(e) => return e,
     };
-    c.error(ErrorKind::TypeConflict(format!(
+    c.error(ErrorKind::NotItsType(format!(
         "expected {want}, found {got}"
     )))
 }

@@ -183,7 +183,7 @@ impl TensorDecoder {
         if !narrower && !convertible && native(&d) != self.native_dt {
             return Err(c.error_at(
                 nd.type_pos,
-                ErrorKind::TypeConflict(format!(
+                ErrorKind::NotItsType(format!(
                     "ndarray of {} in a column of {}",
                     d.to_dtype_str(),
                     self.dt.to_dtype_str()
@@ -404,10 +404,13 @@ impl ArrayDecoder for TensorDecoder {
                 }
                 match &self.fixed {
                     Some(f) if *f != nd.shape => {
-                        return Err(c.error_at(start, ErrorKind::TypeConflict(format!(
-                            "ndarray of shape {:?} in a column of fixed shape {:?} (the schema was inferred from the first rows; infer from all rows or pass a schema with List axes)",
-                            nd.shape, f
-                        ))))
+                        return Err(c.error_at(
+                            start,
+                            ErrorKind::NotItsType(format!(
+                                "ndarray of shape {:?} in a column of fixed shape {:?}",
+                                nd.shape, f
+                            )),
+                        ))
                     }
                     Some(_) => {}
                     None => self.dims.extend_from_slice(&nd.shape),
