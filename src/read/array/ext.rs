@@ -38,11 +38,12 @@ impl ArrayDecoder for ExtDecoder {
             // (the npy extension's values are ndarrays, and -1 is a timestamp: neither is
             // inferred as this column's, but a caller's schema may say so)
             Kind::Ext if !crate::wire::npy::is_npy_ext(c, self.ctx.npy_ext) => {
-                let mut d = c.clone();
-                if d.read_ext()?.0 == -1 && !self.ctx.convert {
+                let at = c.pos();
+                let (code, data) = c.read_ext()?;
+                if code == -1 && !self.ctx.convert {
+                    c.set_pos(at);
                     return Err(found(c, "ext (not a timestamp)"));
                 }
-                let (code, data) = c.read_ext()?;
                 self.codes.push(code);
                 self.data.append_value(data);
                 self.nulls.append_non_null();

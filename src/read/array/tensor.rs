@@ -203,17 +203,9 @@ impl TensorDecoder {
         let dt = self.dt.with_text_width(width);
         let (old, new) = (self.item, dt.itemsize());
         let mut buf = MutableBuffer::new(self.elems * new);
-        for e in self
-            .buf
-            .as_slice()
-            .chunks_exact(old.max(1))
-            .take(self.elems)
-        {
-            buf.extend_from_slice(&e[..old]);
+        for k in 0..self.elems {
+            buf.extend_from_slice(&self.buf.as_slice()[k * old..(k + 1) * old]);
             buf.extend_zeros(new - old);
-        }
-        if old == 0 {
-            buf.extend_zeros(self.elems * new);
         }
         self.buf = buf;
         self.native_dt = native(&dt);
