@@ -101,7 +101,7 @@ def _without_null_dtype(df: pl.DataFrame, columns: tuple[list[str], list[Any]] |
 
 def write_msgpack(
     df: pl.DataFrame | pl.LazyFrame | ArrowStream | Any,
-    target: PathLike | IO[bytes] | None,
+    target: PathLike | IO[bytes] | None = None,
     *,
     layout: Layout | None = None,
     aligned: bool = False,
@@ -123,9 +123,9 @@ def write_msgpack(
         failed write leaves the previous file untouched. A URL (``s3://``, ``gs://``, ``az://``,
         ...; see ``storage_options`` in :func:`read_msgpack`): a multipart upload, completed only
         when the output is whole, else aborted (the previous object stays as it was). A binary
-        file object: the bytes are written to it. ``None``: the bytes are returned (records or
-        values of more than 8 MiB are encoded in parts, one per thread, then joined: the same bytes
-        one writer makes).
+        file object: the bytes are written to it. ``None`` (default, as Polars' ``write_csv``): the
+        bytes are returned (records or values of more than 8 MiB are encoded in parts, one per
+        thread, then joined: the same bytes one writer makes).
     layout
         ``"records"`` (one map per row), ``"columns"`` (one map of name -> ndarray/list),
         ``"values"`` (one column), or ``"auto"``: the layout recorded in the Arrow schema by

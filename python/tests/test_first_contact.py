@@ -178,3 +178,10 @@ def test_without_the_plugin_expressions_say_how_to_get_it_and_series_methods_wor
     s = pl.Series("b", [mn.packb(np.arange(3, dtype="<i2")), mn.packb(np.arange(3, dtype="<i2"))])
     assert s.msgpack.decode().to_list() == [[0, 1, 2]] * 2
     assert [mn.unpackb(b).tolist() for b in s.msgpack.decode().msgpack.encode()] == [[0, 1, 2]] * 2
+
+
+def test_write_without_a_target_returns_the_bytes_msgpack_numpy_writes():
+    # as Polars' write_csv()/write_json() with no file: the output comes back
+    df = ma.read_msgpack(DATA)
+    assert ma.write_msgpack(df) == DATA
+    assert ma.write_msgpack(df.lazy(), layout="records") == DATA
