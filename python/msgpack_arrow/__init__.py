@@ -175,6 +175,7 @@ def read_arrow(
     columns: str | Sequence[str] | None = None,
     n_rows: int | None = None,
     rows: slice | range | None = None,
+    schema: SchemaOverrides | None = None,
     schema_overrides: SchemaOverrides | None = None,
     tensor: Literal["array", "extension"] = "array",
     object_arrays: Literal["error", "raw"] = "error",
@@ -226,12 +227,14 @@ def _row_range(rows: slice | range | None, n_rows: int | None) -> tuple[int, int
     return start, take
 
 
-def _read_stream(source, *, for_polars: bool, n_rows, rows=None, schema_overrides, **kw) -> ArrowStream:
+def _read_stream(source, *, for_polars: bool, n_rows, rows=None, schema=None, schema_overrides, **kw) -> ArrowStream:
     src = _one_source(source)
     skip, n_rows = _row_range(rows, n_rows)
     with _naming(src):
         r = _reader(
             src,
+            schema=_overrides(schema),
+            schema_inferred=False,
             schema_overrides=_overrides(schema_overrides),
             n_rows=n_rows,
             skip_rows=skip,
@@ -269,6 +272,7 @@ def read_msgpack(
     columns: str | Sequence[str] | None = None,
     n_rows: int | None = None,
     rows: slice | range | None = None,
+    schema: SchemaOverrides | None = None,
     schema_overrides: SchemaOverrides | None = None,
     tensor: Literal["array", "extension"] = "array",
     object_arrays: Literal["error", "raw"] = "error",
@@ -313,6 +317,13 @@ def read_msgpack(
         stepped over without being decoded, and a file with a record index (``FILE.offsets``,
         as datadings and ``write_msgpack(..., index=True)`` write it) is not even walked to its
         first row; the index is checked against the records read (a stale one is an error).
+    schema
+        The whole schema, ``{column: polars dtype}`` (or a pyarrow schema), instead of inferring
+        one, as Polars' ``read_ndjson(schema=...)``: the columns are these, in this order; a key
+        missing from a record is null, and keys the schema does not name are skipped. Values are
+        converted into the types exactly, as with ``schema_overrides`` (a value that does not fit
+        is an error naming it). No row is walked to type the columns, so a ``scan_msgpack`` of a
+        large file starts at once. ``schema_overrides`` then change some of its types.
     schema_overrides
         ``{column: polars dtype}``: give these columns these types instead of the inferred ones
         (e.g. ``pl.Float32``, ``pl.Array(pl.Float64, 768)``, ``pl.List(pl.Int64)``). In the
@@ -598,6 +609,7 @@ def scan_msgpack(
     layout: Layout = "auto",
     columns: str | Sequence[str] | None = None,
     n_rows: int | None = None,
+    schema: SchemaOverrides | None = None,
     schema_overrides: SchemaOverrides | None = None,
     tensor: Literal["array", "extension"] = "array",
     object_arrays: Literal["error", "raw"] = "error",
@@ -658,7 +670,16 @@ def scan_msgpack(
         hold_decompressed=hold_decompressed,
     )
     overrides = _overrides(schema_overrides)
-    full_schema, all_columns, empty = _first_schema(sources[0], len(sources) > 1, overrides, schema_overrides, opts)
+    given = _overrides(schema)
+    if given is None:
+        full_schema, all_columns, empty = _first_schema(sources[0], len(sources) > 1, overrides, schema_overrides, opts)
+    else:
+        # the caller's schema: nothing to walk (the reader reads no row to be built)
+        with _naming(sources[0], len(sources) > 1):
+            first = _reader(sources[0], schema=given, schema_inferred=False, schema_overrides=overrides,
+                            batch_size=1, for_polars=True, **opts)
+        full_schema, all_columns, empty = first.decoded_schema(), first.columns, _to_polars(first.empty())
+        del first
     base = _columns(columns) if columns is not None else all_columns
     missing = [c for c in base if c not in all_columns]
     if missing:
@@ -731,13 +752,16 @@ def scan_msgpack(
             if left == 0:
                 return
             # every file is read with the first one's schema; a key it lacks is an error (as
-            # Polars' scan_parquet: extra columns raise), not a column silently lost
+            # Polars' scan_parquet: extra columns raise), not a column silently lost. The
+            # caller's schema: its types convert values, and other keys are skipped (as Polars'
+            # scan_ndjson with a schema)
             with _naming(src, len(sources) > 1):
                 r = _reader(
                     src,
                     columns=read,
                     schema=full_schema,
-                    strict_schema=True,
+                    schema_inferred=given is None,
+                    strict_schema=given is None,
                     schema_overrides=overrides,
                     for_polars=True,
                     n_rows=left,

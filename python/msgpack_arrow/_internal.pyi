@@ -31,6 +31,7 @@ class Reader:
         layout: Literal["auto", "records", "columns", "values"] = "auto",
         columns: list[str] | None = None,
         schema: Any | None = None,
+        schema_inferred: bool = True,
         schema_overrides: Any | None = None,
         tensor: Literal["array", "extension"] = "array",
         object_arrays: Literal["error", "raw"] = "error",

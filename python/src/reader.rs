@@ -127,16 +127,35 @@ pub(crate) fn plain_type(t: &DataType) -> DataType {
     }
 }
 
+/// `s` with Polars' view/large types as the plain ones the decoders build; its fields' metadata
+/// (a numpy dtype recorded by `read_arrow`) kept where `keep_metadata`.
+fn plain_schema(s: &Schema, keep_metadata: bool) -> Schema {
+    Schema::new(
+        s.fields()
+            .iter()
+            .map(|f| {
+                let plain = Field::new(f.name(), plain_type(f.data_type()), true);
+                if keep_metadata {
+                    plain.with_metadata(f.metadata().clone())
+                } else {
+                    plain
+                }
+            })
+            .collect::<Vec<_>>(),
+    )
+}
+
 /// Reads msgpack-numpy as Arrow record batches.
 ///
-/// `Reader(source, *, layout="auto", columns=None, schema=None, schema_overrides=None, tensor="array",
+/// `Reader(source, *, layout="auto", columns=None, schema=None, schema_inferred=True, schema_overrides=None, tensor="array",
 /// object_arrays="error", dialect="auto", batch_size=65536, batch_bytes=16777216, infer_rows=None, n_rows=None,
 /// skip_rows=0, for_polars=False, strict_schema=False)`
 ///
 /// `source` is a path (`str`) or a bytes-like object (read-only buffers are decoded in place).
 /// `schema` (an object with `__arrow_c_schema__` or `__arrow_c_stream__`) is used instead of
 /// inferring one; it is taken as inferred from other rows, so a value of another kind than its
-/// column's is an error, never converted. `schema_overrides` (likewise; e.g. an empty Polars DataFrame) gives the types
+/// column's is an error, never converted; with `schema_inferred=False` the types are the caller's
+/// and values are converted into them exactly (as `schema_overrides`). `schema_overrides` (likewise; e.g. an empty Polars DataFrame) gives the types
 /// of the columns it names: they are decoded as inferred and cast (arrow-cast, values that do not
 /// fit are errors) batch by batch. `for_polars` maps the types Polars cannot import (`Array`
 /// of width 0 → `List`; seconds → milliseconds). `strict_schema`: with `schema`, a key it does
@@ -159,7 +178,7 @@ pub struct PyReader {
 #[pymethods]
 impl PyReader {
     #[new]
-    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, skip_rows = 0, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", npy_ext = None, numpy_extension = false, storage_options = None, eager = false, whole_chunks = false, hold_decompressed = None))]
+    #[pyo3(signature = (source, *, layout = "auto", columns = None, schema = None, schema_inferred = true, schema_overrides = None, tensor = "array", object_arrays = "error", dialect = "auto", batch_size = 65536, batch_bytes = 16777216, infer_rows = None, n_rows = None, skip_rows = 0, for_polars = false, strict_schema = false, on_truncated = "error", conflicts = "error", lists = "list", npy_ext = None, numpy_extension = false, storage_options = None, eager = false, whole_chunks = false, hold_decompressed = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -167,6 +186,7 @@ impl PyReader {
         layout: &str,
         columns: Option<Vec<String>>,
         schema: Option<&Bound<'_, PyAny>>,
+        schema_inferred: bool,
         schema_overrides: Option<&Bound<'_, PyAny>>,
         tensor: &str,
         object_arrays: &str,
@@ -216,25 +236,22 @@ impl PyReader {
             Some(n) => builder.with_hold_decompressed(n),
             None => builder,
         };
-        // the package passes a schema inferred from another file (a scan's first): a value of
-        // another kind than its column's is then an error, as in a read of all the files at once
+        // a schema inferred from another file (a scan's first): a value of another kind than
+        // its column's is then an error, as in a read of all the files at once; the caller's
+        // own (`schema_inferred=False`, Polars' view/large types as the plain ones it builds)
+        // converts values into its types
         let builder = match schema {
-            Some(s) => builder
+            Some(s) if schema_inferred => builder
                 .with_schema(import_schema(s)?)
                 .with_schema_inferred(true),
+            Some(s) => builder.with_schema(Arc::new(plain_schema(&*import_schema(s)?, true))),
             None => builder,
         };
         let overrides = schema_overrides.map(import_schema).transpose()?;
         // the decoder reads overridden columns straight into their types (so an override
         // resolves a type conflict); Polars' view/large types as the plain ones it builds
-        let builder = builder.with_schema_overrides(overrides.as_ref().map(|o| {
-            Arc::new(Schema::new(
-                o.fields()
-                    .iter()
-                    .map(|f| Field::new(f.name(), plain_type(f.data_type()), true))
-                    .collect::<Vec<_>>(),
-            ))
-        }));
+        let builder = builder
+            .with_schema_overrides(overrides.as_ref().map(|o| Arc::new(plain_schema(o, false))));
         let builder = builder
             .with_polars_types(for_polars)
             .with_numpy_extension(numpy_extension);

@@ -4,6 +4,8 @@ use self::array::{make_decoder, nest_fixed, unknown_key, Ctx};
 use self::infer::ListRanges;
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
+use crate::read::array::{num_at, put_num};
+use crate::read::plan::leaf_dtype;
 use crate::read::source::{release_pages, RELEASE_STEP};
 use crate::types::{meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Kind};
@@ -384,6 +386,20 @@ pub(crate) fn decode_column_value(
         ));
     }
     let rows = nd.shape[0];
+    // the caller's schema (not one inferred) may name another number type: each element
+    // converted exactly, as in a records column the caller typed
+    let number = matches!(
+        dt,
+        NumpyDtype::Bool | NumpyDtype::Int { .. } | NumpyDtype::Float { .. }
+    );
+    let convert_to = leaf_dtype(f.data_type())
+        .filter(|w| ctx.convert && number && *w != crate::types::buffers::native(&dt));
+    if let Some(w) = convert_to {
+        let values = converted(&dt, &w, &nd.data, nd.len)
+            .map_err(|m| c.error_at(nd.data_pos, ErrorKind::Inexact(m)))?;
+        let values = crate::types::buffers::to_arrow(&w, values.into(), nd.len, true, None)?;
+        return Ok((rows, nest_as_schema(c, at, f, &nd.shape, values, rows)?));
+    }
     // zero-copy when no swap is needed and the elements are aligned: a slice of the input buffer
     let aligned = nd
         .data
@@ -415,8 +431,44 @@ pub(crate) fn decode_column_value(
         true,
         None,
     )?;
+    Ok((rows, nest_as_schema(c, at, f, &nd.shape, values, rows)?))
+}
+
+/// `elems` elements of `dt` in `data` as `to` (native order), each converted exactly; else
+/// which element does not fit.
+fn converted(
+    dt: &NumpyDtype,
+    to: &NumpyDtype,
+    data: &[u8],
+    elems: usize,
+) -> std::result::Result<arrow_buffer::MutableBuffer, String> {
+    let item = dt.itemsize();
+    let mut out = crate::types::buffers::output_buffer(elems * to.itemsize());
+    for (i, d) in data.chunks_exact(item).take(elems).enumerate() {
+        let fits = num_at(dt, d).is_some_and(|n| put_num(to, n, &mut out));
+        if !fits {
+            return Err(format!(
+                "element {i} of this {} ndarray does not fit {} exactly",
+                dt.to_dtype_str(),
+                to.to_dtype_str()
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// The flat `values` of an ndarray of `shape` (its rows on axis 0) as `rows` items of column
+/// `f`'s type: its FixedSizeList sizes, or (chunks whose shapes differ) its List axes.
+fn nest_as_schema(
+    c: &Cursor<'_>,
+    at: usize,
+    f: &Field,
+    shape: &[usize],
+    values: ArrayRef,
+    rows: usize,
+) -> Result<ArrayRef> {
     let t = f.data_type();
-    let arr: ArrayRef = if nd.shape.len() == 1 {
+    Ok(if shape.len() == 1 {
         values
     } else {
         match f.metadata().get(meta::EXTENSION_NAME).map(String::as_str) {
@@ -435,7 +487,7 @@ pub(crate) fn decode_column_value(
                 // shapes differ) its List axes, each row of this chunk as long as the others
                 let mut tt = t;
                 let mut fixed = true;
-                for (axis, &d) in nd.shape[1..].iter().enumerate() {
+                for (axis, &d) in shape[1..].iter().enumerate() {
                     match tt {
                         DataType::FixedSizeList(item, n) if *n as usize == d => {
                             tt = item.data_type()
@@ -449,7 +501,7 @@ pub(crate) fn decode_column_value(
                                 at,
                                 ErrorKind::TypeConflict(format!(
                                     "ndarray of shape {:?} does not fit column type {t} (axis {})",
-                                    nd.shape,
+                                    shape,
                                     axis + 1
                                 )),
                             ))
@@ -459,13 +511,12 @@ pub(crate) fn decode_column_value(
                 if fixed {
                     nest_fixed(t, values, None, rows)?
                 } else {
-                    nest_uniform(t, values, &nd.shape[1..], rows)
+                    nest_uniform(t, values, &shape[1..], rows)
                         .map_err(|e| e.at_offset(c.offset_of(at)))?
                 }
             }
         }
-    };
-    Ok((rows, arr))
+    })
 }
 
 /// `values` as `count` items of type `t` (List or FixedSizeList axes, checked by the caller to

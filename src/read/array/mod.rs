@@ -13,6 +13,7 @@ mod structs;
 mod tensor;
 mod timestamp;
 
+pub(crate) use self::primitive::{num_at, put_num};
 pub(crate) use self::structs::StructDecoder;
 pub(crate) use self::tensor::nest_fixed;
 use self::{
