@@ -268,6 +268,10 @@ def main() -> None:
          warm(s, "ma.scan_msgpack(T).head(10).collect()", R)),
         ("msgpack-arrow scan_msgpack(T).head(10) (a new process, schema saved by an earlier scan)",
          fresh(s, "ma.scan_msgpack(T).head(10).collect()", R), None),
+        ("msgpack-arrow scan_msgpack(T, schema=...).head(10) (types given: no walk)",
+         fresh(s + "; S = {'id': pl.Int64, 'label': pl.String, 'score': pl.Float64, 'emb': pl.Array(pl.Float32, 768)}",
+               "ma.scan_msgpack(T, schema=S).head(10).collect()", R, dict(os.environ, MSGPACK_ARROW_SCHEMA_CACHE="0")),
+         None),
         ("msgpack-arrow read_msgpack(T, n_rows=10)", fresh(s, "ma.read_msgpack(T, n_rows=10)", R), warm(s, "ma.read_msgpack(T, n_rows=10)", R)),
         ("msgpack-arrow CLI head -n 10 (whole process)", cmd(cli + ["head", T, "-n", "10"], R), None),
         # what any lazy query costs in a new process before a source is asked for a row
