@@ -170,3 +170,18 @@ def test_a_time_zone_dropped_by_a_msgpack_output_is_warned_of(tmp_path):
     assert back["t"].dt.replace_time_zone("UTC").to_list() == df["t"].dt.convert_time_zone("UTC").to_list()
     r = run("convert", str(src), "-o", str(tmp_path / "tz.parquet"))
     assert r.returncode == 0 and "time zone" not in r.stderr
+
+
+def test_head_shows_msgpack_timestamps_in_utc(tmp_path):
+    # ext -1 reads as Timestamp(ns, "UTC"); showing a named zone needs the time zone database
+    import datetime as dt
+
+    import msgpack
+
+    when = [dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(1969, 7, 20, 20, 17, 40, 5, tzinfo=dt.timezone.utc)]
+    p = tmp_path / "t.msgpack"
+    p.write_bytes(b"".join(msgpack.packb({"t": t}, datetime=True) for t in when))
+    r = run("head", str(p))
+    assert r.returncode == 0, r.stderr
+    cells = [line.strip("| ") for line in r.stdout.splitlines() if line.startswith("| ") and "Z" in line]
+    assert [dt.datetime.fromisoformat(c.replace("Z", "+00:00")) for c in cells] == when
