@@ -93,10 +93,17 @@ def _without_null_dtype(df: pl.DataFrame, columns: tuple[list[str], list[Any]] |
     (every value nil)."""
     names, dtypes = columns if columns is not None else _dtypes(df)
     classes = set(map(type, dtypes))
-    if pl.Null not in classes and not any(issubclass(c, _NESTED) for c in classes):
+    if pl.Null not in classes and pl.Extension not in classes and not any(issubclass(c, _NESTED) for c in classes):
         return df
-    casts = {n: u for n, t in zip(names, dtypes) if (u := _no_null(t)) != t}
-    return df.cast(casts) if casts else df
+    casts = {n: u for n, t in zip(names, dtypes) if not isinstance(t, pl.Extension) and (u := _no_null(t)) != t}
+    df = df.cast(casts) if casts else df
+    # a frame read with numpy_types="extension": the same inside the extension's storage
+    wrapped = [
+        df[n].ext.storage().cast(u).ext.to(pl.Extension(t.ext_name(), u, t.ext_metadata()))
+        for n, t in zip(names, dtypes)
+        if isinstance(t, pl.Extension) and (u := _no_null(t.ext_storage())) != t.ext_storage()
+    ]
+    return df.with_columns(wrapped) if wrapped else df
 
 
 def write_msgpack(
