@@ -209,6 +209,8 @@ impl Error {
     /// Prepend a path segment, as the error unwinds out of nested columns.
     pub fn prepend_path(mut self, segment: &str) -> Self {
         self.0.path = Some(match self.0.path.take() {
+            // a list element's index follows its list's name: `emb[1]`, not `emb.[1]`
+            Some(p) if p.starts_with('[') => format!("{segment}{p}"),
             Some(p) => format!("{segment}.{p}"),
             None => segment.to_string(),
         });

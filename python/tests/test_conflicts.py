@@ -59,3 +59,16 @@ def test_a_conflict_in_a_column_left_out_is_no_error():
         ma.read_msgpack(data, columns=["name", "W"])
     with pytest.raises(ma.DecodeError, match="not found|not in"):
         ma.read_msgpack(data, columns=["nope"])
+
+
+@pytest.mark.parametrize("numpy_value", [np.complex128(3 + 4j), np.array(3 + 4j, "<c16")])
+@pytest.mark.parametrize("python_first", [True, False])
+def test_python_and_numpy_complex_conflict_however_many_rows_are_typed(numpy_value, python_first):
+    # msgpack_numpy gives a complex and a numpy complex back: one column cannot say both, whether
+    # the second row was typed (every row) or decoded into the first row's type (infer_rows=1)
+    rows = [{"x": 1 + 2j}, {"x": numpy_value}]
+    data = b"".join(mn.packb(r) for r in (rows if python_first else rows[::-1]))
+    for infer_rows in (None, 1):
+        with pytest.raises(ma.DecodeError) as e:
+            ma.read_msgpack(data, infer_rows=infer_rows)
+        assert e.value.record == 1 and e.value.column == "x"

@@ -207,3 +207,39 @@ def test_a_u_array_holding_no_character_is_an_error_naming_its_row(bad):
         with pytest.raises(ma.DecodeError, match="not a Unicode code point") as e:
             ma.read_msgpack(data, **kw)
         assert e.value.record == 3 and e.value.column == "s" and e.value.offset > start
+
+
+def _nd(dtype, data: bytes, shape=(1,)):
+    # the map msgpack_numpy writes for a non-contiguous array of a dtype it packs this way
+    return {b"nd": True, b"type": dtype, b"kind": b"V" if isinstance(dtype, list) else b"", b"shape": list(shape), b"data": data}
+
+
+@pytest.mark.parametrize("layout", ["columns", "records"])
+@pytest.mark.parametrize("dtype", ["<M8[M]", "<M8[Y]", "<m8[as]", [["o", "|O"], ["i", "<i4"]]])
+def test_an_unreadable_dtype_is_named_with_its_place_in_every_layout(dtype, layout):
+    arr = _nd(dtype, bytes(8 if isinstance(dtype, str) else 24 // 2))
+    obj = {"a": [1], "t": arr} if layout == "columns" else [{"a": 1, "t": arr}]
+    data = msgpack.packb(obj, use_bin_type=True)
+    with pytest.raises(ma.DecodeError) as e:
+        ma.read_msgpack(data)
+    assert e.value.column == "t" and e.value.offset is not None
+
+
+def test_an_object_field_of_a_structured_array_is_not_called_a_pickle():
+    # msgpack_numpy copies such records' bytes, pointers included: object_arrays="raw" cannot help
+    a = np.zeros(2, dtype=[("o", "O"), ("i", "<i4")])
+    data = msgpack.packb({"s": _nd([["o", "|O"], ["i", "<i4"]], bytes(a.nbytes), (2,))}, use_bin_type=True)
+    for kw in ({}, {"object_arrays": "raw"}):
+        with pytest.raises(ma.DecodeError, match="object field") as e:
+            ma.read_msgpack(data, **kw)
+        assert "pickle" not in str(e.value) and e.value.column == "s"
+
+
+def test_a_conflict_inside_a_values_row_names_the_value_column():
+    # structs written as arrays (Go's UseArrayEncodedStructs, msgpack-c's MSGPACK_DEFINE)
+    data = msgpack.packb([1, "x"]) + msgpack.packb([2, "y"])
+    with pytest.raises(ma.DecodeError) as e:
+        ma.read_msgpack(data)
+    assert e.value.column == "value[1]"
+    got = ma.read_msgpack(data, schema_overrides={"value": pl.List(pl.String)})
+    assert got["value"].to_list() == [[str(v) for v in r] for r in msgpack.Unpacker(__import__("io").BytesIO(data))]

@@ -185,3 +185,12 @@ def test_write_without_a_target_returns_the_bytes_msgpack_numpy_writes():
     df = ma.read_msgpack(DATA)
     assert ma.write_msgpack(df) == DATA
     assert ma.write_msgpack(df.lazy(), layout="records") == DATA
+
+
+def test_n_rows_types_columns_chunks_past_an_empty_first_one():
+    # the rows asked for are in the second chunk: its types, not the empty first one's
+    chunks = [{"x": []}, {"x": [1.5, 2.5, 3.5]}]
+    data = b"".join(mn.packb(c) for c in chunks)
+    values = [v for c in chunks for v in c["x"]]
+    for n in (1, 2, 10):
+        assert ma.read_msgpack(data, layout="columns", n_rows=n)["x"].to_list() == values[:n]

@@ -387,7 +387,7 @@ fn plan_assumed_columns(b: &ReaderBuilder, data: &[u8]) -> Option<Plan> {
         return None;
     }
     let (mut inf, _) = rows_inferrer(b, Layout::Columns);
-    let t = infer_columns_map(&mut c, &mut inf, b).ok()?;
+    let t = infer_columns_map(&mut c, &mut inf, b).ok()?.1;
     if !c.is_empty() {
         return None;
     }
@@ -602,8 +602,11 @@ fn plan_single(
         (Layout::Columns, _) => {
             let mut ty = Ty::Struct(Default::default());
             let mut chunks = 0;
-            while !c.is_empty() && b.schema.is_none() && (chunks == 0 || b.infer_rows.is_none()) {
-                let t = infer_columns_map(&mut c, &mut inf, b)?;
+            // chunks until `infer_rows` rows are seen: an empty first chunk types nothing
+            let (most, mut rows) = (b.infer_rows.unwrap_or(usize::MAX), 0usize);
+            while !c.is_empty() && b.schema.is_none() && (chunks == 0 || rows < most) {
+                let (n, t) = infer_columns_map(&mut c, &mut inf, b)?;
+                rows = rows.saturating_add(n);
                 ty = ty
                     .merge_with(t, inf.opts.raw_conflicts)
                     .map_err(|e| e.at_record(chunks))?;
@@ -866,6 +869,8 @@ impl RowWalk<'_> {
         prefetch(c.buf(), start + ROWS_AHEAD * seen.last_len);
         prefetch(c.buf(), start + ROWS_AHEAD * seen.last_len + 64);
         let records = self.layout == Layout::Records;
+        // a `values` row is the column `value`: errors inside it name it
+        let in_value = |e: Error| if records { e } else { e.prepend_path("value") };
         // a record with fewer keys than the columns so far: keys are absent, not nil
         let row_keys = (records && rows < self.limit)
             .then(|| c.clone().read_map_len().ok())
@@ -898,12 +903,12 @@ impl RowWalk<'_> {
             } else {
                 inf.value(c, 0)
             }
-            .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
+            .map_err(|e| in_value(e).at_offset(at).at_record(rows as u64))?;
             note_empty_shapes(&t, rows, records, &mut seen.empties);
             let ty = std::mem::replace(&mut seen.ty, Ty::Null);
             seen.ty = ty
                 .merge_with(t, inf.opts.raw_conflicts)
-                .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
+                .map_err(|e| in_value(e).at_offset(at).at_record(rows as u64))?;
             self.check_columns(&seen.ty)
                 .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
         } else {

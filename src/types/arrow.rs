@@ -93,6 +93,15 @@ impl NumpyDtype {
             NumpyDtype::Struct(fields) => {
                 let mut out = Vec::with_capacity(fields.len());
                 for f in fields.iter().filter(|f| !f.name.is_empty()) {
+                    if matches!(f.dtype, NumpyDtype::Object) {
+                        // not a pickle: msgpack_numpy copies the record bytes, pointers included
+                        return err(ErrorKind::UnsupportedDtype(format!(
+                            "{} (field {:?} is an object field: its bytes are pointers into the \
+                             writing process, not values, so no reader can recover them)",
+                            self.to_dtype_str(),
+                            f.name
+                        )));
+                    }
                     let mut t = f.dtype.arrow_type()?;
                     for &d in f.shape.iter().rev() {
                         t = fixed_size_list(t, d)?;

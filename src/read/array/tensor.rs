@@ -60,6 +60,9 @@ pub(crate) struct TensorDecoder {
     /// The batch's only row so far, a slice of the input (`Ctx::input`) rather than a copy: the
     /// values of a batch of one big array. Copied into `buf` when another row comes.
     pub(crate) borrowed: Option<Buffer>,
+    /// a column of Python `complex` values (not numpy ones): inferred so, it takes no numpy
+    /// complex, nor a numpy column a Python one (the conflict a read of every row reports)
+    pub(crate) python_complex: bool,
     pub(crate) ctx: Ctx,
 }
 
@@ -147,6 +150,7 @@ impl TensorDecoder {
             dtype_cache: Vec::new(),
             fast: None,
             borrowed: None,
+            python_complex: md.get(meta::KIND).map(String::as_str) == Some("complex"),
             ctx: ctx.clone(),
         })
     }
@@ -380,7 +384,23 @@ impl ArrayDecoder for TensorDecoder {
             _ => return Err(found(c, &format!("ndarray of {}", self.dt.to_dtype_str()))),
         }
         let start = c.pos();
-        match probe(c, self.ctx.dialect, self.ctx.npy_ext, self.ctx.max_depth)? {
+        let special = probe(c, self.ctx.dialect, self.ctx.npy_ext, self.ctx.max_depth)?;
+        let python = matches!(special, Some(Special::Complex(..)));
+        if special.is_some() && python != self.python_complex && !self.ctx.convert {
+            let (this, column) = if python {
+                (
+                    "a Python complex",
+                    format!("numpy {}", self.dt.to_dtype_str()),
+                )
+            } else {
+                ("a numpy ndarray or scalar", "Python complex".to_string())
+            };
+            return Err(c.error_at(
+                start,
+                ErrorKind::NotItsType(format!("{this} in a column of {column}")),
+            ));
+        }
+        match special {
             Some(Special::Array(nd)) => {
                 let row_dt = self.row_dtype(&nd, c)?;
                 nd.check_len(&row_dt, c.offset_of(0))?;

@@ -11,12 +11,12 @@ use crate::wire::cursor::{Cursor, Kind};
 use crate::wire::ndarray::{probe, Special};
 use rayon::prelude::*;
 
-/// Infer one `columns` map: the type of each column's rows.
+/// Infer one `columns` map: its rows, and the type of each column's rows.
 pub(crate) fn infer_columns_map(
     c: &mut Cursor<'_>,
     inf: &mut Inferrer,
     b: &ReaderBuilder,
-) -> Result<Ty> {
+) -> Result<(usize, Ty)> {
     let at = c.offset();
     if c.peek_kind()? != Kind::Map {
         return Err(c.error(ErrorKind::Layout(
@@ -53,7 +53,7 @@ pub(crate) fn infer_columns_map(
         }
         fields.insert(key.to_string(), t);
     }
-    Ok(Ty::Struct(fields))
+    Ok((len.map_or(0, |(l, _)| l), Ty::Struct(fields)))
 }
 
 /// Infer one column of a `columns` map: (rows, type of a row).
@@ -214,6 +214,17 @@ fn infer_column(
                     ));
                 }
                 nd.check_len(&dt, c.offset_of(0))?;
+                // a dtype with no Arrow type (a unit such as M8[Y], an object field) is
+                // reported here, where its place is known, not when the schema is made
+                if matches!(
+                    dt,
+                    NumpyDtype::Datetime { .. }
+                        | NumpyDtype::Timedelta { .. }
+                        | NumpyDtype::Struct(_)
+                ) {
+                    dt.arrow_type()
+                        .map_err(|e| e.at_offset(c.offset_of(nd.type_pos)))?;
+                }
                 let shape = nd.shape[1..].iter().map(|&d| Some(d)).collect();
                 Ok((
                     nd.shape[0],
