@@ -11,6 +11,7 @@ reader (the reference), and written back where SPEC promises byte-exactness.
 
 from __future__ import annotations
 
+import msgpack_numpy as mn
 import msgspec
 import numpy as np
 import polars as pl
@@ -144,3 +145,18 @@ def test_bytes_an_old_writer_packed_as_raw_strings_name_the_override_that_reads_
     got = ma.read_msgpack(data, schema_overrides={"key": pl.Binary})
     ref = [r[b"key"] for r in msgpack.Unpacker(__import__("io").BytesIO(data), raw=True)]
     assert got["key"].to_list() == ref
+
+
+def test_numpy_masked_arrays_read_as_msgpack_numpy_reads_them():
+    # netCDF4 and others hand out np.ma.MaskedArray; msgpack_numpy packs its `.data` (an ndarray)
+    # as a nested ndarray map, and reads the buffer back without the mask
+    rows = [{"id": i, "x": np.ma.masked_array(np.arange(6, dtype="<f4").reshape(2, 3) * i, mask=[[0, 1, 0], [0, 0, 1]])} for i in range(3)]
+    data = b"".join(mn.packb(r) for r in rows)
+    ref = [mn.unpackb(mn.packb(r), raw=False) for r in rows]
+    got = ma.read_msgpack(data)
+    assert got.schema["x"] == pl.Array(pl.Float32, (2, 3))
+    np.testing.assert_array_equal(got["x"].to_numpy(), np.stack([r["x"] for r in ref]))
+    cols = {"x": np.ma.masked_array(np.arange(4.0), mask=[0, 1, 0, 0]), "y": np.arange(4)}
+    ref = mn.unpackb(mn.packb(cols), raw=False)
+    got = ma.read_msgpack(mn.packb(cols))
+    np.testing.assert_array_equal(got["x"].to_numpy(), ref["x"])

@@ -286,6 +286,16 @@ fn ndarray<'a>(
     c.set_pos(at[5]);
     let (data, data_pos) = match c.peek_kind()? {
         Kind::Str | Kind::Bin => c.read_str_or_bin()?,
+        // a numpy masked array's `.data` is an ndarray, which msgpack_numpy packs as a map of its
+        // own: Python reads its buffer (the mask is dropped), and so do we
+        Kind::Map => match nested_data(c)? {
+            Some(d) => {
+                // (not at the map's end: no header memo is made from this one)
+                c.set_pos(at[5]);
+                d
+            }
+            None => return Err(bad(c, at[5], "'data' must be bin, found map".into())),
+        },
         k => {
             return Err(bad(
                 c,
@@ -307,6 +317,25 @@ fn ndarray<'a>(
         openpi: at[7] != usize::MAX,
         npy: false,
     }))
+}
+
+/// The payload of the ndarray map at the cursor (`nd` and a bin `data` among its keys), with its
+/// position; `None` for any other map. One level only: its `data` must be bin.
+fn nested_data<'a>(c: &mut Cursor<'a>) -> Result<Option<(&'a [u8], usize)>> {
+    let n = c.read_map_len()?;
+    let (mut nd, mut data) = (false, None);
+    for _ in 0..n.min(MAX_SPECIAL_KEYS + 1) {
+        let key = match c.peek_kind()? {
+            Kind::Str | Kind::Bin => c.read_str_or_bin()?.0,
+            _ => return Ok(None),
+        };
+        match (key, c.peek_kind()?) {
+            (b"nd", Kind::Bool) => nd = c.read_bool()?,
+            (b"data", Kind::Bin | Kind::Str) => data = Some(c.read_str_or_bin()?),
+            _ => c.skip(MAX_NDIM)?,
+        }
+    }
+    Ok(if n <= MAX_SPECIAL_KEYS && nd { data } else { None })
 }
 
 /// openpi's numpy scalar, `np.dtype(dtype).type(data)` in Python: `data` (a msgpack bool, int,
