@@ -681,7 +681,8 @@ def scan_msgpack(
         full_schema, all_columns, empty = first.decoded_schema(), first.columns, _to_polars(first.empty())
         del first
     base = _columns(columns) if columns is not None else all_columns
-    missing = [c for c in base if c not in all_columns]
+    known = set(all_columns)
+    missing = [c for c in base if c not in known]
     if missing:
         raise pl.exceptions.ColumnNotFoundError(f"columns {missing} not found; the columns are {all_columns}")
     if len(set(base)) == len(base):

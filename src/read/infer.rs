@@ -470,17 +470,14 @@ pub(crate) struct InferOptions {
 /// undecoded: a conflict in it is no error.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GivenKeys {
-    pub names: Vec<String>,
-    pub only: Option<Vec<String>>,
+    pub names: std::collections::HashSet<String, foldhash::fast::RandomState>,
+    pub only: Option<std::collections::HashSet<String, foldhash::fast::RandomState>>,
 }
 
 impl GivenKeys {
+    /// (by hash: a projection of 65,535 columns made every key of every row a linear search)
     pub(crate) fn has(&self, key: &str) -> bool {
-        self.names.iter().any(|g| g == key)
-            || self
-                .only
-                .as_ref()
-                .is_some_and(|o| !o.iter().any(|c| c == key))
+        self.names.contains(key) || self.only.as_ref().is_some_and(|o| !o.contains(key))
     }
 }
 

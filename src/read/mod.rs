@@ -489,10 +489,8 @@ impl ReaderBuilder {
         // a read of some columns only: their batches are small beside the walk's lead, which
         // holds whole batches of the file mapped (a scan of the ids of T: +30 MiB of peak)
         let every_column = self.projection.as_ref().is_none_or(|p| {
-            given
-                .fields()
-                .iter()
-                .all(|f| p.iter().any(|c| c == f.name()))
+            let p: std::collections::HashSet<&str> = p.iter().map(String::as_str).collect();
+            given.fields().iter().all(|f| p.contains(f.name().as_str()))
         });
         if !every_column
             || self.eager
@@ -553,7 +551,7 @@ impl ReaderBuilder {
             overridden: self
                 .overrides
                 .as_ref()
-                .map(|o| o.fields().iter().map(|f| f.name().clone()).collect()),
+                .map(|o| Arc::new(o.fields().iter().map(|f| f.name().clone()).collect())),
             input: input.filter(|_| !self.release_decoded).cloned(),
         }
     }
@@ -690,19 +688,29 @@ fn project(schema: &Schema, projection: Option<&[String]>) -> Result<Schema> {
     match projection {
         None => Ok(schema.clone()),
         Some(p) => {
+            // (by hash: `field_with_name` for each of 65,535 columns was quadratic)
+            let at: std::collections::HashMap<&str, usize> = schema
+                .fields()
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.name().as_str(), i))
+                .collect();
             let mut fields = Vec::with_capacity(p.len());
             for name in p {
-                let f = schema.field_with_name(name).map_err(|_| {
-                    Error::new(ErrorKind::Key(format!(
-                        "column {name:?} not found; the columns are: {}",
-                        schema
-                            .fields()
-                            .iter()
-                            .map(|f| f.name().as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )))
-                })?;
+                let f = at
+                    .get(name.as_str())
+                    .map(|&i| schema.field(i))
+                    .ok_or_else(|| {
+                        Error::new(ErrorKind::Key(format!(
+                            "column {name:?} not found; the columns are: {}",
+                            schema
+                                .fields()
+                                .iter()
+                                .map(|f| f.name().as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )))
+                    })?;
                 fields.push(f.clone());
             }
             Ok(Schema::new_with_metadata(fields, schema.metadata().clone()))

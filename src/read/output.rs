@@ -23,12 +23,18 @@ impl Reader {
         strict: bool,
         polars: bool,
     ) -> Result<Reader> {
-        if let (Some(o), true) = (overrides, strict && !self.schema.fields().is_empty()) {
-            if let Some(o) = o
-                .fields()
+        // fields by name, hashed: one column looked up in another schema's list each was
+        // quadratic in a wide table
+        let by_name = |s: &'_ Schema| -> std::collections::HashMap<String, arrow_schema::FieldRef> {
+            s.fields()
                 .iter()
-                .find(|o| self.schema.field_with_name(o.name()).is_err())
-            {
+                .map(|f| (f.name().clone(), f.clone()))
+                .collect()
+        };
+        let over_at = overrides.map(by_name);
+        if let (Some(o), true) = (overrides, strict && !self.schema.fields().is_empty()) {
+            let have = by_name(&self.schema);
+            if let Some(o) = o.fields().iter().find(|o| !have.contains_key(o.name())) {
                 return Err(Error::new(ErrorKind::Key(format!(
                     "schema_overrides names column {:?}, which is not in the input; the columns are: {}",
                     o.name(),
@@ -40,7 +46,7 @@ impl Reader {
         let mut convert = Vec::with_capacity(self.schema.fields().len());
         let mut fields = Vec::with_capacity(self.schema.fields().len());
         for f in self.schema.fields() {
-            let over = overrides.and_then(|o| o.field_with_name(f.name()).ok());
+            let over = over_at.as_ref().and_then(|o| o.get(f.name()));
             let mut t = over.map_or_else(|| f.data_type().clone(), |o| o.data_type().clone());
             if polars {
                 t = polars_compatible_type(&t);

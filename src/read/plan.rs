@@ -639,9 +639,9 @@ pub(crate) fn rows_inferrer(b: &ReaderBuilder, layout: Layout) -> (Inferrer, boo
         inf.given.names = o.fields().iter().map(|f| f.name().clone()).collect();
     }
     if layout == Layout::Records {
-        inf.given.only = b.projection.clone();
+        inf.given.only = b.projection.as_ref().map(|p| p.iter().cloned().collect());
     }
-    let given_value = layout == Layout::Values && inf.given.names.iter().any(|g| g == "value");
+    let given_value = layout == Layout::Values && inf.given.names.contains("value");
     (inf, given_value)
 }
 
@@ -742,11 +742,16 @@ pub(crate) fn finish_schema(
 /// `s` with the columns `o` gives taking the given types (without the inferred numpy metadata;
 /// those in `given_nd` hold ndarrays: tensors of the given element type).
 fn with_overrides(o: &Schema, s: &Schema, given_nd: &[String]) -> Schema {
+    let given: HashMap<&str, &Field> = o
+        .fields()
+        .iter()
+        .map(|g| (g.name().as_str(), g.as_ref()))
+        .collect();
     let fields: Vec<Field> = s
         .fields()
         .iter()
-        .map(|f| match o.field_with_name(f.name()) {
-            Ok(g) => {
+        .map(|f| match given.get(f.name().as_str()) {
+            Some(g) => {
                 // a bin key stays one
                 let mut md: HashMap<String, String> = f
                     .metadata()
@@ -767,7 +772,7 @@ fn with_overrides(o: &Schema, s: &Schema, given_nd: &[String]) -> Schema {
                 }
                 Field::new(f.name(), g.data_type().clone(), true).with_metadata(md)
             }
-            Err(_) => f.as_ref().clone(),
+            None => f.as_ref().clone(),
         })
         .collect();
     Schema::new_with_metadata(fields, s.metadata().clone())

@@ -335,7 +335,11 @@ fn nested_data<'a>(c: &mut Cursor<'a>) -> Result<Option<(&'a [u8], usize)>> {
             _ => c.skip(MAX_NDIM)?,
         }
     }
-    Ok(if n <= MAX_SPECIAL_KEYS && nd { data } else { None })
+    Ok(if n <= MAX_SPECIAL_KEYS && nd {
+        data
+    } else {
+        None
+    })
 }
 
 /// openpi's numpy scalar, `np.dtype(dtype).type(data)` in Python: `data` (a msgpack bool, int,

@@ -60,7 +60,8 @@ pub(crate) struct Ctx {
     /// file), where such a value is a conflict a full inference would have reported.
     pub convert: bool,
     /// The top-level columns whose types the caller gave (schema overrides): converted into.
-    pub overridden: Option<Arc<[String]>>,
+    /// (hashed: a decoder per column asks, and overrides may name thousands)
+    pub overridden: Option<Arc<std::collections::HashSet<String>>>,
     /// The buffer the rows are read from, where a tensor row alone in its batch may be a slice
     /// of it instead of a copy (`None`: bytes read from a pipe, or memory the read frees behind
     /// it, whose pages would read back as zeros).
@@ -72,7 +73,7 @@ impl Ctx {
     pub(crate) fn for_column(&self, name: &str) -> Ctx {
         let mut c = self.clone();
         if let Some(o) = c.overridden.take() {
-            c.convert |= o.iter().any(|n| n == name);
+            c.convert |= o.contains(name);
         }
         c
     }

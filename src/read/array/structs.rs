@@ -31,8 +31,20 @@ impl StructDecoder {
     /// `projection`: names to decode (others are skipped); `None`: all.
     pub(crate) fn new(fields: Fields, projection: Option<&[String]>, ctx: &Ctx) -> Result<Self> {
         let mut children = Vec::with_capacity(fields.len());
+        // (by hash: a projection of 65,535 columns was quadratic here)
+        let position: Option<HashMap<&str, usize>> = projection.map(|_| {
+            fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.name().as_str(), i))
+                .collect()
+        });
+        let projected: Option<std::collections::HashSet<&str>> =
+            projection.map(|p| p.iter().map(String::as_str).collect());
         for f in fields.iter() {
-            let wanted = projection.is_none_or(|p| p.iter().any(|n| n == f.name()));
+            let wanted = projected
+                .as_ref()
+                .is_none_or(|p| p.contains(f.name().as_str()));
             children.push(if wanted {
                 Some(
                     make_decoder(f, &ctx.for_column(f.name()))
@@ -44,10 +56,12 @@ impl StructDecoder {
         }
         let order = match projection {
             None => (0..fields.len()).collect(),
-            Some(p) => p
-                .iter()
-                .filter_map(|n| fields.iter().position(|f| f.name() == n))
-                .collect(),
+            Some(p) => {
+                let at = position.as_ref().expect("made for a projection");
+                p.iter()
+                    .filter_map(|n| at.get(n.as_str()).copied())
+                    .collect()
+            }
         };
         let names: Vec<Box<[u8]>> = fields.iter().map(|f| f.name().as_bytes().into()).collect();
         let lookup = names
