@@ -121,7 +121,18 @@ where
             return u8::try_from(e.exit_code()).unwrap_or(2);
         }
     };
-    match run(cli) {
+    // a panic is reported as one error line, here, not by the default hook's "thread panicked"
+    // lines: those a reader of a corrupt Parquet or Feather file raises are caught on the way
+    // (and say which file), any other is a bug
+    std::panic::set_hook(Box::new(|_| {}));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli)))
+        .unwrap_or_else(|p| {
+            Err(format!(
+                "internal error (a bug in msgpack-arrow; please report it): {}",
+                crate::error::panic_message(&*p)
+            ))
+        });
+    match outcome {
         Ok(()) => 0,
         Err(msg) if msg.ends_with(INTERRUPTED) => {
             eprintln!("interrupted: no output written");

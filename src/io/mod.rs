@@ -7,6 +7,7 @@ pub mod atomic;
 pub mod compress;
 pub mod convert;
 pub mod dataset;
+mod foreign;
 pub mod index;
 pub mod ipc;
 pub mod npz;
@@ -560,13 +561,16 @@ fn open_table_all(path: &Path, opts: &ReadOptions) -> Result<Table> {
     let (schema, batches, units) = match format {
         Format::Msgpack => return open_msgpack(path, opts, size),
         Format::Parquet => {
-            let (schema, batches, rows) =
-                parquet::read_parquet_with(path, r.projection(), r.batch_size(), r.batch_bytes())?;
+            let (schema, batches, rows) = foreign::opened("Parquet", path, || {
+                parquet::read_parquet_with(path, r.projection(), r.batch_size(), r.batch_bytes())
+            })?;
+            let batches = foreign::batches("Parquet", path, batches);
             (schema, batches, Some(Units::Rows(rows)))
         }
         Format::Ipc => {
-            let (schema, batches, n) = ipc::read_ipc_with(path, r.projection())?;
-            (schema, batches, n)
+            let (schema, batches, n) =
+                foreign::opened("Feather", path, || ipc::read_ipc_with(path, r.projection()))?;
+            (schema, foreign::batches("Feather", path, batches), n)
         }
         Format::Npz => {
             let (schema, batches) =
