@@ -3,6 +3,7 @@ DecodeError (a ValueError) with positions, and no panic reaches Python."""
 
 from __future__ import annotations
 
+import gzip
 import pickle
 import threading
 import time
@@ -243,3 +244,19 @@ def test_a_conflict_inside_a_values_row_names_the_value_column():
     assert e.value.column == "value[1]"
     got = ma.read_msgpack(data, schema_overrides={"value": pl.List(pl.String)})
     assert got["value"].to_list() == [[str(v) for v in r] for r in msgpack.Unpacker(__import__("io").BytesIO(data))]
+
+
+def test_a_corrupt_compressed_file_is_a_decode_error_naming_its_codec(tmp_path):
+    raw = b"".join(msgpack.packb({"i": i, "s": "x" * 50}) for i in range(2000))
+    good = gzip.compress(raw, mtime=0)
+    bad = bytearray(good)
+    bad[-6] ^= 1  # the CRC
+    cut = good[:2000]
+    for data, reference in ((bytes(bad), gzip.BadGzipFile), (cut, EOFError)):
+        with pytest.raises(reference):  # Python's gzip refuses it too
+            gzip.decompress(data)
+        p = tmp_path / "c.msgpack.gz"
+        p.write_bytes(data)
+        for source in (p, data):
+            with pytest.raises(ma.DecodeError, match="gzip input is corrupt or cut short"):
+                ma.read_msgpack(source)

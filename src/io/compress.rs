@@ -68,14 +68,78 @@ impl Codec {
         }
     }
 
-    /// Wrap `r` in this codec's decoder.
+    /// Wrap `r` in this codec's decoder. What the decoder finds wrong with the data (a bad
+    /// checksum, a corrupt block, an end inside a frame) is an `InvalidData` or `UnexpectedEof`
+    /// error naming the codec, a `DecodeError` in Python; `r`'s own errors stay as they are.
     pub fn decoder(self, r: Box<dyn Read + Send>) -> Result<Box<dyn Read + Send>> {
-        Ok(match self {
+        let r = FromSource(r);
+        let inner: Box<dyn Read + Send> = match self {
             // zstd::Decoder buffers its input itself.
             Codec::Zstd => Box::new(zstd::stream::read::Decoder::new(r)?),
-            Codec::Lz4 => Box::new(lz4_flex::frame::FrameDecoder::new(BufReader::new(r))),
+            Codec::Lz4 => Box::new(super::lz4_frames::decoder(r)),
             Codec::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(r))),
             Codec::Zlib => Box::new(flate2::read::ZlibDecoder::new(BufReader::new(r))),
+        };
+        Ok(Box::new(Decompressed { codec: self, inner }))
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Codec::Zstd => "zstd",
+            Codec::Lz4 => "lz4",
+            Codec::Gzip => "gzip",
+            Codec::Zlib => "zlib",
+        }
+    }
+}
+
+/// The compressed input under a decoder: its errors are tagged ([`SourceError`]) so that
+/// [`Decompressed`] tells them from the decoder's own.
+struct FromSource(Box<dyn Read + Send>);
+
+#[derive(Debug)]
+struct SourceError(io::Error);
+
+impl std::fmt::Display for SourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SourceError {}
+
+impl Read for FromSource {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0
+            .read(buf)
+            .map_err(|e| io::Error::new(e.kind(), SourceError(e)))
+    }
+}
+
+/// A decoder whose data errors name its codec (see [`Codec::decoder`]).
+struct Decompressed {
+    codec: Codec,
+    inner: Box<dyn Read + Send>,
+}
+
+impl Read for Decompressed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).map_err(|e| {
+            if e.get_ref().is_some_and(|r| r.is::<SourceError>()) {
+                // the file's (or the network's) own error, as it was
+                return match e.into_inner().map(|r| r.downcast::<SourceError>()) {
+                    Some(Ok(s)) => s.0,
+                    _ => io::Error::other("unreadable input"),
+                };
+            }
+            let kind = match e.kind() {
+                io::ErrorKind::UnexpectedEof => io::ErrorKind::UnexpectedEof,
+                _ => io::ErrorKind::InvalidData,
+            };
+            io::Error::new(
+                kind,
+                format!("{} input is corrupt or cut short: {e}", self.codec.name()),
+            )
         })
     }
 }

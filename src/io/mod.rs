@@ -10,6 +10,7 @@ pub mod dataset;
 mod foreign;
 pub mod index;
 pub mod ipc;
+mod lz4_frames;
 pub mod npz;
 pub mod parquet;
 #[cfg(feature = "cloud")]
