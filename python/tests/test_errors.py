@@ -260,3 +260,19 @@ def test_a_corrupt_compressed_file_is_a_decode_error_naming_its_codec(tmp_path):
         for source in (p, data):
             with pytest.raises(ma.DecodeError, match="gzip input is corrupt or cut short"):
                 ma.read_msgpack(source)
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+def test_tiny_arrays_describing_a_million_empty_rows_each_are_refused(ragged):
+    # 49 bytes each, a 2**20-long axis over a 0-long one: a few records would make gigabytes of
+    # offsets (SPEC 6: no allocation sized by an untrusted length); numpy makes such arrays
+    def nd(k):
+        return {b"nd": True, b"type": "<f8", b"kind": b"", b"shape": [k, 0], b"data": b""}
+
+    assert mn.unpackb(msgpack.packb(nd(1 << 20))).shape == (1 << 20, 0)
+    data = b"".join(msgpack.packb({"a": nd((1 << 20) - (i % 2 if ragged else 0))}) for i in range(8))
+    with pytest.raises(ma.DecodeError, match="no data bytes back") as e:
+        ma.read_msgpack(data)
+    assert e.value.column == "a"
+    # one such array alone stays readable
+    assert ma.read_msgpack(msgpack.packb({"a": nd(1 << 20)})).height == 1 << 20

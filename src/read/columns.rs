@@ -1,6 +1,6 @@
 //! The `columns` layout: each map value's axis 0 becomes rows.
 
-use self::array::{make_decoder, nest_fixed, unknown_key, Ctx};
+use self::array::{make_decoder, nest_fixed, too_many_unbacked, unknown_key, Ctx};
 use self::infer::ListRanges;
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
@@ -9,7 +9,7 @@ use crate::read::plan::leaf_dtype;
 use crate::read::source::{release_pages, RELEASE_STEP};
 use crate::types::{meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Kind};
-use crate::wire::ndarray::{probe, Special};
+use crate::wire::ndarray::{probe, Special, MAX_EMPTY_ENTRIES};
 use arrow_array::{new_empty_array, Array, ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -43,6 +43,8 @@ pub(crate) fn decode_columns(
     let mut batches = Vec::new();
     let mut chunk_rows = Vec::new();
     let mut chunk = 0u64;
+    // entries no data byte backs, over every chunk (a stream of tiny `(1048576, 0)` arrays)
+    let mut unbacked = 0u128;
     // Name lookups by hash: a linear `field_with_name` per key made wide maps quadratic.
     let (full_at, out_at) = (positions(full), positions(out));
     while !c.is_empty() {
@@ -53,7 +55,7 @@ pub(crate) fn decode_columns(
         let mut range_rows: Option<usize> = None;
         if container == Container::NdArray {
             let f = &full.fields()[0];
-            let (n, a) = decode_column_value(&mut c, buf, f, ctx, b.release_input)?;
+            let (n, a) = decode_column_value(&mut c, buf, f, ctx, b.release_input, &mut unbacked)?;
             rows = Some(n);
             if let Some(&i) = out_at.get(f.name().as_str()) {
                 cols[i] = Some(Decoded::Whole(a));
@@ -187,8 +189,15 @@ pub(crate) fn decode_columns(
                 let key = job.key;
                 let (len, col) = match job.work {
                     Work::InTurn(mut d, f) => {
-                        let (len, a) = decode_column_value(&mut d, buf, f, ctx, b.release_input)
-                            .map_err(|e| e.prepend_path(key).at_record(chunk))?;
+                        let (len, a) = decode_column_value(
+                            &mut d,
+                            buf,
+                            f,
+                            ctx,
+                            b.release_input,
+                            &mut unbacked,
+                        )
+                        .map_err(|e| e.prepend_path(key).at_record(chunk))?;
                         (len, Decoded::Whole(a))
                     }
                     Work::Ranges(len, ids) => {
@@ -343,6 +352,7 @@ pub(crate) fn decode_column_value(
     f: &Field,
     ctx: &Ctx,
     release: bool,
+    unbacked: &mut u128,
 ) -> Result<(usize, ArrayRef)> {
     let at = c.pos();
     if c.peek_kind()? == Kind::Array {
@@ -362,6 +372,10 @@ pub(crate) fn decode_column_value(
         return Err(c.error_at(at, ErrorKind::ObjectArray));
     }
     nd.check_len(&dt, c.offset_of(0))?;
+    *unbacked = unbacked.saturating_add(nd.unbacked_entries(&dt));
+    if *unbacked > MAX_EMPTY_ENTRIES {
+        return Err(c.error_at(at, too_many_unbacked()));
+    }
     let want = f
         .metadata()
         .get(meta::DTYPE)

@@ -512,6 +512,13 @@ impl<'a> NdArray<'a> {
         }
     }
 
+    /// The entries of its Arrow form that no data byte backs (see [`NdArray::check_len`]): a
+    /// reader bounds their sum over a batch, as one array's are bounded, else a file of many
+    /// tiny `shape: [1048576, 0]` arrays made gigabytes of offsets.
+    pub fn unbacked_entries(&self, dt: &NumpyDtype) -> u128 {
+        structure_entries(&self.shape, dt).saturating_sub(2 * self.data.len() as u128)
+    }
+
     /// Check `data` holds exactly `len × itemsize` bytes.
     pub fn check_len(&self, dt: &NumpyDtype, base: u64) -> Result<()> {
         if matches!(dt, NumpyDtype::Object) {
@@ -548,8 +555,9 @@ impl<'a> NdArray<'a> {
     }
 }
 
-/// Entries without data bytes an ndarray may describe (empty sub-arrays, zero-size elements).
-const MAX_EMPTY_ENTRIES: u128 = 1 << 20;
+/// Entries without data bytes an ndarray may describe (empty sub-arrays, zero-size elements);
+/// also what the ndarrays of one batch of a column may describe together (readers keep the sum).
+pub(crate) const MAX_EMPTY_ENTRIES: u128 = 1 << 20;
 
 /// How many list/struct entries the Arrow form of an ndarray of `shape` and `dt` has: one per
 /// element of every leading axis, and per element, one per sub-array level of each field.

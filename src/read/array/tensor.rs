@@ -7,7 +7,7 @@ use crate::types::buffers::{elem_align, extend_native, native, to_arrow};
 pub(crate) use crate::types::nest::{nest_fixed, nest_ragged, ragged_offsets, same_structure};
 use crate::types::{meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Kind};
-use crate::wire::ndarray::{probe, NdArray, Special};
+use crate::wire::ndarray::{probe, NdArray, Special, MAX_EMPTY_ENTRIES};
 use arrow_array::*;
 use arrow_buffer::{Buffer, MutableBuffer, NullBufferBuilder, OffsetBuffer};
 use arrow_schema::{DataType, Field};
@@ -63,6 +63,8 @@ pub(crate) struct TensorDecoder {
     /// a column of Python `complex` values (not numpy ones): inferred so, it takes no numpy
     /// complex, nor a numpy column a Python one (the conflict a read of every row reports)
     pub(crate) python_complex: bool,
+    /// entries of this batch's rows that no data byte backs ([`NdArray::unbacked_entries`])
+    pub(crate) unbacked: u128,
     pub(crate) ctx: Ctx,
 }
 
@@ -151,6 +153,7 @@ impl TensorDecoder {
             fast: None,
             borrowed: None,
             python_complex: md.get(meta::KIND).map(String::as_str) == Some("complex"),
+            unbacked: 0,
             ctx: ctx.clone(),
         })
     }
@@ -404,6 +407,11 @@ impl ArrayDecoder for TensorDecoder {
             Some(Special::Array(nd)) => {
                 let row_dt = self.row_dtype(&nd, c)?;
                 nd.check_len(&row_dt, c.offset_of(0))?;
+                let unbacked = nd.unbacked_entries(&row_dt);
+                self.unbacked = self.unbacked.saturating_add(unbacked);
+                if self.unbacked > MAX_EMPTY_ENTRIES {
+                    return Err(c.error_at(start, too_many_unbacked()));
+                }
                 if nd.shape.len() != self.shape.len() {
                     return Err(c.error_at(
                         start,
@@ -442,8 +450,9 @@ impl ArrayDecoder for TensorDecoder {
                 check_chars(&row_dt, &nd.data, c, start)?;
                 self.push_row(&row_dt, &nd.data, nd.len);
                 let end = c.pos();
-                // the fast path is valid when data is the map's last entry, as msgpack_numpy writes it
-                if nd.in_place() && nd.data_pos + nd.data.len() == end {
+                // the fast path is valid when data is the map's last entry, as msgpack_numpy writes
+                // it (not for rows of entries no data backs: each is counted, above)
+                if nd.in_place() && nd.data_pos + nd.data.len() == end && unbacked == 0 {
                     self.fast = Some(FastPath {
                         header: c.buf()[start..nd.data_pos].to_vec(),
                         data_len: nd.data.len(),
@@ -509,6 +518,7 @@ impl ArrayDecoder for TensorDecoder {
     }
 
     fn finish(&mut self) -> Result<ArrayRef> {
+        self.unbacked = 0;
         let rows = std::mem::take(&mut self.rows);
         let elems = std::mem::take(&mut self.elems);
         let buf: Buffer = match self.borrowed.take() {
@@ -604,4 +614,14 @@ fn check_chars(dt: &NumpyDtype, data: &[u8], c: &Cursor<'_>, at: usize) -> Resul
         }
     }
     Ok(())
+}
+
+/// The error for a batch whose ndarrays describe more than [`MAX_EMPTY_ENTRIES`] entries no data
+/// byte backs.
+pub(crate) fn too_many_unbacked() -> ErrorKind {
+    ErrorKind::InvalidNdarray(format!(
+        "the ndarrays of this column describe more than {MAX_EMPTY_ENTRIES} empty (sub-)array \
+         entries that no data bytes back (axes of length 0 under long ones): refused, as a few \
+         bytes would make gigabytes of offsets"
+    ))
 }
