@@ -99,7 +99,7 @@ pub fn write<'py>(
                 .map_err(err)?;
             let file = pump(py, &mut stream, w, Some(&path))?;
             // dropping an uncommitted AtomicFile (on any error above) deletes the temporary file
-            commit(py, file, &path, index, fsync)?;
+            commit(py, file, &path, index)?;
             Ok(None)
         }
         None => {
@@ -502,13 +502,13 @@ fn write_file_object(
 /// Finish the output and make it appear. A local file's fsync (a second or more for a big file)
 /// runs on another thread while this one answers Ctrl-C: interrupted, the temporary file is
 /// removed at once (the previous file stays as it was) and the fsync ends in the background.
-/// Then write its record index, when asked or when it had one (`msgpack_arrow::io::index`).
+/// With its record index, when asked or when it had one (`msgpack_arrow::io::index`: made before
+/// either is renamed into place, so a failure leaves both as they were).
 fn commit(
     py: Python<'_>,
     file: CompressedWriter<Output>,
     path: &std::path::Path,
     index: bool,
-    fsync: bool,
 ) -> PyResult<()> {
     let err = |f: Failure| to_pyerr(py, Op::Encode, f);
     let mut out = py
@@ -554,9 +554,14 @@ fn commit(
     }
     py.detach(|| {
         guarded(|| {
-            out.commit()?;
             let compressed = Codec::from_path(path).is_some();
-            msgpack_arrow::io::index::refresh(path, Format::Msgpack, compressed, index, fsync)?;
+            msgpack_arrow::io::index::commit_with_index(
+                out,
+                path,
+                Format::Msgpack,
+                compressed,
+                index,
+            )?;
             Ok(())
         })
     })
@@ -632,7 +637,7 @@ pub fn write_iter<'py>(
                 .detach(|| guarded(|| Ok(builder.build(create(&path, &storage, fsync)?, schema)?)))
                 .map_err(err)?;
             let file = pump(py, &mut stream, w, Some(&path)).map_err(reraise)?;
-            commit(py, file, &path, index, fsync)?;
+            commit(py, file, &path, index)?;
         }
         (None, Some(target)) => {
             write_file_object(py, builder, &mut stream, schema, target).map_err(reraise)?;

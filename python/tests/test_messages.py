@@ -89,3 +89,17 @@ def test_missing_directory_is_one_line(tmp_path):
     r = subprocess.run([*_command(), "convert", str(src), "-o", str(target)], capture_output=True, text=True)
     line = r.stderr.strip()
     assert r.returncode != 0 and "\n" not in line and "does not exist" in line, line
+
+
+def test_a_full_disk_while_writing_the_index_leaves_the_previous_file_and_index(full_disk):
+    # the data fits and its index (8 bytes a row beside 12) does not: neither may replace the old
+    target = full_disk / "out.msgpack"
+    old = pl.DataFrame({"v": np.arange(10, dtype=np.float64)})
+    ma.write_msgpack(old, target, index=True)
+    before = (target.read_bytes(), (full_disk / "out.msgpack.offsets").read_bytes())
+    new = pl.DataFrame({"v": np.arange(55_000, dtype=np.float64) + 0.5})
+    with pytest.raises(OSError, match="No space left"):
+        ma.write_msgpack(new, target, index=True)
+    assert (target.read_bytes(), (full_disk / "out.msgpack.offsets").read_bytes()) == before
+    assert sorted(p.name for p in full_disk.iterdir()) == ["out.msgpack", "out.msgpack.offsets"]
+    assert ma.read_msgpack(target, rows=slice(5, 8))["v"].to_list() == [5.0, 6.0, 7.0]

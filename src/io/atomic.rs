@@ -100,6 +100,11 @@ impl AtomicFile {
         self
     }
 
+    /// Whether [`commit`](AtomicFile::commit) fsyncs ([`AtomicFile::with_fsync`]).
+    pub fn fsyncs(&self) -> bool {
+        self.fsync
+    }
+
     /// The path the file will have once committed.
     pub fn target(&self) -> &Path {
         &self.target

@@ -258,8 +258,7 @@ pub fn convert(
         }
     }
     sink.finish().map_err(|e| e.in_file(output))?;
-    file.commit()?;
-    super::index::refresh(output, format, codec.is_some(), opts.index, !opts.no_fsync)?;
+    super::index::commit_with_index(file, output, format, codec.is_some(), opts.index)?;
     let zones_dropped = if format == Format::Msgpack {
         zoned_columns(&schema)
     } else {

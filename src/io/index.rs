@@ -52,7 +52,15 @@ pub fn offsets_of(data: &[u8], max_depth: usize) -> Result<Vec<u64>> {
 /// Write the index of the msgpack file at `path` (atomically, like every output); returns the
 /// number of records.
 pub fn write_index(path: &Path, fsync: bool) -> Result<usize> {
-    let file = std::fs::File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+    let (out, records) = index_file(path, path, fsync)?;
+    out.commit()?;
+    Ok(records)
+}
+
+/// The index of the msgpack file at `read` (an output's temporary file) written for `path`,
+/// not yet in place, and the number of records.
+fn index_file(read: &Path, path: &Path, fsync: bool) -> Result<(AtomicFile, usize)> {
+    let file = std::fs::File::open(read).map_err(|e| Error::from(e).in_file(path))?;
     let len = file
         .metadata()
         .map_err(|e| Error::from(e).in_file(path))?
@@ -72,8 +80,8 @@ pub fn write_index(path: &Path, fsync: bool) -> Result<usize> {
     }
     out.write_all(&bytes)
         .map_err(|e| Error::from(e).in_file(&index))?;
-    out.commit()?;
-    Ok(offsets.len() - 1)
+    out.sync()?;
+    Ok((out, offsets.len() - 1))
 }
 
 /// The index of a `len`-byte file, if it has one: `None` without a sidecar; an error when the
@@ -181,21 +189,31 @@ fn indexable(path: &Path, format: super::Format, compressed: bool) -> bool {
     format == super::Format::Msgpack && !compressed && !super::is_url(path)
 }
 
-/// After an output was written at `path`: write its index when asked (`requested`), or when it
-/// had one (an index left describing the file it replaced would be wrong). Only a plain local
-/// msgpack file has one; asking for it elsewhere is an error the caller reports before writing
-/// ([`check_indexable`]).
-pub fn refresh(
+/// Put the output `file` (written for `path`, complete) in place with its index: written when
+/// asked (`requested`), or when the file it replaces had one (an index left describing the old
+/// file would be wrong). The index is made from the temporary file first, so a failure (a full
+/// disk) leaves the previous file and index as they were; then both are renamed into place.
+/// Only a plain local msgpack file has one; asking for it elsewhere is an error the caller
+/// reports before writing ([`check_indexable`]).
+pub fn commit_with_index(
+    mut file: super::atomic::Output,
     path: &Path,
     format: super::Format,
     compressed: bool,
     requested: bool,
-    fsync: bool,
 ) -> Result<()> {
-    if indexable(path, format, compressed) && (requested || sidecar(path).exists()) {
-        write_index(path, fsync)?;
+    let index = match file.as_file_mut() {
+        Some(f) if indexable(path, format, compressed) && (requested || sidecar(path).exists()) => {
+            f.sync()?; // (its bytes flushed, to be read back)
+            Some(index_file(f.temp_path(), path, f.fsyncs())?.0)
+        }
+        _ => None,
+    };
+    file.commit()?;
+    match index {
+        Some(i) => i.commit(),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// An index can be written for an output at `path` in `format`, or a usage error saying why not.
