@@ -380,7 +380,8 @@ def read_msgpack(
         An ext type code (-128..127) whose values hold ``np.save`` bytes (the ``.npy`` format:
         ``msgpack.ExtType(code, buf.getvalue())``, as msgpack and msgspec users write ndarrays):
         they are read as ndarrays, tensors like msgpack-numpy's (plain dtypes; Fortran order is
-        put in C order). Default ``None``: an ext value other than a timestamp is an error.
+        put in C order). Default ``None``: an ext value other than a timestamp reads as Python's
+        msgpack gives it, a struct ``{code: Int8, data: Binary}`` (written back as the same ext).
     numpy_types
         ``"polars"`` (default): plain Polars dtypes; the numpy facts they cannot state (byte
         order, ``<U5``/``S5`` widths, complex, 0-d vs scalar, ragged ndarray vs list, the file's

@@ -129,3 +129,15 @@ def test_cli_npy_ext(tmp_path):
     out = tmp_path / "e.parquet"
     assert cli("convert", str(p), "-o", str(out), "--npy-ext", str(CODE)).returncode == 0
     assert pl.read_parquet(out)["x"].to_list() == [[i] * 3 for i in range(3)]
+
+
+def test_a_header_key_given_twice_takes_its_last_value_as_numpy_does():
+    # a Python dict literal keeps the last value of a repeated key
+    body = np.arange(3, dtype="<i8").tobytes()
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), 'descr': '<i8', }"
+    header = header + " " * (63 - (10 + len(header)) % 64) + "\n"
+    raw = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + body
+    ref = np.load(io.BytesIO(raw))
+    assert ref.dtype == np.dtype("<i8")
+    got = ma.read_msgpack(msgpack.packb({"a": msgpack.ExtType(CODE, raw)}), npy_ext=CODE)  # a columns map
+    assert got.schema["a"] == pl.Int64 and got["a"].to_list() == ref.tolist()

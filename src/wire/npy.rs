@@ -124,7 +124,8 @@ pub(crate) fn parse<'a>(payload: &'a [u8], pos: usize, base: u64) -> Result<NdAr
 
 /// The text after `'key':` in a Python dict literal, leading spaces trimmed.
 fn dict_value<'h>(header: &'h str, key: &str) -> Option<&'h str> {
-    let i = header.find(&format!("'{key}'"))?;
+    // the last one: a key given twice is the last value in Python's dict literal, as numpy reads it
+    let i = header.rfind(&format!("'{key}'"))?;
     let rest = header[i + key.len() + 2..].trim_start().strip_prefix(':')?;
     Some(rest.trim_start())
 }
