@@ -508,6 +508,22 @@ def _identity(source: Any) -> tuple | None:
     return (os.path.realpath(source), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, digest)
 
 
+def _build_identity() -> tuple:
+    """The extension module's file as installed (its modification time is the wheel's fixed
+    1980 one; its change time is the install's): a schema saved by another build of the same
+    version (a development build, a reinstall) may have been inferred by other rules."""
+    from . import _internal
+
+    try:
+        st = os.stat(_internal.__file__)
+        return (st.st_ino, st.st_size, st.st_ctime_ns)
+    except (OSError, AttributeError, TypeError):
+        return ()
+
+
+_BUILD = _build_identity()
+
+
 def _saved_schema_path(key: tuple) -> str | None:
     """Where the schema of ``key`` is saved: ``MSGPACK_ARROW_CACHE_DIR`` (default
     ``$XDG_CACHE_HOME/msgpack-arrow``, else ``~/.cache/msgpack-arrow``) / ``schemas``; ``None``
@@ -517,7 +533,7 @@ def _saved_schema_path(key: tuple) -> str | None:
     base = os.environ.get("MSGPACK_ARROW_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "msgpack-arrow"
     )
-    name = hashlib.sha256(repr((key, __version__)).encode()).hexdigest()
+    name = hashlib.sha256(repr((key, __version__, _BUILD)).encode()).hexdigest()
     return os.path.join(base, "schemas", name + ".arrows")
 
 

@@ -103,3 +103,28 @@ def test_a_growing_file_reads_as_a_consistent_prefix(tmp_path):
         w.wait(timeout=60)
     assert ma.read_msgpack(p).height == 400
     assert seen == sorted(seen), "later reads see at least as many records"
+
+
+@pytest.mark.parametrize("source", ["bytes", "path", "scan"])
+def test_one_record_kept_from_a_cut_stream_is_a_record_not_a_columns_map(tmp_path, source):
+    # the layout of a stream, not of a file holding that one map (whose ndarrays would be columns)
+    full = b"".join(mn.packb({"emb": np.arange(4, dtype="<f4") + i}) for i in range(3))
+    cut = full[: len(full) // 3 + 10]
+    kept = _unpacked_prefix(cut)
+    p = tmp_path / "cut.msgpack"
+    p.write_bytes(cut)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if source == "scan":
+            df = ma.scan_msgpack(p, on_truncated="keep").collect()
+        else:
+            df = ma.read_msgpack(cut if source == "bytes" else p, on_truncated="keep")
+    assert df.height == len(kept) == 1
+    np.testing.assert_array_equal(df["emb"].to_numpy(), np.stack([r["emb"] for r in kept]))
+
+
+def _unpacked_prefix(data: bytes) -> list:
+    # what msgpack_numpy's Unpacker yields before the cut
+    u = mn.Unpacker(raw=False)
+    u.feed(data)
+    return list(u)

@@ -144,6 +144,9 @@ pub struct ReaderBuilder {
     whole_chunks: bool,
     /// what a first pass over the whole stream found ([`ReaderBuilder::with_first_pass`])
     first_pass: Option<first_pass::FirstPass>,
+    /// The input was cut after the objects read ([`OnTruncated::Keep`]): one object kept is not
+    /// a file of one object (whose `auto` layout may be `columns`), but the first of a stream.
+    cut_after: bool,
     hold_decompressed: usize,
 }
 
@@ -189,6 +192,7 @@ impl ReaderBuilder {
             eager: false,
             whole_chunks: false,
             first_pass: None,
+            cut_after: false,
             hold_decompressed: DEFAULT_HOLD_DECOMPRESSED,
         }
     }
@@ -594,7 +598,7 @@ impl ReaderBuilder {
         Ok(if ext { r.numpy_extension(given) } else { r })
     }
 
-    fn build_from_buffer_all(self, buf: Buffer) -> Result<Reader> {
+    fn build_from_buffer_all(mut self, buf: Buffer) -> Result<Reader> {
         check_msgpack(&self, buf.as_slice())?;
         let cut = match self.on_truncated {
             OnTruncated::Keep => complete_prefix(buf.as_slice(), self.max_depth),
@@ -604,6 +608,7 @@ impl ReaderBuilder {
             Some(t) => buf.slice_with_length(0, t.offset as usize),
             None => buf,
         };
+        self.cut_after = cut.is_some();
         if let Some(r) = self.piped(&buf, cut)? {
             return Ok(r);
         }

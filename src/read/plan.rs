@@ -300,7 +300,7 @@ pub(crate) fn first_object(b: &ReaderBuilder, data: &[u8]) -> Result<(bool, Opti
     if b.release_input {
         release_pages(data, 0, c.pos());
     }
-    Ok((c.is_empty(), Some(columns)))
+    Ok((c.is_empty() && !b.cut_after, Some(columns)))
 }
 
 /// One batch the walk has gone past, with the schema inferred through its last row: what
@@ -379,6 +379,7 @@ fn plan_assumed_columns(b: &ReaderBuilder, data: &[u8]) -> Option<Plan> {
     let mut c = Cursor::new(data, 0);
     let assume = b.layout == Layout::Auto
         && b.schema.is_none()
+        && !b.cut_after
         && matches!(c.peek_kind(), Ok(Kind::Map))
         // (an empty map is a record)
         && c.clone().read_map_len().ok()? > 0
@@ -407,14 +408,15 @@ fn plan_assumed_columns(b: &ReaderBuilder, data: &[u8]) -> Option<Plan> {
 /// Whether the input holds one object at most (walking the first one).
 pub(crate) fn only_object(b: &ReaderBuilder, data: &[u8]) -> Result<bool> {
     let mut c = Cursor::new(data, 0);
-    Ok(c.is_empty() || {
-        c.skip(b.max_depth)?;
-        // one top-level array is walked whole here: drop what it mapped in
-        if b.release_input {
-            release_pages(data, 0, c.pos());
-        }
-        c.is_empty()
-    })
+    Ok(!b.cut_after
+        && (c.is_empty() || {
+            c.skip(b.max_depth)?;
+            // one top-level array is walked whole here: drop what it mapped in
+            if b.release_input {
+                release_pages(data, 0, c.pos());
+            }
+            c.is_empty()
+        }))
 }
 
 /// Whether the first object is the only one: known, or assumed (a first top-level array; the
