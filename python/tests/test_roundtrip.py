@@ -421,3 +421,18 @@ def test_an_extension_frame_with_null_columns_is_written_back_byte_for_byte(data
     # Polars exports Null with a buffer arrow-rs refuses: inside the extension's storage too
     df = ma.read_msgpack(data, layout=layout, numpy_types="extension")
     assert ma.write_msgpack(df) == data
+
+
+@pytest.mark.parametrize(
+    "shape, dtype",
+    [((0, 3), "<u2"), ((2, 0), "<u2"), ((0,), "<i8"), ((0,), "<f8"), ((0, 2), "|b1")],
+)
+def test_empty_ndarrays_keep_their_dtype_through_polars(shape, dtype):
+    # rows of no element say their dtype only as ndarrays: `[]` would read back as List(Null)
+    data = b"".join(mn.packb({"a": np.zeros(shape, dtype)}) for _ in range(2))
+    df = ma.read_msgpack(data)
+    out = ma.write_msgpack(df)
+    assert out == data
+    assert_frame_equal(ma.read_msgpack(out), df)
+    back = [r["a"] for r in mn.Unpacker(io.BytesIO(out), raw=False)]
+    assert all(a.shape == shape and a.dtype == np.dtype(dtype) for a in back)

@@ -834,6 +834,21 @@ pub fn mark_ragged_ndarrays(schema: &SchemaRef, batches: &[RecordBatch]) -> Sche
             _ => false,
         }
     }
+    // any number or bool, under Lists or Arrays: a column of empty rows only says its dtype as
+    // ndarrays of it (written as lists, `[]` reads back as a list of nothing, List(Null))
+    fn number_leaf(t: &T) -> bool {
+        match t {
+            T::List(f) | T::LargeList(f) | T::FixedSizeList(f, _) => number_leaf(f.data_type()),
+            t => t.is_numeric() || *t == T::Boolean,
+        }
+    }
+    fn has_list(t: &T) -> bool {
+        match t {
+            T::List(_) | T::LargeList(_) => true,
+            T::FixedSizeList(f, _) => has_list(f.data_type()),
+            _ => false,
+        }
+    }
     if schema.metadata().contains_key(meta::LAYOUT) {
         return schema.clone();
     }
@@ -843,8 +858,10 @@ pub fn mark_ragged_ndarrays(schema: &SchemaRef, batches: &[RecordBatch]) -> Sche
         .enumerate()
         .map(|(c, f)| {
             let mut f = f.as_ref().clone();
-            let ragged = matches!(f.data_type(), T::List(_) | T::LargeList(_))
-                && narrow_leaf(f.data_type())
+            let t = f.data_type();
+            let ragged = has_list(t)
+                && (narrow_leaf(t)
+                    || (number_leaf(t) && batches.iter().all(|b| holds_no_number(b.column(c)))))
                 && !f.metadata().contains_key(meta::KIND)
                 && batches.iter().all(|b| rows_are_ndarrays(b.column(c)));
             if ragged {
@@ -859,6 +876,34 @@ pub fn mark_ragged_ndarrays(schema: &SchemaRef, batches: &[RecordBatch]) -> Sche
         fields,
         schema.metadata().clone(),
     ))
+}
+
+/// Whether a column of lists holds no element at all, at any depth (empty rows and nulls).
+fn holds_no_number(a: &arrow_array::ArrayRef) -> bool {
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+    match a.data_type() {
+        arrow_schema::DataType::List(_) => {
+            let l = a.as_list::<i32>();
+            let o = l.value_offsets();
+            o[o.len() - 1] == o[0]
+        }
+        arrow_schema::DataType::LargeList(_) => {
+            let l = a.as_list::<i64>();
+            let o = l.value_offsets();
+            o[o.len() - 1] == o[0]
+        }
+        arrow_schema::DataType::FixedSizeList(..) => {
+            let l = a.as_fixed_size_list();
+            l.value_length() == 0
+                || l.is_empty()
+                || holds_no_number(&l.values().slice(
+                    l.offset() * l.value_length() as usize,
+                    l.len() * l.value_length() as usize,
+                ))
+        }
+        _ => a.is_empty(),
+    }
 }
 
 /// Whether a column's key is written as bin: the file read had it so ([`meta::KEY`]).
