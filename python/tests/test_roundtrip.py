@@ -436,3 +436,18 @@ def test_empty_ndarrays_keep_their_dtype_through_polars(shape, dtype):
     assert_frame_equal(ma.read_msgpack(out), df)
     back = [r["a"] for r in mn.Unpacker(io.BytesIO(out), raw=False)]
     assert all(a.shape == shape and a.dtype == np.dtype(dtype) for a in back)
+
+
+def test_a_structured_array_with_nat_in_a_time_field_stays_one_through_polars():
+    # msgpack_numpy's own map for a V array (its packb cannot take timedelta fields): NaT is a
+    # null in Polars, and an ndarray's NaT again on write, not a list of maps with nil
+    arr = np.zeros(2, dtype=[("a", "<i4"), ("t", "<m8[ms]")])
+    arr["t"][1] = np.timedelta64("NaT")
+    nd = {b"nd": True, b"type": arr.dtype.descr, b"kind": b"V", b"shape": list(arr.shape), b"data": arr.tobytes()}
+    data = b"".join(msgpack.packb({"c": nd}, use_bin_type=True) for _ in range(2))
+    df = ma.read_msgpack(data)
+    out = ma.write_msgpack(df)
+    assert out == data
+    assert_frame_equal(ma.read_msgpack(out), df)
+    back = mn.unpackb(out[: len(out) // 2], raw=False)["c"]
+    assert back.dtype == arr.dtype and np.isnat(back["t"][1]) and back["t"][0] == arr["t"][0]

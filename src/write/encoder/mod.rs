@@ -247,9 +247,14 @@ fn nulls_in_rows(a: &arrow_array::FixedSizeListArray) -> bool {
     (0..a.len()).any(|i| a.is_valid(i) && nulls_inside(v.slice(i * n, n).as_ref()))
 }
 
-/// Whether `a` holds a null anywhere: in itself, its struct fields or its fixed-size lists.
+/// Whether `a` holds a null anywhere: in itself, its struct fields or its fixed-size lists. A
+/// null datetime or timedelta does not count: numpy has NaT for it, which an ndarray holds.
 fn nulls_inside(a: &dyn Array) -> bool {
-    a.logical_null_count() > 0
+    let nat = matches!(
+        a.data_type(),
+        DataType::Timestamp(..) | DataType::Date32 | DataType::Date64 | DataType::Duration(_)
+    );
+    (!nat && a.logical_null_count() > 0)
         || match a.data_type() {
             DataType::Struct(_) => a
                 .as_struct()
