@@ -451,3 +451,13 @@ def test_a_structured_array_with_nat_in_a_time_field_stays_one_through_polars():
     assert_frame_equal(ma.read_msgpack(out), df)
     back = mn.unpackb(out[: len(out) // 2], raw=False)["c"]
     assert back.dtype == arr.dtype and np.isnat(back["t"][1]) and back["t"][0] == arr["t"][0]
+
+
+@pytest.mark.parametrize("first, then", [(np.array(["abc"], "<U3"), np.array(["abcde"], "<U5")), (np.array([b"ab"], "S2"), np.array([b"abcd"], "S4"))])
+def test_strings_wider_than_the_rows_typed_are_written_at_their_width(first, then):
+    # infer_rows=1 types the column <U3 from the first row; the wider row after it is written as
+    # it was, not refused ("does not fit numpy dtype <U3")
+    data = mn.packb({"x": first}) + mn.packb({"x": then})
+    out = ma.write_msgpack(ma.read_arrow(data, infer_rows=1), layout="auto")
+    assert out == data
+    assert [r["x"].dtype for r in mn.Unpacker(io.BytesIO(out), raw=False)] == [first.dtype, then.dtype]

@@ -158,6 +158,15 @@ impl Elems {
         Some(w.unwrap_or(0).max(1))
     }
 
+    /// How many `U`/`S` elements there are (0 for other dtypes).
+    pub(crate) fn text_len(&self) -> usize {
+        match self {
+            Elems::Unicode { strs, .. } => strs.len(),
+            Elems::Bytes { bins, .. } => bins.len(),
+            _ => 0,
+        }
+    }
+
     /// [`Elems::write`] at another `U`/`S` width (other dtypes: as they are).
     pub(crate) fn write_width(
         &self,

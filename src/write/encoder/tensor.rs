@@ -25,9 +25,10 @@ pub(crate) struct TensorEnc {
     /// Fixed shape: the shape, elements per row, and the whole head (non-aligned mode).
     pub(crate) fixed: Option<(Vec<usize>, usize, Vec<u8>)>,
     pub(crate) shape: Vec<usize>,
-    /// `U`/`S` rows written at their own smallest width (`msgpack_numpy.widths` = `min`), with
-    /// the dtype of the last width used
-    pub(crate) min_width: Option<(NumpyDtype, usize, NdType)>,
+    /// `U`/`S` rows written at their own smallest width (`msgpack_numpy.widths` = `min`), or at
+    /// least the column's (the last number: 0, or that width), with the dtype of the last width
+    /// used
+    pub(crate) min_width: Option<(NumpyDtype, usize, NdType, usize)>,
 }
 
 impl TensorEnc {
@@ -75,25 +76,38 @@ impl TensorEnc {
         })
     }
 
-    /// Write rows at their own smallest width when the reader saw several (`field` metadata).
+    /// Write rows at their own smallest width when the reader saw several (`field` metadata); a
+    /// row wider than the dtype (a column typed from its first rows, `infer_rows`, that widened
+    /// past them) at its own width, the others at the column's.
     pub(crate) fn with_widths_of(mut self, field: &Field, dt: Option<&NumpyDtype>) -> Self {
+        let Some((dt, (_, width))) = dt.and_then(|d| Some((d, d.text_width()?))) else {
+            return self;
+        };
         let min = field
             .metadata()
             .get(meta::WIDTHS)
             .is_some_and(|v| v == "min");
-        if let (true, Some(dt)) = (min, dt) {
-            if dt.text_width().is_some() {
-                self.min_width = Some((dt.clone(), usize::MAX, NdType::of(dt)));
-                self.fixed = None;
-            }
-        }
+        let floor = if min {
+            0
+        } else if self
+            .t
+            .elems
+            .min_text_width(0, self.t.elems.text_len())
+            .is_some_and(|w| w > width)
+        {
+            width
+        } else {
+            return self;
+        };
+        self.min_width = Some((dt.clone(), usize::MAX, NdType::of(dt), floor));
+        self.fixed = None;
         self
     }
 
     /// The row's dtype: the column's, or (`min_width`) the same at the row's smallest width.
     pub(crate) fn row_width(&mut self, a: usize, b: usize) -> Option<usize> {
-        let (dt, last, nd) = self.min_width.as_mut()?;
-        let w = self.t.elems.min_text_width(a, b)?;
+        let (dt, last, nd, floor) = self.min_width.as_mut()?;
+        let w = self.t.elems.min_text_width(a, b)?.max(*floor);
         if w != *last {
             *nd = NdType::of(&dt.with_text_width(w));
             *last = w;
@@ -131,7 +145,7 @@ impl ColumnEncoder for TensorEnc {
         self.t.check_elems(a, b)?;
         let w = self.row_width(a, b);
         let nd = match (&self.min_width, w) {
-            (Some((_, _, nd)), Some(_)) => nd,
+            (Some((_, _, nd, _)), Some(_)) => nd,
             _ => &self.nd,
         };
         let head = NdHead {
@@ -155,7 +169,7 @@ impl ColumnEncoder for TensorEnc {
         let (a, b) = self.head_range(row)?;
         let w = self.row_width(a, b);
         let nd = match (&self.min_width, w) {
-            (Some((_, _, nd)), Some(_)) => nd,
+            (Some((_, _, nd, _)), Some(_)) => nd,
             _ => &self.nd,
         };
         let h = NdHead {
