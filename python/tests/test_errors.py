@@ -276,3 +276,12 @@ def test_tiny_arrays_describing_a_million_empty_rows_each_are_refused(ragged):
     assert e.value.column == "a"
     # one such array alone stays readable
     assert ma.read_msgpack(msgpack.packb({"a": nd(1 << 20)})).height == 1 << 20
+
+
+def test_an_axis_longer_than_arrow_lists_hold_is_named_with_its_place():
+    # numpy allows shape (0, 2**31) (no element); no Arrow FixedSizeList holds the axis
+    nd = {b"nd": True, b"type": "<f8", b"kind": b"", b"shape": [0, 2**31], b"data": b""}
+    assert mn.unpackb(msgpack.packb(nd)).shape == (0, 2**31)
+    with pytest.raises(ma.DecodeError, match="longer than a FixedSizeList") as e:
+        ma.read_msgpack(msgpack.packb({"id": 1, "a": None}) + msgpack.packb({"id": 2, "a": nd}))
+    assert (e.value.record, e.value.column) == (1, "a") and e.value.offset is not None

@@ -629,6 +629,11 @@ impl Inferrer {
                             nd.check_len(&dt, c.offset_of(0))?;
                             dt.arrow_type()
                                 .map_err(|e| e.at_offset(c.offset_of(nd.type_pos)))?;
+                            // (an axis no Arrow list can hold: said here, where it is)
+                            for &d in &nd.shape {
+                                crate::types::arrow::fixed_size_list(DataType::Null, d)
+                                    .map_err(|e| e.at_offset(c.offset_of(start)))?;
+                            }
                         }
                         Ty::Nd {
                             dt,
