@@ -48,13 +48,39 @@ struct Frames<R: Read>(lz4_flex::frame::FrameDecoder<io::BufReader<Lz4Frames<R>>
 impl<R: Read> Read for Frames<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
-            let n = self.0.read(buf)?;
+            let n = match self.0.read(buf) {
+                Ok(n) => n,
+                Err(e) => match skippable(&e) {
+                    // the decoder read the frame's magic number and size: its bytes are stepped
+                    // over, as `lz4 -d` does
+                    Some(len) => {
+                        let under = self.0.get_mut();
+                        let skipped = io::copy(&mut under.take(len), &mut io::sink())?;
+                        if skipped < len {
+                            return Err(io::Error::new(
+                                io::ErrorKind::InvalidData,
+                                "it ends inside a skippable LZ4 frame",
+                            ));
+                        }
+                        continue;
+                    }
+                    None => return Err(e),
+                },
+            };
             // the decoder says 0 at the end of each frame: the input's end is the source's
             let under = self.0.get_ref();
             if n > 0 || buf.is_empty() || (under.get_ref().ended && under.buffer().is_empty()) {
                 return Ok(n);
             }
         }
+    }
+}
+
+/// The length of the skippable frame the decoder stopped at (it reads none).
+fn skippable(e: &io::Error) -> Option<u64> {
+    match e.get_ref()?.downcast_ref::<lz4_flex::frame::Error>()? {
+        lz4_flex::frame::Error::SkippableFrame(n) => Some(u64::from(*n)),
+        _ => None,
     }
 }
 
@@ -197,7 +223,14 @@ mod tests {
                 two.len()
             );
         }
-        // a skippable frame is stepped over as a whole
+        // a skippable frame between two frames is stepped over, as `lz4 -d` does
+        let mut with_skip = one.clone();
+        with_skip.extend_from_slice(&(SKIPPABLE + 3).to_le_bytes());
+        with_skip.extend_from_slice(&5u32.to_le_bytes());
+        with_skip.extend_from_slice(b"skip!");
+        with_skip.extend_from_slice(&one);
+        assert!(decode(&with_skip).unwrap() == whole);
+        assert!(decode(&with_skip[..one.len() + 10]).is_err());
         let mut skip = Lz4Frames::new(io::empty());
         let mut frame = (SKIPPABLE + 3).to_le_bytes().to_vec();
         frame.extend_from_slice(&5u32.to_le_bytes());
