@@ -109,7 +109,15 @@ impl Source {
 /// Polars exports `string_view`, `binary_view` and large lists; the decoder builds the plain
 /// types, so an override type is mapped to them (same values).
 pub(crate) fn plain_type(t: &DataType) -> DataType {
-    let item = |f: &Field| Arc::new(Field::new(f.name(), plain_type(f.data_type()), true));
+    // (nested fields keep their nullability: a complex column's FixedSizeList items are not
+    // null, and `read_arrow`'s own schema given back must match the batches)
+    let item = |f: &Field| {
+        Arc::new(Field::new(
+            f.name(),
+            plain_type(f.data_type()),
+            f.is_nullable(),
+        ))
+    };
     match t {
         DataType::Utf8View | DataType::LargeUtf8 => DataType::Utf8,
         DataType::BinaryView | DataType::LargeBinary => DataType::Binary,
@@ -120,7 +128,7 @@ pub(crate) fn plain_type(t: &DataType) -> DataType {
         DataType::FixedSizeList(f, n) => DataType::FixedSizeList(item(f), *n),
         DataType::Struct(fs) => DataType::Struct(Fields::from(
             fs.iter()
-                .map(|f| Field::new(f.name(), plain_type(f.data_type()), true))
+                .map(|f| Field::new(f.name(), plain_type(f.data_type()), f.is_nullable()))
                 .collect::<Vec<_>>(),
         )),
         other => other.clone(),

@@ -461,3 +461,10 @@ def test_strings_wider_than_the_rows_typed_are_written_at_their_width(first, the
     out = ma.write_msgpack(ma.read_arrow(data, infer_rows=1), layout="auto")
     assert out == data
     assert [r["x"].dtype for r in mn.Unpacker(io.BytesIO(out), raw=False)] == [first.dtype, then.dtype]
+
+
+def test_ragged_empty_ndarrays_keep_their_dtype_through_polars():
+    # (2, 0) then (3, 0): List(List(Int64)) whose inner lists are all empty
+    data = mn.packb({"a": np.zeros((2, 0), "<i8")}) + mn.packb({"a": np.zeros((3, 0), "<i8")})
+    df = ma.read_msgpack(data)
+    assert ma.write_msgpack(df) == data

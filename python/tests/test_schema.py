@@ -98,3 +98,23 @@ def test_a_columns_map_is_converted_into_the_schema_as_numpy_casts_it():
     with pytest.raises(ma.DecodeError, match="element 1 of this <f8 ndarray does not fit") as e:
         ma.read_msgpack(mn.packb({"a": np.array([1.0, 1.5])}), schema={"a": pl.Int64})
     assert e.value.column == "a"
+
+
+def test_overrides_on_a_schema_or_a_columns_map_convert_exactly_too():
+    # a value the type cannot hold is an error whichever way the type was given, never 2.5 -> 2
+    data = b"".join(mn.packb({"i": 3, "f": 2.5}) for _ in range(2))
+    with pytest.raises(ma.DecodeError, match="exactly"):
+        ma.read_msgpack(data, schema={"i": pl.Int64, "f": pl.Float64}, schema_overrides={"f": pl.Int64})
+    with pytest.raises(ma.DecodeError, match="exactly"):
+        ma.read_msgpack(data, schema={"i": pl.Int64, "f": pl.Float64}, schema_overrides={"i": pl.Boolean})
+    with pytest.raises(ma.DecodeError, match="exactly"):
+        ma.read_msgpack(mn.packb({"y": np.array([1.5, 2.0])}), schema_overrides={"y": pl.Int64})
+    fits = np.array([1.0, 2.0])
+    assert ma.read_msgpack(mn.packb({"y": fits}), schema_overrides={"y": pl.Int64})["y"].to_list() == fits.astype("i8").tolist()
+
+
+def test_read_arrow_s_own_schema_given_back_reads_the_file_again():
+    pa = pytest.importorskip("pyarrow")
+    data = b"".join(mn.packb({"id": i, "c": np.complex64(1 + 2j), "p": 1 + 2j}) for i in range(3))
+    t = pa.table(ma.read_arrow(data))
+    assert pa.table(ma.read_arrow(data, schema=t.schema)).equals(t)

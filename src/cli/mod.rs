@@ -124,7 +124,13 @@ where
     // a panic is reported as one error line, here, not by the default hook's "thread panicked"
     // lines: those a reader of a corrupt Parquet or Feather file raises are caught on the way
     // (and say which file), any other is a bug
-    std::panic::set_hook(Box::new(|_| {}));
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        // (another thread's panic that does not reach `main` is shown as it was)
+        if std::thread::current().name() != Some("main") {
+            default(info);
+        }
+    }));
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli)))
         .unwrap_or_else(|p| {
             Err(format!(

@@ -155,6 +155,12 @@ impl<R> Lz4Frames<R> {
                 ),
                 s @ (State::Skip(..) | State::Untracked) => s,
             };
+            // nothing to skip (an empty skippable frame): the next field at once
+            self.state = match self.state {
+                State::Skip(0, Then::Block) => State::BlockSize,
+                State::Skip(0, Then::Frame) => State::Magic,
+                s => s,
+            };
         }
     }
 

@@ -373,7 +373,8 @@ pub(crate) fn decode_column_value(
     }
     nd.check_len(&dt, c.offset_of(0))?;
     *unbacked = unbacked.saturating_add(nd.unbacked_entries(&dt));
-    if *unbacked > MAX_EMPTY_ENTRIES {
+    // (two entries a byte read so far are free, as within one ndarray)
+    if *unbacked > MAX_EMPTY_ENTRIES + 2 * c.pos() as u128 {
         return Err(c.error_at(at, too_many_unbacked()));
     }
     let want = f

@@ -630,9 +630,14 @@ impl Inferrer {
                             dt.arrow_type()
                                 .map_err(|e| e.at_offset(c.offset_of(nd.type_pos)))?;
                             // (an axis no Arrow list can hold: said here, where it is)
-                            for &d in &nd.shape {
-                                crate::types::arrow::fixed_size_list(DataType::Null, d)
-                                    .map_err(|e| e.at_offset(c.offset_of(start)))?;
+                            if let Some(&d) = nd.shape.iter().find(|&&d| i32::try_from(d).is_err())
+                            {
+                                return Err(c.error_at(
+                                    start,
+                                    ErrorKind::Layout(format!(
+                                        "axis of length {d} is longer than a FixedSizeList can hold"
+                                    )),
+                                ));
                             }
                         }
                         Ty::Nd {

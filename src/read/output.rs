@@ -110,6 +110,17 @@ impl Reader {
                         )))
                         .prepend_path(f.name()));
                     }
+                    // into integers or bools, arrow-cast truncates (2.5 → 2, 3 → true): a value
+                    // the cast back does not give again did not fit
+                    if truncates(c.data_type(), t) {
+                        let back = arrow_cast::cast_with_options(&out, c.data_type(), &opts).ok();
+                        if back.is_none_or(|back| back.as_ref() != c.as_ref()) {
+                            return Err(Error::new(ErrorKind::Inexact(format!(
+                                "a value does not fit {t} exactly"
+                            )))
+                            .prepend_path(f.name()));
+                        }
+                    }
                     out
                 }
             });
@@ -159,5 +170,23 @@ fn infinities(a: &dyn Array) -> usize {
             .map(|c| infinities(c.as_ref()))
             .sum(),
         _ => 0,
+    }
+}
+
+/// Whether a cast from `from` to `to` may change a value without failing: numbers into integers
+/// (a float's fraction dropped) or into bools (any nonzero number true), at any list depth.
+fn truncates(from: &DataType, to: &DataType) -> bool {
+    use DataType as T;
+    fn leaf(t: &T) -> &T {
+        match t {
+            T::List(f) | T::LargeList(f) | T::FixedSizeList(f, _) => leaf(f.data_type()),
+            t => t,
+        }
+    }
+    let (a, b) = (leaf(from), leaf(to));
+    match b {
+        T::Boolean => a.is_numeric(),
+        b if b.is_integer() => a.is_floating(),
+        _ => false,
     }
 }

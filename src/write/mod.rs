@@ -886,12 +886,14 @@ fn holds_no_number(a: &arrow_array::ArrayRef) -> bool {
         arrow_schema::DataType::List(_) => {
             let l = a.as_list::<i32>();
             let o = l.value_offsets();
-            o[o.len() - 1] == o[0]
+            let (from, to) = (o[0] as usize, o[o.len() - 1] as usize);
+            holds_no_number(&l.values().slice(from, to - from))
         }
         arrow_schema::DataType::LargeList(_) => {
             let l = a.as_list::<i64>();
             let o = l.value_offsets();
-            o[o.len() - 1] == o[0]
+            let (from, to) = (o[0] as usize, o[o.len() - 1] as usize);
+            holds_no_number(&l.values().slice(from, to - from))
         }
         arrow_schema::DataType::FixedSizeList(..) => {
             let l = a.as_fixed_size_list();

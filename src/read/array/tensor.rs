@@ -63,8 +63,10 @@ pub(crate) struct TensorDecoder {
     /// a column of Python `complex` values (not numpy ones): inferred so, it takes no numpy
     /// complex, nor a numpy column a Python one (the conflict a read of every row reports)
     pub(crate) python_complex: bool,
-    /// entries of this batch's rows that no data byte backs ([`NdArray::unbacked_entries`])
-    pub(crate) unbacked: u128,
+    /// entries of this batch's rows that no data byte backs ([`NdArray::unbacked_entries`]),
+    /// less twice the bytes of the rows read (a batch of many small empty arrays is fine; a
+    /// few bytes describing millions of entries are not)
+    pub(crate) unbacked: i128,
     pub(crate) ctx: Ctx,
 }
 
@@ -408,8 +410,12 @@ impl ArrayDecoder for TensorDecoder {
                 let row_dt = self.row_dtype(&nd, c)?;
                 nd.check_len(&row_dt, c.offset_of(0))?;
                 let unbacked = nd.unbacked_entries(&row_dt);
-                self.unbacked = self.unbacked.saturating_add(unbacked);
-                if self.unbacked > MAX_EMPTY_ENTRIES {
+                let bytes = 2 * (c.pos() - start) as i128;
+                self.unbacked = self
+                    .unbacked
+                    .saturating_add(i128::try_from(unbacked).unwrap_or(i128::MAX))
+                    .saturating_sub(bytes);
+                if self.unbacked > MAX_EMPTY_ENTRIES as i128 {
                     return Err(c.error_at(start, too_many_unbacked()));
                 }
                 if nd.shape.len() != self.shape.len() {
@@ -621,7 +627,7 @@ fn check_chars(dt: &NumpyDtype, data: &[u8], c: &Cursor<'_>, at: usize) -> Resul
 pub(crate) fn too_many_unbacked() -> ErrorKind {
     ErrorKind::InvalidNdarray(format!(
         "the ndarrays of this column describe more than {MAX_EMPTY_ENTRIES} empty (sub-)array \
-         entries that no data bytes back (axes of length 0 under long ones): refused, as a few \
-         bytes would make gigabytes of offsets"
+         entries beyond two per byte of them (axes of length 0 under long ones): refused, as a \
+         few bytes would make gigabytes of offsets"
     ))
 }
