@@ -8,9 +8,9 @@ use arrow_schema::{DataType, Field};
 
 use super::array::{make_decoder, Ctx};
 use super::infer::{Inferrer, Ty};
-use super::plan::leaf_dtype;
 use super::ReaderBuilder;
 use crate::error::{Error, ErrorKind, Result};
+use crate::types::arrow::leaf_dtype;
 use crate::types::meta;
 use crate::wire::cursor::Cursor;
 

@@ -10,8 +10,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Dialect, Layout};
 use crate::read::source::release_pages;
 use crate::read::source::{release_behind, RELEASE_STEP};
+use crate::types::arrow::leaf_dtype;
 use crate::types::layout::{is_columns_map as is_columns_map_rule, ValueForm};
-use crate::types::{meta, NumpyDtype};
+use crate::types::meta;
 use crate::wire::cursor::{Cursor, Kind};
 use crate::wire::ndarray::{probe, Special};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -976,30 +977,6 @@ impl RowWalk<'_> {
             _ => Ok(()),
         }
     }
-}
-
-/// The numpy dtype (native order) of the numbers at the bottom of nested list types.
-pub(crate) fn leaf_dtype(t: &arrow_schema::DataType) -> Option<NumpyDtype> {
-    use arrow_schema::DataType as T;
-    let s = match t {
-        T::List(f) | T::LargeList(f) | T::FixedSizeList(f, _) => return leaf_dtype(f.data_type()),
-        T::Boolean => "|b1",
-        T::Int8 => "|i1",
-        T::Int16 => "<i2",
-        T::Int32 => "<i4",
-        T::Int64 => "<i8",
-        T::UInt8 => "|u1",
-        T::UInt16 => "<u2",
-        T::UInt32 => "<u4",
-        T::UInt64 => "<u8",
-        T::Float16 => "<f2",
-        T::Float32 => "<f4",
-        T::Float64 => "<f8",
-        _ => return None,
-    };
-    NumpyDtype::parse(s)
-        .ok()
-        .map(|d| crate::types::buffers::native(&d))
 }
 
 /// Column maps (chunks) of one file recorded in the schema, at most ([`meta::CHUNKS`]: more are

@@ -365,6 +365,30 @@ pub fn parse_type_name(s: &str) -> Result<DataType> {
     })
 }
 
+/// The numpy dtype (native order) of the numbers at the bottom of nested list types.
+pub(crate) fn leaf_dtype(t: &arrow_schema::DataType) -> Option<NumpyDtype> {
+    use arrow_schema::DataType as T;
+    let s = match t {
+        T::List(f) | T::LargeList(f) | T::FixedSizeList(f, _) => return leaf_dtype(f.data_type()),
+        T::Boolean => "|b1",
+        T::Int8 => "|i1",
+        T::Int16 => "<i2",
+        T::Int32 => "<i4",
+        T::Int64 => "<i8",
+        T::UInt8 => "|u1",
+        T::UInt16 => "<u2",
+        T::UInt32 => "<u4",
+        T::UInt64 => "<u8",
+        T::Float16 => "<f2",
+        T::Float32 => "<f4",
+        T::Float64 => "<f8",
+        _ => return None,
+    };
+    NumpyDtype::parse(s)
+        .ok()
+        .map(|d| crate::types::buffers::native(&d))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
