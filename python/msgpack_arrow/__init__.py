@@ -233,7 +233,7 @@ def _read_stream(source, *, for_polars: bool, n_rows, rows=None, schema=None, sc
     with _naming(src):
         r = _reader(
             src,
-            schema=_overrides(schema),
+            schema=_overrides(schema, "schema"),
             schema_inferred=False,
             schema_overrides=_overrides(schema_overrides),
             n_rows=n_rows,
@@ -687,7 +687,7 @@ def scan_msgpack(
         hold_decompressed=hold_decompressed,
     )
     overrides = _overrides(schema_overrides)
-    given = _overrides(schema)
+    given = _overrides(schema, "schema")
     if given is None:
         full_schema, all_columns, empty = _first_schema(sources[0], len(sources) > 1, overrides, schema_overrides, opts)
     else:

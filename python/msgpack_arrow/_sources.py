@@ -106,8 +106,9 @@ def _columns(columns: str | Sequence[str] | None) -> list[str] | None:
     return out
 
 
-def _overrides(schema_overrides: SchemaOverrides | None) -> Any:
-    """An object with the override types in its Arrow schema (an empty Polars DataFrame)."""
+def _overrides(schema_overrides: SchemaOverrides | None, name: str = "schema_overrides") -> Any:
+    """An object with the override types in its Arrow schema (an empty Polars DataFrame);
+    `name`: the argument's, for the error."""
     if schema_overrides is None:
         return None
     if isinstance(schema_overrides, Mapping):
@@ -116,7 +117,7 @@ def _overrides(schema_overrides: SchemaOverrides | None) -> Any:
         return pl.DataFrame(schema=dict(schema_overrides))
     if hasattr(schema_overrides, "__arrow_c_schema__") or hasattr(schema_overrides, "__arrow_c_stream__"):
         return schema_overrides  # a pyarrow Schema, an empty DataFrame, ...
-    raise TypeError("schema_overrides must be a dict of column name -> polars dtype")
+    raise TypeError(f"{name} must be a dict of column name -> polars dtype (or a pyarrow schema)")
 
 
 def _storage(storage_options: dict[str, Any] | None) -> list[tuple[str, str]] | None:

@@ -118,3 +118,9 @@ def test_read_arrow_s_own_schema_given_back_reads_the_file_again():
     data = b"".join(mn.packb({"id": i, "c": np.complex64(1 + 2j), "p": 1 + 2j}) for i in range(3))
     t = pa.table(ma.read_arrow(data))
     assert pa.table(ma.read_arrow(data, schema=t.schema)).equals(t)
+
+
+def test_a_schema_of_another_kind_is_a_type_error_naming_the_argument():
+    for call in (ma.read_msgpack, ma.scan_msgpack, ma.read_arrow):
+        with pytest.raises(TypeError, match="^schema must be a dict"):
+            call(b"\x80", schema=[("a", pl.Int64)])
