@@ -292,3 +292,19 @@ def test_many_small_empty_arrays_are_not_refused_as_hostile():
     data = mn.packb({"i": 1, "feat": np.zeros((20, 0), "<f4")}) * 60_000
     for batch_size in (None, 1000):
         assert ma.read_msgpack(data, batch_size=batch_size).height == 60_000
+
+
+@pytest.mark.parametrize("layout", ["records", "columns"])
+def test_a_time_value_out_of_range_once_converted_is_named_with_its_record(layout):
+    # M8[h] holds 2**62 hours; Arrow's seconds cannot (numpy reads it: the reference)
+    ticks = np.array([1, 2**62, 3], "<i8")
+    nd = {b"nd": True, b"type": "<M8[h]", b"kind": b"", b"shape": [3], b"data": ticks.tobytes()}
+    assert mn.unpackb(msgpack.packb(nd)).view("<i8")[1] == 2**62
+    if layout == "records":
+        data = msgpack.packb({"t": None}) + msgpack.packb({"t": nd})
+    else:
+        data = msgpack.packb({"t": nd})
+    with pytest.raises(ma.DecodeError, match="element 1 of this <M8\\[h\\] ndarray is out of range") as e:
+        ma.read_msgpack(data, layout=layout)
+    assert e.value.column == "t" and e.value.offset is not None
+    assert e.value.record == (1 if layout == "records" else 0)

@@ -1,6 +1,8 @@
 //! The `columns` layout: each map value's axis 0 becomes rows.
 
-use self::array::{make_decoder, nest_fixed, too_many_unbacked, unknown_key, Ctx};
+use self::array::{
+    make_decoder, nest_fixed, time_out_of_range_error, too_many_unbacked, unknown_key, Ctx,
+};
 use self::infer::ListRanges;
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
@@ -372,6 +374,9 @@ pub(crate) fn decode_column_value(
         return Err(c.error_at(at, ErrorKind::ObjectArray));
     }
     nd.check_len(&dt, c.offset_of(0))?;
+    if let Some(i) = crate::types::buffers::time_out_of_range(&dt, &nd.data) {
+        return Err(c.error_at(nd.data_pos, time_out_of_range_error(&dt, i)));
+    }
     *unbacked = unbacked.saturating_add(nd.unbacked_entries(&dt));
     // (two entries a byte read so far are free, as within one ndarray)
     if *unbacked > MAX_EMPTY_ENTRIES + 2 * c.pos() as u128 {

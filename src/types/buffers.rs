@@ -347,6 +347,37 @@ pub(crate) fn to_arrow(
     })
 }
 
+/// The first of the datetime64/timedelta64 elements `data` holds (in `dt`'s byte order) that
+/// its Arrow unit cannot hold once converted (hours to seconds, weeks to days): what
+/// [`time_array`] would refuse, found while the row's place is known. `None` for other dtypes
+/// and units Arrow has (nothing to convert).
+pub(crate) fn time_out_of_range(dt: &NumpyDtype, data: &[u8]) -> Option<usize> {
+    let (unit, order, date) = match dt {
+        NumpyDtype::Datetime { unit, order } => (*unit, *order, true),
+        NumpyDtype::Timedelta { unit, order } => (*unit, *order, false),
+        _ => return None,
+    };
+    let fits: Box<dyn Fn(i64) -> bool> =
+        if date && matches!(unit, NpTimeUnit::Day | NpTimeUnit::Week) {
+            let k = if unit == NpTimeUnit::Week { 7 } else { 1 };
+            Box::new(move |v: i64| v.checked_mul(k).is_some_and(|d| i32::try_from(d).is_ok()))
+        } else {
+            match unit.to_arrow() {
+                Some((_, k)) if k != 1 => Box::new(move |v: i64| v.checked_mul(k).is_some()),
+                _ => return None,
+            }
+        };
+    data.chunks_exact(8).position(|b| {
+        let b: [u8; 8] = b.try_into().expect("8 bytes");
+        let v = if order.needs_swap() {
+            i64::from_ne_bytes(b).swap_bytes()
+        } else {
+            i64::from_ne_bytes(b)
+        };
+        v != i64::MIN && !fits(v)
+    })
+}
+
 /// datetime64/timedelta64 ticks → Arrow, NaT → null, units Arrow lacks converted exactly.
 fn time_array(
     dt: &NumpyDtype,

@@ -15,7 +15,7 @@ mod timestamp;
 
 pub(crate) use self::primitive::{num_at, put_num};
 pub(crate) use self::structs::StructDecoder;
-pub(crate) use self::tensor::{nest_fixed, too_many_unbacked};
+pub(crate) use self::tensor::{nest_fixed, time_out_of_range_error, too_many_unbacked};
 use self::{
     bytes::*, ext::*, list::*, map::*, object::*, primitive::*, raw::*, tensor::*, timestamp::*,
 };

@@ -341,6 +341,9 @@ impl ArrayDecoder for TensorDecoder {
                 }
                 let sdt = f.swap_dt.clone();
                 check_chars(&sdt, data, c, c.pos())?;
+                if let Some(i) = crate::types::buffers::time_out_of_range(&sdt, data) {
+                    return Err(c.error_at(c.pos(), time_out_of_range_error(&sdt, i)));
+                }
                 self.push_row(&sdt, data, n);
                 c.set_pos(c.pos() + h + dl);
                 return Ok(());
@@ -409,6 +412,9 @@ impl ArrayDecoder for TensorDecoder {
             Some(Special::Array(nd)) => {
                 let row_dt = self.row_dtype(&nd, c)?;
                 nd.check_len(&row_dt, c.offset_of(0))?;
+                if let Some(i) = crate::types::buffers::time_out_of_range(&row_dt, &nd.data) {
+                    return Err(c.error_at(start, time_out_of_range_error(&row_dt, i)));
+                }
                 let unbacked = nd.unbacked_entries(&row_dt);
                 let bytes = 2 * (c.pos() - start) as i128;
                 self.unbacked = self
@@ -629,5 +635,13 @@ pub(crate) fn too_many_unbacked() -> ErrorKind {
         "the ndarrays of this column describe more than {MAX_EMPTY_ENTRIES} empty (sub-)array \
          entries beyond two per byte of them (axes of length 0 under long ones): refused, as a \
          few bytes would make gigabytes of offsets"
+    ))
+}
+
+/// The error for element `i` of an ndarray of `dt` that its Arrow unit cannot hold.
+pub(crate) fn time_out_of_range_error(dt: &NumpyDtype, i: usize) -> ErrorKind {
+    ErrorKind::InvalidNdarray(format!(
+        "element {i} of this {} ndarray is out of range once converted to an Arrow unit",
+        dt.to_dtype_str()
     ))
 }
