@@ -6,7 +6,7 @@ use self::array::{
 use self::infer::ListRanges;
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
-use crate::read::array::{num_at, put_num};
+use crate::read::array::{convert_elems, inexact_element};
 use crate::read::source::{release_pages, RELEASE_STEP};
 use crate::types::arrow::leaf_dtype;
 use crate::types::{meta, NumpyDtype};
@@ -415,8 +415,9 @@ pub(crate) fn decode_column_value(
     let convert_to = leaf_dtype(f.data_type())
         .filter(|w| ctx.convert && number && *w != crate::types::buffers::native(&dt));
     if let Some(w) = convert_to {
-        let values = converted(&dt, &w, &nd.data, nd.len)
-            .map_err(|m| c.error_at(nd.data_pos, ErrorKind::Inexact(m)))?;
+        let mut values = crate::types::buffers::output_buffer(nd.len * w.itemsize());
+        convert_elems(&dt, &w, &nd.data, nd.len, &mut values)
+            .map_err(|i| c.error_at(nd.data_pos, inexact_element(i, &dt, &w)))?;
         let values = crate::types::buffers::to_arrow(&w, values.into(), nd.len, true, None)?;
         return Ok((rows, nest_as_schema(c, at, f, &nd.shape, values, rows)?));
     }
@@ -452,29 +453,6 @@ pub(crate) fn decode_column_value(
         None,
     )?;
     Ok((rows, nest_as_schema(c, at, f, &nd.shape, values, rows)?))
-}
-
-/// `elems` elements of `dt` in `data` as `to` (native order), each converted exactly; else
-/// which element does not fit.
-fn converted(
-    dt: &NumpyDtype,
-    to: &NumpyDtype,
-    data: &[u8],
-    elems: usize,
-) -> std::result::Result<arrow_buffer::MutableBuffer, String> {
-    let item = dt.itemsize();
-    let mut out = crate::types::buffers::output_buffer(elems * to.itemsize());
-    for (i, d) in data.chunks_exact(item).take(elems).enumerate() {
-        let fits = num_at(dt, d).is_some_and(|n| put_num(to, n, &mut out));
-        if !fits {
-            return Err(format!(
-                "element {i} of this {} ndarray does not fit {} exactly",
-                dt.to_dtype_str(),
-                to.to_dtype_str()
-            ));
-        }
-    }
-    Ok(out)
 }
 
 /// The flat `values` of an ndarray of `shape` (its rows on axis 0) as `rows` items of column

@@ -13,7 +13,7 @@ mod structs;
 mod tensor;
 mod timestamp;
 
-pub(crate) use self::primitive::{num_at, put_num};
+pub(crate) use self::primitive::{convert_elems, inexact_element};
 pub(crate) use self::structs::StructDecoder;
 pub(crate) use self::tensor::{nest_fixed, time_out_of_range_error, too_many_unbacked};
 use self::{

@@ -160,6 +160,34 @@ pub(crate) fn num_at(dt: &NumpyDtype, d: &[u8]) -> Option<Num> {
     })
 }
 
+/// `elems` elements of `from` in `data` appended to `out` as native `to` elements, each converted
+/// exactly; else `out` as it was and the index of the first that does not fit.
+pub(crate) fn convert_elems(
+    from: &NumpyDtype,
+    to: &NumpyDtype,
+    data: &[u8],
+    elems: usize,
+    out: &mut MutableBuffer,
+) -> std::result::Result<(), usize> {
+    let start = out.len();
+    for (i, d) in data.chunks_exact(from.itemsize()).take(elems).enumerate() {
+        if !num_at(from, d).is_some_and(|n| put_num(to, n, out)) {
+            out.truncate(start);
+            return Err(i);
+        }
+    }
+    Ok(())
+}
+
+/// The error for element `i` of an ndarray of `from` that a column of `to` cannot hold exactly.
+pub(crate) fn inexact_element(i: usize, from: &NumpyDtype, to: &NumpyDtype) -> ErrorKind {
+    ErrorKind::Inexact(format!(
+        "element {i} of this {} ndarray does not fit {} exactly",
+        from.to_dtype_str(),
+        to.to_dtype_str()
+    ))
+}
+
 /// Append `n` to a buffer of native `col` elements, converted exactly; false when it does not fit.
 pub(crate) fn put_num(col: &NumpyDtype, n: Num, out: &mut MutableBuffer) -> bool {
     macro_rules! put {

@@ -236,15 +236,7 @@ impl TensorDecoder {
         n_elems: usize,
     ) -> std::result::Result<(), usize> {
         self.unborrow();
-        let ri = row_dt.itemsize();
-        let start = self.buf.len();
-        for i in 0..n_elems {
-            let n = num_at(row_dt, &data[i * ri..(i + 1) * ri]).ok_or(i)?;
-            if !put_num(&self.native_dt, n, &mut self.buf) {
-                self.buf.truncate(start);
-                return Err(i);
-            }
-        }
+        convert_elems(row_dt, &self.native_dt, data, n_elems, &mut self.buf)?;
         self.elems += n_elems;
         self.rows += 1;
         self.nulls.append_non_null();
@@ -448,16 +440,9 @@ impl ArrayDecoder for TensorDecoder {
                     None => self.dims.extend_from_slice(&nd.shape),
                 }
                 if row_dt.text_width().is_none() && native(&row_dt) != self.native_dt {
-                    return self.push_converted(&row_dt, &nd.data, nd.len).map_err(|i| {
-                        c.error_at(
-                            start,
-                            ErrorKind::Inexact(format!(
-                                "element {i} of this {} ndarray does not fit {} exactly",
-                                row_dt.to_dtype_str(),
-                                self.dt.to_dtype_str()
-                            )),
-                        )
-                    });
+                    return self
+                        .push_converted(&row_dt, &nd.data, nd.len)
+                        .map_err(|i| c.error_at(start, inexact_element(i, &row_dt, &self.dt)));
                 }
                 check_chars(&row_dt, &nd.data, c, start)?;
                 self.push_row(&row_dt, &nd.data, nd.len);
