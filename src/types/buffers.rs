@@ -357,16 +357,7 @@ pub(crate) fn time_out_of_range(dt: &NumpyDtype, data: &[u8]) -> Option<usize> {
         NumpyDtype::Timedelta { unit, order } => (*unit, *order, false),
         _ => return None,
     };
-    let fits: Box<dyn Fn(i64) -> bool> =
-        if date && matches!(unit, NpTimeUnit::Day | NpTimeUnit::Week) {
-            let k = if unit == NpTimeUnit::Week { 7 } else { 1 };
-            Box::new(move |v: i64| v.checked_mul(k).is_some_and(|d| i32::try_from(d).is_ok()))
-        } else {
-            match unit.to_arrow() {
-                Some((_, k)) if k != 1 => Box::new(move |v: i64| v.checked_mul(k).is_some()),
-                _ => return None,
-            }
-        };
+    let (k, date32) = tick_factor(unit, date).filter(|&(k, date32)| k != 1 || date32)?;
     data.chunks_exact(8).position(|b| {
         let b: [u8; 8] = b.try_into().expect("8 bytes");
         let v = if order.needs_swap() {
@@ -374,8 +365,24 @@ pub(crate) fn time_out_of_range(dt: &NumpyDtype, data: &[u8]) -> Option<usize> {
         } else {
             i64::from_ne_bytes(b)
         };
-        v != i64::MIN && !fits(v)
+        v != i64::MIN && converted_tick(v, k, date32).is_none()
     })
+}
+
+/// How ticks of `unit` become Arrow's: times `k`, into Date32 (`true`: days that fit an i32) for
+/// datetime days and weeks; `None` for a unit Arrow lacks.
+fn tick_factor(unit: NpTimeUnit, is_datetime: bool) -> Option<(i64, bool)> {
+    match unit {
+        NpTimeUnit::Day if is_datetime => Some((1, true)),
+        NpTimeUnit::Week if is_datetime => Some((7, true)),
+        u => u.to_arrow().map(|(_, k)| (k, false)),
+    }
+}
+
+/// Tick `v` converted by [`tick_factor`]'s `k`; `None` when it does not fit.
+fn converted_tick(v: i64, k: i64, date32: bool) -> Option<i64> {
+    v.checked_mul(k)
+        .filter(|&d| !date32 || i32::try_from(d).is_ok())
 }
 
 /// datetime64/timedelta64 ticks → Arrow, NaT → null, units Arrow lacks converted exactly.
@@ -399,23 +406,20 @@ fn time_array(
             dt.to_dtype_str()
         )))
     };
-    if is_datetime && matches!(unit, NpTimeUnit::Day | NpTimeUnit::Week) {
-        let k = if unit == NpTimeUnit::Week { 7 } else { 1 };
+    let (k, date32) = tick_factor(unit, is_datetime)
+        .ok_or_else(|| Error::new(ErrorKind::UnsupportedDtype(dt.to_dtype_str())))?;
+    let convert = |&v: &i64| match v {
+        i64::MIN => Ok(0),
+        v => converted_tick(v, k, date32).ok_or_else(overflow),
+    };
+    if date32 {
         let days = ticks
             .iter()
-            .map(|&v| {
-                if v == i64::MIN {
-                    Ok(0)
-                } else {
-                    v.checked_mul(k)
-                        .and_then(|d| i32::try_from(d).ok())
-                        .ok_or_else(overflow)
-                }
-            })
+            .map(|v| convert(v).map(|d| d as i32))
             .collect::<Result<Vec<i32>>>()?;
         return Ok(Arc::new(Date32Array::new(days.into(), nulls)));
     }
-    let (tu, k) = unit
+    let (tu, _) = unit
         .to_arrow()
         .ok_or_else(|| Error::new(ErrorKind::UnsupportedDtype(dt.to_dtype_str())))?;
     let values: ScalarBuffer<i64> = if k == 1 {
@@ -423,13 +427,7 @@ fn time_array(
     } else {
         ticks
             .iter()
-            .map(|&v| {
-                if v == i64::MIN {
-                    Ok(0)
-                } else {
-                    v.checked_mul(k).ok_or_else(overflow)
-                }
-            })
+            .map(convert)
             .collect::<Result<Vec<i64>>>()?
             .into()
     };
