@@ -56,6 +56,11 @@ pub enum Dialect {
     /// arrays (`<U8` is uint8, `<b`/`<B` int8, `<I4` uint32). Never chosen by `Auto`: `<U8` means
     /// a string of 8 characters to numpy.
     Js,
+    /// Flax's `msgpack_serialize` (JAX checkpoints, HuggingFace's `flax_model.msgpack`): ndarrays
+    /// as ext 1, numpy scalars as ext 3, Python complex as ext 2 (`wire::flax`). `Auto` reads
+    /// them too, where an ext's payload is exactly Flax's form; this dialect makes any other
+    /// payload of those codes an error, and reads maps as plain maps.
+    Flax,
 }
 
 /// What to do with an input cut short (a writer that crashed, a file still being written).
@@ -156,7 +161,7 @@ str_enum!(OnTruncated, "on_truncated option", "error" => OnTruncated::Error, "ke
 str_enum!(Conflicts, "conflicts option", "error" => Conflicts::Error, "binary" => Conflicts::Binary);
 str_enum!(Lists, "lists option", "list" => Lists::List, "array" => Lists::Array);
 str_enum!(Missing, "missing option", "auto" => Missing::Auto, "nil" => Missing::Nil, "omit" => Missing::Omit);
-str_enum!(Dialect, "dialect", "auto" => Dialect::Auto, "msgpack-numpy" => Dialect::MsgpackNumpy, "openpi" => Dialect::Openpi, "js" => Dialect::Js);
+str_enum!(Dialect, "dialect", "auto" => Dialect::Auto, "msgpack-numpy" => Dialect::MsgpackNumpy, "openpi" => Dialect::Openpi, "js" => Dialect::Js, "flax" => Dialect::Flax);
 
 #[cfg(test)]
 mod tests {

@@ -179,7 +179,7 @@ def read_arrow(
     schema_overrides: SchemaOverrides | None = None,
     tensor: Literal["array", "extension"] = "array",
     object_arrays: Literal["error", "raw"] = "error",
-    dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
+    dialect: Literal["auto", "msgpack-numpy", "openpi", "js", "flax"] = "auto",
     batch_size: int = 65536,
     batch_bytes: int = 16 << 20,
     infer_rows: int | None = None,
@@ -276,7 +276,7 @@ def read_msgpack(
     schema_overrides: SchemaOverrides | None = None,
     tensor: Literal["array", "extension"] = "array",
     object_arrays: Literal["error", "raw"] = "error",
-    dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
+    dialect: Literal["auto", "msgpack-numpy", "openpi", "js", "flax"] = "auto",
     batch_size: int | None = None,
     batch_bytes: int | None = None,
     infer_rows: int | None = None,
@@ -341,8 +341,11 @@ def read_msgpack(
         ``"error"`` (default): an object (``'O'``) array, whose data is a pickle, is refused with
         a :class:`DecodeError` and never unpickled. ``"raw"``: its pickle bytes as Binary.
     dialect
-        Which ndarray encoding to recognise: ``"auto"`` (msgpack-numpy and openpi's), ``"msgpack-numpy"``,
-        ``"openpi"``, or ``"js"`` (msgpack-numpy-js, whose ``<U8`` means uint8; never guessed).
+        Which ndarray encoding to recognise: ``"auto"`` (msgpack-numpy and openpi's maps, and
+        Flax's ext values where their payload is exactly Flax's form), ``"msgpack-numpy"``,
+        ``"openpi"``, ``"js"`` (msgpack-numpy-js, whose ``<U8`` means uint8; never guessed), or
+        ``"flax"`` (only ``flax.serialization.msgpack_serialize``'s ext values; another payload
+        of codes 1-3 is an error).
     batch_size
         Rows per internal Arrow batch (the DataFrame has one chunk per batch; default 65536).
     batch_bytes
@@ -630,7 +633,7 @@ def scan_msgpack(
     schema_overrides: SchemaOverrides | None = None,
     tensor: Literal["array", "extension"] = "array",
     object_arrays: Literal["error", "raw"] = "error",
-    dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
+    dialect: Literal["auto", "msgpack-numpy", "openpi", "js", "flax"] = "auto",
     batch_size: int = 65536,
     batch_bytes: int = 16 << 20,
     infer_rows: int | None = None,

@@ -35,7 +35,7 @@ class Reader:
         schema_overrides: Any | None = None,
         tensor: Literal["array", "extension"] = "array",
         object_arrays: Literal["error", "raw"] = "error",
-        dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
+        dialect: Literal["auto", "msgpack-numpy", "openpi", "js", "flax"] = "auto",
         batch_size: int = 65536,
         batch_bytes: int = 16777216,
         infer_rows: int | None = None,

@@ -104,7 +104,7 @@ def read_msgpack(
     schema_overrides: Mapping[str, Any] | pa.Schema | None = None,
     tensor: Literal["array", "extension"] = "extension",
     object_arrays: Literal["error", "raw"] = "error",
-    dialect: Literal["auto", "msgpack-numpy", "openpi", "js"] = "auto",
+    dialect: Literal["auto", "msgpack-numpy", "openpi", "js", "flax"] = "auto",
     batch_size: int = 65536,
     batch_bytes: int = 16 << 20,
     infer_rows: int | None = None,

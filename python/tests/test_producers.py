@@ -160,3 +160,114 @@ def test_numpy_masked_arrays_read_as_msgpack_numpy_reads_them():
     ref = mn.unpackb(mn.packb(cols), raw=False)
     got = ma.read_msgpack(mn.packb(cols))
     np.testing.assert_array_equal(got["x"].to_numpy(), ref["x"])
+
+
+# Flax's msgpack_serialize (flax.serialization; JAX checkpoints, HuggingFace's flax_model.msgpack):
+# ndarrays are ext 1, numpy scalars ext 3, Python complex ext 2. The reference is Flax's own
+# msgpack_restore.
+def _flax():
+    return pytest.importorskip("flax.serialization", reason="flax is pinned in tests/requirements.txt")
+
+
+def _flax_tree(rng):
+    return {
+        "params": {
+            "Dense_0": {"kernel": rng.random((3, 4), dtype=np.float32), "bias": np.zeros(4, np.float32)},
+            "Embed": {"embedding": rng.random((5, 2)).astype(np.float16)},
+        },
+        "step": np.int64(7),
+        "lr": np.float32(0.5),
+        "c": 1 + 2j,
+        "name": "run",
+        "mask": np.array([True, False]),
+        "t": np.array(["2020-01-01T00:00:00.000000001", "NaT"], dtype="datetime64[ns]"),
+        "d": np.array([3, -1], dtype="timedelta64[s]"),
+        "z": np.array([1 + 1j, 2 - 3j], dtype=np.complex64),
+        "i8": np.arange(6, dtype=np.int8).reshape(2, 3),
+        "u2": np.arange(4, dtype=np.uint16),
+    }
+
+
+def _check_leaf(got, want, dtype):
+    want = np.asarray(want)
+    if want.dtype.kind == "c":
+        assert got.dtype == pl.Array(pl.Float32 if want.dtype.itemsize == 8 else pl.Float64, (*want.shape, 2)) or (
+            want.shape == () and got.dtype == pl.Array(pl.Float64, 2)
+        )
+        np.testing.assert_array_equal(np.asarray(got.to_list()[0]), np.stack([want.real, want.imag], -1))
+    elif want.dtype.kind in "Mm":
+        np.testing.assert_array_equal(got.to_numpy()[0] if want.shape else got.to_numpy(), want if want.shape else [want])
+    else:
+        arr = got.to_numpy()
+        arr = arr[0] if want.shape else arr
+        assert arr.dtype == want.dtype.newbyteorder("="), (arr.dtype, want.dtype)
+        np.testing.assert_array_equal(arr, want if want.shape else [want])
+
+
+def test_flax_checkpoint_reads_as_flax_restores_it():
+    fs = _flax()
+    tree = _flax_tree(np.random.default_rng(5))
+    blob = fs.msgpack_serialize(tree)
+    ref = fs.msgpack_restore(blob)
+    df = ma.read_msgpack(blob)
+    assert df.height == 1
+    assert df.schema["params"] == pl.Struct(
+        {
+            "Dense_0": pl.Struct({"bias": pl.Array(pl.Float32, 4), "kernel": pl.Array(pl.Float32, (3, 4))}),
+            "Embed": pl.Struct({"embedding": pl.Array(pl.Float16, (5, 2))}),
+        }
+    )
+    params = df["params"].struct.unnest()
+    dense = params["Dense_0"].struct.unnest()
+    _check_leaf(dense["kernel"], ref["params"]["Dense_0"]["kernel"], None)
+    _check_leaf(dense["bias"], ref["params"]["Dense_0"]["bias"], None)
+    _check_leaf(params["Embed"].struct.unnest()["embedding"], ref["params"]["Embed"]["embedding"], None)
+    for k in ["step", "lr", "mask", "i8", "u2", "z", "c", "t", "d"]:
+        _check_leaf(df[k], ref[k], None)
+    assert df["name"].to_list() == [ref["name"]]
+    assert df.schema["t"] == pl.Array(pl.Datetime("ns"), 2) and df["t"][0].null_count() == 1
+    # written back in msgpack-numpy's form, which msgpack_numpy reads as the same arrays
+    back = mn.unpackb(ma.write_msgpack(df), raw=False)
+    np.testing.assert_array_equal(back["params"]["Dense_0"]["kernel"], ref["params"]["Dense_0"]["kernel"])
+    assert back["params"]["Embed"]["embedding"].dtype == np.float16
+
+
+def test_flax_records_stream_and_the_flax_dialect():
+    fs = _flax()
+    rng = np.random.default_rng(6)
+    recs = [{"id": i, "x": rng.random(3, dtype=np.float32), "s": np.float64(i) / 3} for i in range(50)]
+    data = b"".join(fs.msgpack_serialize(r) for r in recs)
+    for dialect in ["auto", "flax"]:
+        df = ma.read_msgpack(data, dialect=dialect)
+        assert df.schema == pl.Schema({"id": pl.Int64, "s": pl.Float64, "x": pl.Array(pl.Float32, 3)})
+        np.testing.assert_array_equal(df["x"].to_numpy(), np.stack([fs.msgpack_restore(fs.msgpack_serialize(r))["x"] for r in recs]))
+        assert df["s"].to_list() == [r["s"] for r in recs]
+    # msgpack-numpy alone does not know Flax's ext values: they stay ext values (code, data)
+    raw = ma.read_msgpack(data, dialect="msgpack-numpy")
+    assert raw.schema["x"] == pl.Struct({"code": pl.Int8, "data": pl.Binary})
+    assert raw["x"].struct.field("code").unique().to_list() == [1]
+    # and the expression plugin's blobs: a Binary column of Flax-serialized arrays
+    blobs = pl.Series("b", [fs.msgpack_serialize(r["x"]) for r in recs])
+    got = blobs.msgpack.decode()
+    assert got.dtype == pl.Array(pl.Float32, 3)
+    np.testing.assert_array_equal(got.to_numpy(), np.stack([r["x"] for r in recs]))
+
+
+def test_other_ext_1_payloads_stay_ext_values_and_the_flax_dialect_names_them():
+    import msgpack
+
+    fs = _flax()
+    good = fs.msgpack_serialize({"a": np.arange(3, dtype=np.int32)})
+    # an ext 1 of another application (not Flax's (shape, name, bytes)): auto keeps it
+    other = msgpack.packb({"a": msgpack.ExtType(1, b"\x01\x02\x03")})
+    df = ma.read_msgpack(other)
+    assert df["a"].to_list() == [{"code": 1, "data": b"\x01\x02\x03"}]
+    with pytest.raises(ma.DecodeError, match="Flax ext 1") as e:
+        ma.read_msgpack(other, dialect="flax")
+    assert e.value.offset is not None
+    # Flax's form with too few bytes for its shape
+    short = msgpack.packb({"a": msgpack.ExtType(1, msgpack.packb([[4], "int32", b"\0" * 12]))})
+    with pytest.raises(ma.DecodeError, match="12 bytes"):
+        ma.read_msgpack(short)
+    # one map of ndarrays is a columns map, as it is from msgpack_numpy
+    assert ma.read_msgpack(good)["a"].to_list() == [0, 1, 2]

@@ -26,8 +26,9 @@ pub(super) struct ReadArgs {
     /// Object ('O') arrays hold pickles, never unpickled: refuse them (`error`) or keep the bytes (`raw`)
     #[arg(long, value_enum, default_value_t = ObjectArrays::Error)]
     pub(super) object_arrays: ObjectArrays,
-    /// ndarray maps to recognise: msgpack-numpy and openpi's (`auto`), only msgpack-numpy, only
-    /// openpi, or msgpack-numpy-js (`js`: its `<U8` means uint8; never guessed)
+    /// ndarrays to recognise: msgpack-numpy and openpi's maps and Flax's ext values (`auto`), only
+    /// msgpack-numpy, only openpi, msgpack-numpy-js (`js`: its `<U8` means uint8; never guessed),
+    /// or only Flax's (`flax`: an ext 1-3 of another form is an error)
     #[arg(long, value_enum, default_value_t = Dialect::Auto)]
     pub(super) dialect: Dialect,
     /// Input format, when the extension does not tell (default: from the extension, else the

@@ -11,7 +11,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Dialect, ObjectArrays, TensorMode};
 use crate::types::{fixed_size_list, list, meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Int, Kind};
-use crate::wire::ndarray::{probe, Special};
+use crate::wire::ndarray::{is_special_ext, probe, Special};
 
 mod columns;
 mod fits;
@@ -578,7 +578,7 @@ impl Inferrer {
                 c.read_str_or_bin()?;
                 Ty::Bin
             }
-            Kind::Ext if !crate::wire::npy::is_npy_ext(c, self.opts.npy_ext) => {
+            Kind::Ext if !is_special_ext(c, self.opts.dialect, self.opts.npy_ext) => {
                 let p = c.pos();
                 let (t, data) = c.read_ext()?;
                 if t != -1 {
@@ -707,7 +707,7 @@ impl Inferrer {
     pub(crate) fn is_ndarray(&self, c: &Cursor<'_>) -> bool {
         let mut d = c.clone();
         (matches!(d.peek_kind(), Ok(Kind::Map))
-            || crate::wire::npy::is_npy_ext(&d, self.opts.npy_ext))
+            || is_special_ext(&d, self.opts.dialect, self.opts.npy_ext))
             && matches!(
                 probe(
                     &mut d,

@@ -95,7 +95,7 @@ fn plan_first_known(
         })
     };
     let kind = c.peek_kind()?;
-    let special = if kind == Kind::Map || (kind == Kind::Ext && b.npy_ext.is_some()) {
+    let special = if matches!(kind, Kind::Map | Kind::Ext) {
         let mut d = c.clone();
         match probe(&mut d, b.dialect, b.npy_ext, b.max_depth)? {
             Some(Special::Array(nd)) => Some(nd.shape.len()),

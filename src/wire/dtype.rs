@@ -218,6 +218,12 @@ impl NumpyDtype {
         if let Some(canonical) = named(s) {
             return Self::parse(canonical);
         }
+        // `datetime64[ns]`, `timedelta64[s]`: the names Flax writes (`dtype.name`)
+        for (name, code) in [("datetime64", "<M8"), ("timedelta64", "<m8")] {
+            if let Some(unit) = s.strip_prefix(name).filter(|u| u.starts_with('[')) {
+                return Self::parse(&format!("{code}{unit}"));
+            }
+        }
         let bad = || crate::error::Error::new(ErrorKind::UnsupportedDtype(s.to_string()));
         let b = s.as_bytes();
         let (order, rest) = match b.first().and_then(|&c| order_of(c)) {

@@ -111,7 +111,7 @@ pub(crate) fn recall<'a>(
             data_pos,
             js: m.js,
             openpi: m.openpi,
-            npy: false,
+            type_text: false,
         })
     })
 }
@@ -145,7 +145,7 @@ pub(crate) fn remember(
     dialect: Dialect,
     depth: usize,
 ) {
-    if data_at - start > MAX_HEADER || nd.npy || !matches!(nd.data, Cow::Borrowed(_)) {
+    if data_at - start > MAX_HEADER || nd.type_text || !matches!(nd.data, Cow::Borrowed(_)) {
         return;
     }
     let offset = |s: &[u8]| (s.as_ptr() as usize - buf.as_ptr() as usize - start, s.len());

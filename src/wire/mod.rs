@@ -7,6 +7,7 @@
 
 pub mod cursor;
 pub mod dtype;
+pub(crate) mod flax;
 pub(crate) mod header_memo;
 pub(crate) mod keys;
 pub(crate) mod ndarray;

@@ -8,6 +8,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::options::Dialect;
 use crate::wire::cursor::{Cursor, Int, Kind};
 use crate::wire::dtype::{ByteOrder, NumpyDtype, StructField};
+use crate::wire::flax;
 use crate::wire::header_memo;
 use crate::wire::pyrepr::parse_complex;
 
@@ -49,8 +50,9 @@ pub(crate) struct NdArray<'a> {
     pub js: bool,
     /// an openpi map (`__ndarray__` / `__npgeneric__`)
     pub openpi: bool,
-    /// `np.save` bytes in an ext value (`wire::npy`): `type_raw` is the dtype's text itself
-    pub npy: bool,
+    /// `type_raw` is the dtype's text itself, not msgpack: `np.save` bytes in an ext value
+    /// (`wire::npy`) or Flax's ext values (`wire::flax`), whose header is no msgpack-numpy map
+    pub type_text: bool,
 }
 
 pub(crate) fn key_id(k: &[u8], dialect: Dialect) -> u8 {
@@ -68,8 +70,29 @@ pub(crate) fn key_id(k: &[u8], dialect: Dialect) -> u8 {
     }
 }
 
-/// If the map at the cursor is a msgpack-numpy special map (or, with `npy_ext`, the value is an
-/// ext of that code: `np.save` bytes), consume it and return what it holds; otherwise leave the
+/// Whether `dialect` reads Flax's ext values (`wire::flax`).
+fn reads_flax(dialect: Dialect) -> bool {
+    matches!(dialect, Dialect::Auto | Dialect::Flax)
+}
+
+/// Whether the ext value at the cursor reads as an ndarray, numpy scalar or complex (`npy_ext`'s
+/// code, or one of Flax's); the cursor does not move.
+pub(crate) fn is_special_ext(c: &Cursor<'_>, dialect: Dialect, npy_ext: Option<i8>) -> bool {
+    let mut d = c.clone();
+    match d.read_ext() {
+        Ok((t, _)) if npy_ext == Some(t) => true,
+        Ok((t, _)) if reads_flax(dialect) && flax::is_flax_code(t) => {
+            matches!(
+                probe(&mut c.clone(), dialect, npy_ext, 0),
+                Ok(Some(_)) | Err(_)
+            )
+        }
+        _ => false,
+    }
+}
+
+/// If the map at the cursor is a msgpack-numpy special map (or an ext value that is an ndarray:
+/// `npy_ext`'s `np.save` bytes, Flax's), consume it and return what it holds; otherwise leave the
 /// cursor where it was and return `None`.
 pub(crate) fn probe<'a>(
     c: &mut Cursor<'a>,
@@ -78,20 +101,24 @@ pub(crate) fn probe<'a>(
     depth: usize,
 ) -> Result<Option<Special<'a>>> {
     let start = c.pos();
-    if let Some(code) = npy_ext {
-        if c.peek_kind()? == Kind::Ext {
-            let (t, payload) = c.read_ext()?;
-            if t != code {
-                c.set_pos(start);
-                return Ok(None);
-            }
-            let pos = c.pos() - payload.len();
-            return Ok(Some(Special::Array(crate::wire::npy::parse(
+    if c.peek_kind()? == Kind::Ext {
+        let (t, payload) = c.read_ext()?;
+        let pos = c.pos() - payload.len();
+        let found = if npy_ext == Some(t) {
+            Some(Special::Array(crate::wire::npy::parse(
                 payload,
                 pos,
                 c.offset_of(0),
-            )?)));
+            )?))
+        } else if reads_flax(dialect) && flax::is_flax_code(t) {
+            flax::parse(c, t, payload, pos, dialect == Dialect::Flax)?
+        } else {
+            None
+        };
+        if found.is_none() {
+            c.set_pos(start);
         }
+        return Ok(found);
     }
     if c.peek_kind()? != Kind::Map {
         return Ok(None);
@@ -315,7 +342,7 @@ fn ndarray<'a>(
         data_pos,
         js: dialect == Dialect::Js,
         openpi: at[7] != usize::MAX,
-        npy: false,
+        type_text: false,
     }))
 }
 
@@ -466,7 +493,7 @@ fn npgeneric<'a>(c: &mut Cursor<'a>, at: &[usize; 10]) -> Result<Special<'a>> {
         data_pos,
         js: false,
         openpi: true,
-        npy: false,
+        type_text: false,
     }))
 }
 
@@ -478,7 +505,7 @@ impl<'a> NdArray<'a> {
 
     /// Parse the dtype (callers cache it by `type_raw`).
     pub fn parse_dtype(&self, base: u64) -> Result<NumpyDtype> {
-        if self.npy {
+        if self.type_text {
             let s = std::str::from_utf8(self.type_raw).unwrap_or("");
             if s.contains('O') {
                 return Ok(NumpyDtype::Object);

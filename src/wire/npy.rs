@@ -118,7 +118,7 @@ pub(crate) fn parse<'a>(payload: &'a [u8], pos: usize, base: u64) -> Result<NdAr
         data_pos: pos + hend,
         js: false,
         openpi: false,
-        npy: true,
+        type_text: true,
     })
 }
 
@@ -154,12 +154,4 @@ pub(crate) fn to_c_order(data: &[u8], shape: &[usize], itemsize: usize) -> Vec<u
         }
     }
     out
-}
-
-/// Whether the value at the cursor is an ext of the `npy_ext` code.
-pub(crate) fn is_npy_ext(c: &crate::wire::cursor::Cursor<'_>, npy_ext: Option<i8>) -> bool {
-    npy_ext.is_some_and(|code| {
-        let mut d = c.clone();
-        matches!(d.read_ext(), Ok((t, _)) if t == code)
-    })
 }

@@ -215,11 +215,15 @@ impl WriterBuilder {
             Dialect::Auto => {
                 !self.aligned && md.get(meta::DIALECT).map(String::as_str) == Some("openpi")
             }
-            Dialect::Js => {
-                return Err(Error::new(ErrorKind::Unsupported(
-                    "the msgpack-numpy-js dialect is read only; write msgpack-numpy or openpi"
-                        .into(),
-                )))
+            Dialect::Js | Dialect::Flax => {
+                return Err(Error::new(ErrorKind::Unsupported(format!(
+                    "the {} dialect is read only; write msgpack-numpy or openpi",
+                    if self.dialect == Dialect::Js {
+                        "msgpack-numpy-js"
+                    } else {
+                        "Flax"
+                    }
+                ))))
             }
         };
         if openpi && self.aligned {

@@ -4,6 +4,7 @@
 use super::*;
 use crate::error::Result;
 use crate::wire::cursor::{Cursor, Kind};
+use crate::wire::ndarray::is_special_ext;
 use arrow_array::builder::BinaryBuilder;
 use arrow_array::*;
 use arrow_buffer::{NullBufferBuilder, ScalarBuffer};
@@ -37,7 +38,7 @@ impl ArrayDecoder for ExtDecoder {
             }
             // (the npy extension's values are ndarrays, and -1 is a timestamp: neither is
             // inferred as this column's, but a caller's schema may say so)
-            Kind::Ext if !crate::wire::npy::is_npy_ext(c, self.ctx.npy_ext) => {
+            Kind::Ext if !is_special_ext(c, self.ctx.dialect, self.ctx.npy_ext) => {
                 let at = c.pos();
                 let (code, data) = c.read_ext()?;
                 if code == -1 && !self.ctx.convert {

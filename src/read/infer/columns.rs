@@ -77,7 +77,7 @@ fn repeats(c: &Cursor<'_>, prev: usize, most: usize, b: &ReaderBuilder) -> (usiz
     let Ok(Some(Special::Array(nd))) = probe(&mut d, b.dialect, b.npy_ext, b.max_depth) else {
         return (0, stride);
     };
-    if !nd.in_place() || nd.npy || nd.data.is_empty() || nd.data_pos + nd.data.len() != at {
+    if !nd.in_place() || nd.type_text || nd.data.is_empty() || nd.data_pos + nd.data.len() != at {
         return (0, stride);
     }
     let head = &buf[prev..nd.data_pos];

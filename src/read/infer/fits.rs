@@ -8,7 +8,7 @@ use super::{Inferrer, Ty};
 use crate::options::Dialect;
 use crate::types::NumpyDtype;
 use crate::wire::cursor::{Cursor, Int, Kind};
-use crate::wire::ndarray::{key_id, probe, Special, MAX_SPECIAL_KEYS};
+use crate::wire::ndarray::{is_special_ext, key_id, probe, Special, MAX_SPECIAL_KEYS};
 
 /// The bytes of an ndarray map up to its data payload (msgpack_numpy writes `data` last), as
 /// seen and validated once: a later map starting with the same bytes has the same dtype and shape.
@@ -384,7 +384,7 @@ impl Inferrer {
             (Kind::Str, Ty::Str) => c.read_str().is_ok(),
             (Kind::Bin, Ty::Bin) => c.read_str_or_bin().is_ok(),
             (Kind::Ext, Ty::Ext) => {
-                !crate::wire::npy::is_npy_ext(c, self.opts.npy_ext)
+                !is_special_ext(c, self.opts.dialect, self.opts.npy_ext)
                     && matches!(c.read_ext(), Ok((t, _)) if t != -1)
             }
             (Kind::Array, Ty::List(inner, len)) => match c.read_array_len() {
@@ -571,7 +571,7 @@ impl Inferrer {
             return None;
         };
         // the fast path knows msgpack-numpy's map headers only
-        if nd.npy || !nd.in_place() || nd.data_pos + nd.data.len() != d.pos() {
+        if nd.type_text || !nd.in_place() || nd.data_pos + nd.data.len() != d.pos() {
             return None;
         }
         let dt = self.dtype(nd.type_raw, &nd, c.offset_of(0)).ok()?;
