@@ -271,3 +271,17 @@ def test_other_ext_1_payloads_stay_ext_values_and_the_flax_dialect_names_them():
         ma.read_msgpack(short)
     # one map of ndarrays is a columns map, as it is from msgpack_numpy
     assert ma.read_msgpack(good)["a"].to_list() == [0, 1, 2]
+
+
+def test_flax_bfloat16_widens_to_float32_exactly():
+    fs = _flax()
+    import jax.numpy as jnp
+
+    w = jnp.asarray(np.random.default_rng(7).standard_normal((4, 3)), dtype=jnp.bfloat16)
+    blob = fs.msgpack_serialize({"layer": {"w": w, "b": jnp.zeros(3, jnp.bfloat16)}})
+    ref = fs.msgpack_restore(blob)["layer"]["w"]
+    assert str(ref.dtype) == "bfloat16"
+    df = ma.read_msgpack(blob)
+    got = df["layer"].struct.field("w")
+    assert got.dtype == pl.Array(pl.Float32, (4, 3))
+    np.testing.assert_array_equal(got.to_numpy()[0], np.asarray(ref, dtype=np.float32))

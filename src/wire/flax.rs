@@ -42,7 +42,9 @@ pub(crate) fn parse<'a>(
     };
     match found {
         Ok(s) => Ok(Some(s)),
-        Err(_) if !strict => Ok(None),
+        // (Flax's form with a wrong length is an error whatever the dialect, as a msgpack-numpy
+        // map's is: `NdArray::check_len`)
+        Err((_, why)) if !strict && !why.starts_with(SHORT) => Ok(None),
         Err((at, why)) => Err(c.error_at(
             pos + at,
             ErrorKind::InvalidNdarray(format!("Flax ext {code}: {why}")),
@@ -52,6 +54,9 @@ pub(crate) fn parse<'a>(
 
 /// Where in the payload and what is wrong with it.
 type Wrong = (usize, String);
+
+/// How a payload in Flax's form whose data does not fit its shape is reported.
+const SHORT: &str = "data has ";
 
 fn ndarray<'a>(
     mut p: Cursor<'a>,
@@ -98,6 +103,27 @@ fn ndarray<'a>(
         .iter()
         .try_fold(1usize, |a, &d| a.checked_mul(d))
         .ok_or_else(|| (0, format!("shape {shape:?} overflows")))?;
+    // JAX's bfloat16 has no Arrow or Polars type: its values are float32's upper halves, so they
+    // widen to float32 exactly (as `.astype(np.float32)` does)
+    let (type_raw, data) = if type_raw == b"bfloat16" {
+        if Some(data.len()) != len.checked_mul(2) {
+            return Err((
+                data_at,
+                format!(
+                    "{SHORT}{} bytes, but shape {shape:?} of bfloat16 needs {}",
+                    data.len(),
+                    len.saturating_mul(2)
+                ),
+            ));
+        }
+        let wide = data
+            .chunks_exact(2)
+            .flat_map(|h| (u32::from(u16::from_le_bytes([h[0], h[1]])) << 16).to_le_bytes())
+            .collect();
+        (&b"<f4"[..], Cow::Owned(wide))
+    } else {
+        (type_raw, Cow::Borrowed(data))
+    };
     // the dtype name's text (as `.npy` descrs are): `NdArray::parse_dtype` reads it, and
     // `check_len` holds the data to the shape
     Ok(Special::Array(NdArray {
@@ -107,7 +133,7 @@ fn ndarray<'a>(
         scalar,
         shape,
         len,
-        data: Cow::Borrowed(data),
+        data,
         data_pos: pos + data_at,
         js: false,
         openpi: false,
@@ -198,5 +224,23 @@ mod tests {
         let mut long = flax_payload(&[1], "int8", &[0]);
         long.push(0xc0);
         assert!(read(&ext(1, &long), false).unwrap().is_none());
+        // bfloat16 widens to float32 exactly; too few bytes for its shape is an error
+        let buf = ext(
+            1,
+            &flax_payload(&[2], "bfloat16", &[0x80, 0x3f, 0x20, 0xc0]),
+        );
+        let Some(Special::Array(nd)) = read(&buf, false).unwrap() else {
+            panic!("not an ndarray")
+        };
+        assert_eq!(nd.parse_dtype(0).unwrap().to_dtype_str(), "<f4");
+        let vals: Vec<f32> = nd
+            .data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        assert_eq!(vals, [1.0, -2.5]);
+        let short = ext(1, &flax_payload(&[3], "bfloat16", &[0; 4]));
+        let e = read(&short, false).unwrap_err();
+        assert!(e.to_string().contains("data has 4 bytes"), "{e}");
     }
 }
