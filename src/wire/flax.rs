@@ -239,6 +239,16 @@ mod tests {
             .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
             .collect();
         assert_eq!(vals, [1.0, -2.5]);
+        // a name numpy does not know: an error at the name (not an object array for its 'O')
+        let buf = ext(1, &flax_payload(&[1], "NOT_A_DTYPE", &[0]));
+        let Some(Special::Array(nd)) = read(&buf, false).unwrap() else {
+            panic!("not an ndarray")
+        };
+        let at = 100 + nd.type_pos as u64;
+        let e = nd.parse_dtype(at).unwrap_err();
+        assert!(e.to_string().contains("unsupported numpy dtype"), "{e}");
+        assert_eq!(e.offset(), Some(at));
+        assert_eq!(&buf[nd.type_pos + 1..nd.type_pos + 12], b"NOT_A_DTYPE");
         let short = ext(1, &flax_payload(&[3], "bfloat16", &[0; 4]));
         let e = read(&short, false).unwrap_err();
         assert!(e.to_string().contains("data has 4 bytes"), "{e}");

@@ -506,11 +506,15 @@ impl<'a> NdArray<'a> {
     /// Parse the dtype (callers cache it by `type_raw`).
     pub fn parse_dtype(&self, base: u64) -> Result<NumpyDtype> {
         if self.type_text {
+            // (`base` is the offset of the text itself)
             let s = std::str::from_utf8(self.type_raw).unwrap_or("");
-            if s.contains('O') {
+            if matches!(
+                s.trim_start_matches(['|', '<', '>', '=']),
+                "O" | "O8" | "object"
+            ) {
                 return Ok(NumpyDtype::Object);
             }
-            return NumpyDtype::parse(s).map_err(|e| e.at_offset(base + self.type_pos as u64));
+            return NumpyDtype::parse(s).map_err(|e| e.at_offset(base));
         }
         let mut c = Cursor::new(self.type_raw, base);
         let structured = self.kind == Some(b"V") || c.peek_kind()? == Kind::Array;
