@@ -28,6 +28,8 @@ import polars as pl
 
 from ._internal import MSGPACK_EXTENSIONS as _EXTS
 from ._internal import REMOTE, ArrowStream, Reader, __version__  # noqa: F401 (REMOTE: _files uses it)
+from ._internal import DEFAULT_HOLD_DECOMPRESSED as _DEFAULT_HOLD
+from ._internal import decompress_whole as _decompress_whole
 from ._internal import expand_url as _expand_url
 from ._sources import (
     Layout,
@@ -586,7 +588,9 @@ def _save_schema(path: str | None, decoded: Any, out: Any) -> None:
 
 def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any, opts: dict) -> tuple:
     """The full schema the first file decodes to (every file is read with it), its column names,
-    and an empty DataFrame of the output types. The exact schema takes a walk over the whole file;
+    and an empty DataFrame of the output types; and, for a compressed file whose types were just
+    walked, its decompressed bytes (a ``HeldInput``, else None) for the read of its rows, so it is
+    decompressed once. The exact schema takes a walk over the whole file;
     it is remembered for the file as it is (same inode, size, modification times and ends) and the
     same options, in this process and on disk (:func:`_saved_schema_path`), so a later scan of an
     unchanged file, in this process or another, starts at once."""
@@ -596,16 +600,24 @@ def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any
         key = (ident, repr(schema_overrides), tuple(sorted((k, repr(v)) for k, v in opts.items())))
         hit = _schemas.get(key)
         if hit is not None:
-            return hit
+            return hit, None
         saved = _saved_schema_path(key)
         hit = _load_schema(saved)
         if hit is not None:
             _remember(key, hit)
-            return hit
+            return hit, None
     # a URL is not fetched whole for its schema: typed from its first rows, as a stream is
-    hold = {"hold_decompressed": 0} if isinstance(source, str) and _is_url(source) else {}
+    is_url = isinstance(source, str) and _is_url(source)
+    hold = {"hold_decompressed": 0} if is_url else {}
+    held = None
+    most = opts.get("hold_decompressed")
+    if isinstance(source, str) and not is_url and most != 0:
+        # a compressed file, decompressed once for both reads (up to the same bound a read holds)
+        with _naming(source, many):
+            held = _decompress_whole(source, _DEFAULT_HOLD if most is None else most)
     with _naming(source, many):
-        first = _reader(source, schema_overrides=overrides, batch_size=1, for_polars=True, **{**opts, **hold})
+        first = _reader(source if held is None else held, schema_overrides=overrides, batch_size=1, for_polars=True,
+                        **{**opts, **hold})
     # take what is needed and drop the reader at once: a URL's transfer goes on until it is dropped
     decoded, names, empty = first.decoded_schema(), first.columns, first.empty()
     del first
@@ -613,7 +625,7 @@ def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any
     if key is not None:
         _remember(key, found)
         _save_schema(saved, decoded, empty)
-    return found
+    return found, held
 
 
 def _remember(key: tuple, found: tuple) -> None:
@@ -665,6 +677,8 @@ def scan_msgpack(
     a later scan of it starts at once.
     An error names the file it is in (message and ``e.path``). The file is read when the query
     runs: records appended to it after that are not seen (nor are files a glob matches later).
+    A compressed first file is decompressed once for its schema and its first query: that query
+    reads the bytes the schema was walked in (up to ``hold_decompressed``, freed as decoded).
     The other arguments are those of :func:`read_msgpack`.
 
     >>> import msgpack_numpy as mn
@@ -691,8 +705,9 @@ def scan_msgpack(
     )
     overrides = _overrides(schema_overrides)
     given = _overrides(schema, "schema")
+    held = None
     if given is None:
-        full_schema, all_columns, empty = _first_schema(sources[0], len(sources) > 1, overrides, schema_overrides, opts)
+        (full_schema, all_columns, empty), held = _first_schema(sources[0], len(sources) > 1, overrides, schema_overrides, opts)
     else:
         # the caller's schema: nothing to walk (the reader reads no row to be built)
         with _naming(sources[0], len(sources) > 1):
@@ -726,6 +741,10 @@ def scan_msgpack(
             fields.append((include_file_paths, pl.String))
         pl_schema = pl.Schema(fields)
     order = list(pl_schema.names())
+    # the first file's decompressed bytes, if its types were just walked: the first query reads
+    # them (and frees them as it decodes); later ones decompress the file again
+    first_bytes = [held] if held is not None else []
+    del held
 
     def io_source(
         with_columns: list[str] | None,
@@ -776,9 +795,12 @@ def scan_msgpack(
             # Polars' scan_parquet: extra columns raise), not a column silently lost. The
             # caller's schema: its types convert values, and other keys are skipped (as Polars'
             # scan_ndjson with a schema)
+            bytes_ = first_bytes.pop() if first_bytes and src is sources[0] else None  # (atomic: one query takes them)
+            if bytes_ is not None:
+                bytes_.last_read()
             with _naming(src, len(sources) > 1):
                 r = _reader(
-                    src,
+                    src if bytes_ is None else bytes_,
                     columns=read,
                     schema=full_schema,
                     schema_inferred=given is None,

@@ -4,6 +4,15 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 __version__: str
+DEFAULT_HOLD_DECOMPRESSED: int
+
+class HeldInput:
+    """A compressed file's decompressed bytes, for the reads of one scan (types, then rows)."""
+
+    def last_read(self) -> None: ...
+    def __len__(self) -> int: ...
+
+def decompress_whole(path: str, most: int) -> HeldInput | None: ...
 
 class ArrowStream:
     """Record batches exported through the Arrow PyCapsule interface (reusable)."""

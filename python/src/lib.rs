@@ -35,6 +35,8 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> u8 {
 fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::ArrowStream>()?;
     m.add_class::<reader::PyReader>()?;
+    m.add_class::<reader::HeldInput>()?;
+    m.add_function(wrap_pyfunction!(reader::decompress_whole, m)?)?;
     m.add_function(wrap_pyfunction!(writer::write, m)?)?;
     m.add_function(wrap_pyfunction!(writer::write_iter, m)?)?;
     m.add_function(wrap_pyfunction!(series::decode_blobs, m)?)?;
@@ -44,6 +46,10 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(expand_url, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add(
+        "DEFAULT_HOLD_DECOMPRESSED",
+        msgpack_arrow::read::DEFAULT_HOLD_DECOMPRESSED,
+    )?;
     // URLs of remote stores (s3://, gs://, az://, http(s)://) wherever a path goes
     m.add("REMOTE", true)?;
     m.add(

@@ -31,6 +31,67 @@ enum Source {
     Buffer(Buffer),
     /// An object in a remote store (s3://, gs://, az://, http(s)://), read as it arrives.
     Url(String, StorageOptions),
+    /// Decompressed bytes this read is the last to use ([`HeldInput`]): freed as decoded.
+    Owned(Vec<u8>),
+}
+
+/// A compressed file's decompressed bytes, held for the reads of one scan (its types, then its
+/// rows) so it is decompressed once (`msgpack_arrow::io::decompress_whole`). A reader given it
+/// reads the bytes; after `last_read()`, the next reader takes them (and frees them as it
+/// decodes), and any later one is an error.
+#[pyclass(frozen, module = "msgpack_arrow._internal")]
+pub struct HeldInput {
+    bytes: Mutex<Option<Buffer>>,
+    last: std::sync::atomic::AtomicBool,
+}
+
+#[pymethods]
+impl HeldInput {
+    /// The next reader given this is the last: it takes the bytes.
+    fn last_read(&self) {
+        self.last.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn __len__(&self) -> usize {
+        self.bytes
+            .lock()
+            .expect("not poisoned")
+            .as_ref()
+            .map_or(0, |b| b.len())
+    }
+}
+
+impl HeldInput {
+    fn source(&self) -> PyResult<Source> {
+        let mut held = self.bytes.lock().expect("not poisoned");
+        if !self.last.load(std::sync::atomic::Ordering::SeqCst) {
+            return held
+                .clone()
+                .map(Source::Buffer)
+                .ok_or_else(|| PyRuntimeError::new_err("the held input was read already"));
+        }
+        let buf = held
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("the held input was read already"))?;
+        // freed as decoded only where no other buffer shares the bytes
+        Ok(match buf.into_vec::<u8>() {
+            Ok(v) => Source::Owned(v),
+            Err(buf) => Source::Buffer(buf),
+        })
+    }
+}
+
+/// The decompressed bytes of the compressed file at `path`, if they come to at most `most`
+/// bytes (`None` for a plain file or a larger stream).
+#[pyfunction]
+pub fn decompress_whole(py: Python<'_>, path: PathBuf, most: usize) -> PyResult<Option<HeldInput>> {
+    let held = py
+        .detach(|| guarded(|| Ok(msgpack_arrow::io::decompress_whole(&path, most)?)))
+        .map_err(|f| to_pyerr(py, Op::Decode, f))?;
+    Ok(held.map(|v| HeldInput {
+        bytes: Mutex::new(Some(Buffer::from_vec(v))),
+        last: false.into(),
+    }))
 }
 
 /// Keeps a read-only Python buffer export alive for as long as Arrow arrays point into it.
@@ -43,6 +104,9 @@ fn parse<T: std::str::FromStr<Err = msgpack_arrow::Error>>(s: &str) -> PyResult<
 
 impl Source {
     fn from_py(obj: &Bound<'_, PyAny>, storage: StorageOptions) -> PyResult<Source> {
+        if let Ok(held) = obj.cast::<HeldInput>() {
+            return held.get().source();
+        }
         if let Ok(s) = obj.cast::<PyString>() {
             let s = s.to_str()?;
             if is_url(Path::new(s)) {
@@ -89,8 +153,9 @@ impl Source {
         }
     }
 
-    fn build(&self, b: ReaderBuilder) -> msgpack_arrow::Result<Reader> {
+    fn build(self, b: ReaderBuilder) -> msgpack_arrow::Result<Reader> {
         match self {
+            Source::Owned(bytes) => b.build_from_owned_bytes(bytes),
             Source::Path(p) => b.build_from_path(p),
             // compressed bytes are decompressed whatever their source (wire::sniff); twice for
             // a stream of rows, its types taken from every row as uncompressed bytes' are
@@ -100,7 +165,7 @@ impl Source {
             }
             // fetched once: held in memory (typed from every row) up to the bound
             Source::Url(url, storage) => {
-                b.build_from_held(open_input_with(Path::new(url), None, storage)?)
+                b.build_from_held(open_input_with(Path::new(&url), None, &storage)?)
             }
         }
     }

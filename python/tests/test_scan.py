@@ -175,6 +175,30 @@ def test_a_changed_file_is_scanned_with_its_new_schema(tmp_path):
     assert ma.scan_msgpack(p, infer_rows=10).collect_schema()["x"] == pl.Int64
 
 
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_a_compressed_file_is_decompressed_once_for_its_schema_and_first_query(tmp_path, suffix):
+    import gzip
+
+    import pyarrow as pa
+
+    pack = {".gz": gzip.compress, ".zst": lambda b: pa.compress(b, "zstd", asbytes=True)}[suffix]
+    rows = [{"id": i, "x": np.full(3, i, "<f4")} for i in range(200)]
+    p = tmp_path / f"d.msgpack{suffix}"
+    p.write_bytes(pack(b"".join(mn.packb(r) for r in rows)))
+    lf = ma.scan_msgpack(p)
+    want = ma.read_msgpack(p)
+    # the file changes after the scan walked it for its types: the first query reads the bytes
+    # that walk decompressed (held for it), so it decoded them once; a later query reads the
+    # file again (as every query of a plain file does)
+    p.write_bytes(pack(b"".join(mn.packb({**r, "id": -r["id"]}) for r in rows)))
+    assert_frame_equal(lf.collect(), want)
+    assert lf.collect()["id"].to_list() == [-i for i in range(200)]
+    # the held bytes are for one query only: two scans of it in one query read the file
+    lf2 = ma.scan_msgpack(p)
+    both = lf2.join(lf2, on="id").collect()
+    assert both.height == 200
+
+
 SCAN_IN_A_NEW_PROCESS = r"""
 import json, sys
 import msgpack_arrow as ma
