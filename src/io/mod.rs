@@ -348,8 +348,11 @@ impl Format {
     pub fn detect(path: &Path) -> Result<Format> {
         match Format::from_path(path) {
             Some(f) => Ok(f),
-            // an object is not opened twice to guess: msgpack unless its name says otherwise
-            None if is_url(path) => Ok(Format::Msgpack),
+            // an object is not opened twice to guess: msgpack unless its name says otherwise; nor
+            // is a pipe (`<(cat f)`, /dev/stdin), whose first bytes a guess would consume
+            None if is_url(path) || !std::fs::metadata(path).map_or(true, |m| m.is_file()) => {
+                Ok(Format::Msgpack)
+            }
             None => Format::sniff(path),
         }
     }

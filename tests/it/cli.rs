@@ -459,3 +459,38 @@ fn ctrl_c_during_convert_exits_130_at_once_and_leaves_no_output() {
         "every run finished before the signal: use a bigger input"
     );
 }
+
+/// A pipe named as a path (`/dev/stdin`, a shell's `<(cat f)`) is read as a stream: guessing its
+/// format from its first bytes consumed them, and the rest read as an empty input (exit 0).
+#[test]
+fn a_pipe_given_as_a_path_is_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("in.msgpack");
+    embeddings(&src, 300, 4, 7);
+    let out = dir.path().join("out.feather");
+    let mut child = Command::new(BIN)
+        .args([
+            "convert",
+            "/dev/stdin",
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let bytes = fs::read(&src).unwrap();
+    let feed = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &bytes));
+    let done = child.wait_with_output().unwrap();
+    assert!(done.status.success(), "{}", stderr(&done));
+    feed.join().unwrap().unwrap();
+    let f = fs::File::open(&out).unwrap();
+    let rows: usize = arrow_ipc::reader::FileReader::try_new(f, None)
+        .unwrap()
+        .map(|b| b.unwrap().num_rows())
+        .sum();
+    assert_eq!(rows, 300);
+}
