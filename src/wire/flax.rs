@@ -68,7 +68,9 @@ fn ndarray<'a>(
         return Err(whole(&p, "not an array of (shape, dtype name, bytes)"));
     }
     let n = match p.peek_kind() {
-        Ok(Kind::Array) => p.read_array_len().map_err(|e| whole(&p, &e.to_string()))?,
+        Ok(Kind::Array) => p
+            .read_array_len()
+            .map_err(|e| whole(&p, &e.kind().to_string()))?,
         _ => return Err(whole(&p, "the shape is not an array")),
     };
     if n > MAX_NDIM {
@@ -93,7 +95,9 @@ fn ndarray<'a>(
         _ => return Err(whole(&p, "the dtype name is not a string")),
     };
     let (data, data_at) = match p.peek_kind() {
-        Ok(Kind::Bin | Kind::Str) => p.read_str_or_bin().map_err(|e| whole(&p, &e.to_string()))?,
+        Ok(Kind::Bin | Kind::Str) => p
+            .read_str_or_bin()
+            .map_err(|e| whole(&p, &e.kind().to_string()))?,
         _ => return Err(whole(&p, "the data is not bytes")),
     };
     if !p.is_empty() {
@@ -239,6 +243,12 @@ mod tests {
             .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
             .collect();
         assert_eq!(vals, [1.0, -2.5]);
+        // a payload whose bin claims more bytes than there are: one position in the message
+        let mut lying = flax_payload(&[1], "int8", &[0]);
+        let n = lying.len();
+        lying[n - 2] = 9; // bin8 length 9, 1 byte there
+        let e = read(&ext(1, &lying), true).unwrap_err().to_string();
+        assert_eq!(e.matches("at byte").count(), 1, "{e}");
         // a name numpy does not know: an error at the name (not an object array for its 'O')
         let buf = ext(1, &flax_payload(&[1], "NOT_A_DTYPE", &[0]));
         let Some(Special::Array(nd)) = read(&buf, false).unwrap() else {
