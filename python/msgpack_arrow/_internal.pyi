@@ -14,6 +14,11 @@ class HeldInput:
 
 def decompress_whole(path: str, most: int) -> HeldInput | None: ...
 
+class FileRange:
+    """A plain file from a byte offset (a file object's rest), mapped by the reader."""
+
+    def __init__(self, fd: int, offset: int) -> None: ...
+
 class ArrowStream:
     """Record batches exported through the Arrow PyCapsule interface (reusable)."""
 

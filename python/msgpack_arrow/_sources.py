@@ -4,7 +4,6 @@ options that name columns, types and store settings, as the Rust reader takes th
 from __future__ import annotations
 
 import io
-import mmap
 import os
 import re as _re
 import stat
@@ -12,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, Literal, Union
 
 import polars as pl
+
+from ._internal import FileRange
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
@@ -34,7 +35,7 @@ def _path(x: PathLike) -> str:
     return p if _is_url(p) else os.path.expanduser(p)
 
 
-def _one_source(source: Source) -> str | bytes | bytearray | memoryview:
+def _one_source(source: Source) -> str | bytes | bytearray | memoryview | FileRange:
     """A path (str) or bytes-like object the Rust reader takes."""
     if _is_path(source):
         return _path(source)
@@ -67,12 +68,13 @@ def _one_source(source: Source) -> str | bytes | bytearray | memoryview:
 _MAP_MIN_BYTES = 1 << 20
 
 
-def _map_rest(f: Any) -> memoryview | None:
-    """The rest of a plain file opened with ``open(path, "rb")`` (from its position to its end)
-    as a read-only memory map, the file object left after it as ``f.read()`` leaves it; ``None``
-    for any other file object. Why: ``f.read()`` copies the whole file into fresh memory before
-    decoding starts (a 316 MB file read 3.4x slower than from its path); mapped, it is read as
-    its path is (a table may then keep pointing into the file, as one read from its path does).
+def _map_rest(f: Any) -> FileRange | None:
+    """The rest of a plain file opened with ``open(path, "rb")`` (from its position to its end),
+    which the reader maps as it maps a path, the file object left after it as ``f.read()`` leaves
+    it; ``None`` for any other file object. Why: ``f.read()`` copies the whole file into fresh
+    memory before decoding starts (a 316 MB file read 3.4x slower than from its path); mapped, it
+    is read as its path is (a table may then keep pointing into the file, as one read from its
+    path does, and the pages read are handed back as the read goes).
     Only the builtin read-only file types, exactly: a wrapper's ``fileno()`` (gzip, tar members)
     is the file under it, not the bytes its ``read()`` returns, and a file opened for writing
     too may change under what was read from it."""
@@ -87,11 +89,11 @@ def _map_rest(f: Any) -> memoryview | None:
         pos = f.tell()
         if st.st_size - pos < _MAP_MIN_BYTES:
             return None
-        m = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        rest = FileRange(fd, pos)
     except (OSError, ValueError, io.UnsupportedOperation):
         return None
-    f.seek(len(m))
-    return memoryview(m)[pos:]
+    f.seek(st.st_size)
+    return rest
 
 
 def _columns(columns: str | Sequence[str] | None) -> list[str] | None:

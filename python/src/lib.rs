@@ -36,6 +36,7 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::ArrowStream>()?;
     m.add_class::<reader::PyReader>()?;
     m.add_class::<reader::HeldInput>()?;
+    m.add_class::<reader::FileRange>()?;
     m.add_function(wrap_pyfunction!(reader::decompress_whole, m)?)?;
     m.add_function(wrap_pyfunction!(writer::write, m)?)?;
     m.add_function(wrap_pyfunction!(writer::write_iter, m)?)?;

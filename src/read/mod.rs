@@ -632,9 +632,17 @@ impl ReaderBuilder {
     /// bytes of an anonymous or written private mapping would be lost; read those with
     /// [`ReaderBuilder::build_from_slice`].
     pub fn build_from_mmap(self, map: memmap2::Mmap) -> Result<Reader> {
+        self.build_from_mmap_at(map, 0)
+    }
+
+    /// [`ReaderBuilder::build_from_mmap`] from byte `offset` of the map (a file object's position:
+    /// error offsets count from there).
+    pub fn build_from_mmap_at(self, map: memmap2::Mmap, offset: usize) -> Result<Reader> {
         let mut b = self;
         b.release_input = true;
-        b.build_from_buffer(mmap_buffer(map))
+        let buf = mmap_buffer(map);
+        let offset = offset.min(buf.len());
+        b.build_from_buffer(buf.slice(offset))
     }
 
     /// Read from any `Read`: a stream of records or values is decoded batch by batch in bounded
