@@ -81,3 +81,40 @@ def test_omit_never_loses_a_column_null_in_every_row():
     one = pl.DataFrame({"a": [[1, 2]], "b": pl.Series([None], dtype=pl.Int64)})
     back = ma.read_msgpack(ma.write_msgpack(one, None, missing="omit"))
     assert back.shape == (1, 2)
+
+
+def test_random_key_subsets_nested_and_nil_read_as_msgpack_gives_them():
+    # every record a random subset of keys, nested maps missing, nil, or with their own missing
+    # keys; batches of a few rows so the nulls of absent keys cross batch ends (they are
+    # appended when a key is next seen or the batch ends). Reference: Python msgpack's rows.
+    import msgpack
+
+    rng = np.random.default_rng(11)
+    keys = [f"k{i}" for i in range(40)]
+    recs = []
+    for r in range(500):
+        rec = {"id": r}
+        for k in rng.choice(keys, size=int(rng.integers(0, 12)), replace=False):
+            rec[str(k)] = int(rng.integers(-5, 5)) if rng.random() < 0.8 else None
+        roll = rng.random()
+        if roll < 0.3:
+            rec["s"] = None
+        elif roll < 0.7:
+            rec["s"] = {k: f"v{r}" for k in ("a", "b", "c") if rng.random() < 0.6}
+        recs.append(rec)
+    data = b"".join(msgpack.packb(r) for r in recs)
+    want = [msgpack.unpackb(msgpack.packb(r)) for r in recs]
+    for batch_size in (1, 7, 65536):
+        got = ma.read_msgpack(data, batch_size=batch_size)
+        rows = got.to_dicts()
+        for w, g in zip(want, rows):
+            for k in got.columns:
+                if k == "s":
+                    ws = w.get("s")
+                    gs = g["s"]
+                    if ws is None:
+                        assert gs is None, (w, g)
+                    else:
+                        assert {f: ws.get(f) for f in ("a", "b", "c") if f in got.schema["s"].to_schema()} == gs, (w, g)
+                else:
+                    assert g[k] == w.get(k), (k, w, g)

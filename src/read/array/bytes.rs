@@ -103,6 +103,9 @@ impl ArrayDecoder for BytesDecoder {
     fn append_null(&mut self) {
         self.b.append_null();
     }
+    fn append_nulls(&mut self, n: usize) {
+        self.b.append_nulls(n);
+    }
     fn finish(&mut self) -> Result<ArrayRef> {
         let a = self.b.finish();
         Ok(if self.utf8 {

@@ -83,6 +83,13 @@ impl Ctx {
 pub(crate) trait ArrayDecoder: Send {
     fn decode(&mut self, c: &mut Cursor<'_>) -> Result<()>;
     fn append_null(&mut self);
+    /// `n` nulls at once (a struct's fields that its maps lacked, appended when the field is
+    /// next seen or the batch ends).
+    fn append_nulls(&mut self, n: usize) {
+        for _ in 0..n {
+            self.append_null();
+        }
+    }
     fn finish(&mut self) -> Result<ArrayRef>;
     /// Room for `rows` more rows: big buffers are allocated once, at their final size.
     fn reserve(&mut self, _rows: usize) {}

@@ -27,6 +27,9 @@ impl ArrayDecoder for NullDecoder {
     fn append_null(&mut self) {
         self.n += 1;
     }
+    fn append_nulls(&mut self, n: usize) {
+        self.n += n;
+    }
     fn finish(&mut self) -> Result<ArrayRef> {
         Ok(Arc::new(NullArray::new(std::mem::take(&mut self.n))))
     }
@@ -62,6 +65,10 @@ impl ArrayDecoder for BoolDecoder {
     fn append_null(&mut self) {
         self.v.append(false);
         self.nulls.append_null();
+    }
+    fn append_nulls(&mut self, n: usize) {
+        self.v.append_n(n, false);
+        self.nulls.append_n_nulls(n);
     }
     fn finish(&mut self) -> Result<ArrayRef> {
         Ok(Arc::new(BooleanArray::new(
@@ -387,6 +394,10 @@ where
     fn append_null(&mut self) {
         self.v.push(T::Native::default());
         self.nulls.append_null();
+    }
+    fn append_nulls(&mut self, n: usize) {
+        self.v.resize(self.v.len() + n, T::Native::default());
+        self.nulls.append_n_nulls(n);
     }
     fn finish(&mut self) -> Result<ArrayRef> {
         let v = std::mem::take(&mut self.v);

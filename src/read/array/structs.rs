@@ -18,9 +18,13 @@ pub(crate) struct StructDecoder {
     pub(crate) children: Vec<Option<Box<dyn ArrayDecoder>>>,
     /// the decoded fields' indices in output order (the projection's order, fixed here once)
     pub(crate) order: Vec<usize>,
-    pub(crate) lookup: HashMap<Box<[u8]>, usize>,
-    /// `stamp[i] == gen`: field i was seen in the current map (missing ones become null; twice is an error)
+    pub(crate) lookup: crate::read::infer::FastMap<Box<[u8]>, usize>,
+    /// `stamp[i] == gen`: field i was seen in the current map (twice is an error)
     pub(crate) stamp: Vec<u64>,
+    /// rows field i's decoder holds: the maps that lacked it are appended as nulls at once when
+    /// it is next seen or the batch ends (a sparse table's 1,800 absent keys a record were
+    /// 1,800 calls a record, most of the read)
+    pub(crate) filled: Vec<usize>,
     pub(crate) gen: u64,
     pub(crate) nulls: NullBufferBuilder,
     pub(crate) len: usize,
@@ -71,6 +75,7 @@ impl StructDecoder {
             .collect();
         Ok(StructDecoder {
             stamp: vec![0; fields.len()],
+            filled: vec![0; fields.len()],
             fields,
             names,
             children,
@@ -147,25 +152,37 @@ impl StructDecoder {
             }
             self.stamp[col] = self.gen;
             match &mut self.children[col] {
-                Some(d) => d
-                    .decode(c)
-                    .map_err(|e| e.prepend_path(self.fields[col].name()))?,
-                None => c.skip(self.ctx.max_depth)?,
-            }
-        }
-        for (i, ch) in self.children.iter_mut().enumerate() {
-            if self.stamp[i] != self.gen {
-                if let Some(d) = ch {
-                    d.append_null();
+                Some(d) => {
+                    let gap = self.len - self.filled[col];
+                    if gap > 0 {
+                        d.append_nulls(gap);
+                    }
+                    d.decode(c)
+                        .map_err(|e| e.prepend_path(self.fields[col].name()))?;
+                    self.filled[col] = self.len + 1;
                 }
+                None => c.skip(self.ctx.max_depth)?,
             }
         }
         self.len += 1;
         Ok(())
     }
 
+    /// Append to every field the nulls of the maps that lacked it (before its array is made).
+    fn fill_nulls(&mut self) {
+        for (ch, filled) in self.children.iter_mut().zip(self.filled.iter_mut()) {
+            if let Some(d) = ch {
+                if *filled < self.len {
+                    d.append_nulls(self.len - *filled);
+                }
+            }
+            *filled = 0;
+        }
+    }
+
     /// Finish the decoded columns (for a batch).
     pub(crate) fn finish_columns(&mut self) -> Result<Vec<ArrayRef>> {
+        self.fill_nulls();
         self.len = 0;
         let mut done: Vec<Option<ArrayRef>> = Vec::with_capacity(self.children.len());
         for (f, ch) in self.fields.iter().zip(self.children.iter_mut()) {
@@ -197,11 +214,13 @@ impl ArrayDecoder for StructDecoder {
         Ok(())
     }
     fn append_null(&mut self) {
-        for d in self.children.iter_mut().flatten() {
-            d.append_null();
-        }
+        // (its fields' nulls are appended when they are next seen or the batch ends)
         self.len += 1;
         self.nulls.append_null();
+    }
+    fn append_nulls(&mut self, n: usize) {
+        self.len += n;
+        self.nulls.append_n_nulls(n);
     }
     fn finish(&mut self) -> Result<ArrayRef> {
         let n = self.len;
