@@ -106,6 +106,7 @@ def make_more(d: Path, n: int) -> None:
 
     rng = np.random.default_rng(2)
     pk = msgpack.Packer()
+    texts = [f"{k:04} " + " ".join(f"w{x}" for x in rng.integers(0, 10**6, 200)) for k in range(1000)]
     made = {
         "floats": lambda: b"".join(pk.pack(float(x)) for x in rng.random(n)),
         "bools": lambda: b"".join(mn.packb({"b": rng.random(128) < 0.5}) for _ in range(n // 5)),
@@ -115,6 +116,19 @@ def make_more(d: Path, n: int) -> None:
         "wide_records": lambda: b"".join(
             pk.pack({f"k{j}": (int(v * 1e6) if j % 2 else float(v)) for j, v in enumerate(rng.random(50))})
             for _ in range(n // 10)
+        ),
+        # event logs: each record 200 of 2,000 possible keys (the table is 2,000 columns wide)
+        "sparse": lambda: b"".join(
+            pk.pack({f"k{j}": int(j * 7 + i) for j in sorted(rng.choice(2000, 200, replace=False))})
+            for i in range(n // 50)
+        ),
+        # 200 int keys a record, in another order in every record (maps built from sets, Go maps)
+        "shuffled": lambda: b"".join(
+            pk.pack({f"key_{j}": int(i + j) for j in rng.permutation(200)}) for i in range(n // 40)
+        ),
+        # logs or documents: a 1.5 KB text out of 1,000 distinct ones, and a few ints
+        "long_strings": lambda: b"".join(
+            pk.pack({"id": i, "a": i % 7, "text": texts[(i * 7919) % 1000]}) for i in range(n // 20)
         ),
         # a dict of lists (`df.to_dict("list")`, or lists of arrays gathered in a loop) packed once
         "list_columns": lambda: mn.packb({
@@ -409,6 +423,12 @@ def main() -> None:
          "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))))"),
         ("list_columns", f"a dict of 5 lists of {scalars // 10:,} (id, name, x, tags, emb: float32[32] ndarrays)",
          "d = mn.unpackb(open(P, 'rb').read(), raw=False); d['emb'] = np.stack(d['emb']); pl.DataFrame(d)"),
+        ("sparse", f"{scalars // 50:,} records of 200 int keys out of 2,000 (a 2,000-column table)",
+         "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))), infer_schema_length=None)"),
+        ("shuffled", f"{scalars // 40:,} records of 200 int keys, in another order in each",
+         "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))))"),
+        ("long_strings", f"{scalars // 20:,} records {{id, a, text}} of a 1.5 KB text (1,000 distinct)",
+         "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))))"),
     ]:
         p = work / f"{name}.msgpack"
         ms_ = f"P = {str(p)!r}; F = {str(p.with_suffix('.feather'))!r}"
@@ -487,6 +507,8 @@ def main() -> None:
         (str(work / f"wide_{wide[0]}x{wide[1]}.msgpack"), "wide", f"a columns map of {wide[0]} × {wide[1]:,} float64"),
         (str(work / f"scalars_{scalars}.msgpack"), "scalars", f"{scalars:,} records of six scalar fields"),
         (str(work / "small.msgpack"), "small", f"{small:,} float32 arrays of 100"),
+        (str(work / "sparse.msgpack"), "sparse", f"{scalars // 50:,} records of 200 of 2,000 int keys"),
+        (str(work / "long_strings.msgpack"), "long_strings", f"{scalars // 20:,} records of a 1.5 KB text (1,000 distinct)"),
     ]:
         other, sizes = parquet_rows(src, stem)
         rep.table(f"msgpack → Parquet (zstd): {what}", f"Sizes: {sizes}.", other, other[0][0])
