@@ -1,6 +1,7 @@
 //! The msgpack-numpy wire format, I/O-free (as `csv-core` is to `csv`): reading MessagePack with
 //! positions ([`cursor`]), numpy's dtype notation ([`dtype`]), recognising ndarray maps and the
-//! other dialects' forms (`ndarray`), writing MessagePack as Python's packer does ([`write`],
+//! other dialects' forms (`ndarray`; ext values: `npy`, `flax`), writing MessagePack as Python's
+//! packer does ([`write`],
 //! `pad` for aligned payloads), and Python's float/complex repr (`pyrepr`).
 //!
 //! Nothing here knows Arrow, files or codecs; every layer above builds on it.
