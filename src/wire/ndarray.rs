@@ -78,6 +78,11 @@ fn reads_flax(dialect: Dialect) -> bool {
 /// Whether the ext value at the cursor reads as an ndarray, numpy scalar or complex (`npy_ext`'s
 /// code, or one of Flax's); the cursor does not move.
 pub(crate) fn is_special_ext(c: &Cursor<'_>, dialect: Dialect, npy_ext: Option<i8>) -> bool {
+    // (asked of every value of some columns: anything else returns here, before `read_ext`
+    // would build an error to say it is not an ext)
+    if !matches!(c.peek_kind(), Ok(Kind::Ext)) {
+        return false;
+    }
     let mut d = c.clone();
     match d.read_ext() {
         Ok((t, _)) if npy_ext == Some(t) => true,
