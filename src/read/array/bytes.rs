@@ -6,7 +6,7 @@ use crate::types::buffers::to_arrow;
 use crate::types::NumpyDtype;
 use crate::wire::cursor::{Cursor, Int, Kind};
 use crate::wire::ndarray::{probe, Special};
-use arrow_array::builder::BinaryBuilder;
+use arrow_array::builder::{ArrayBuilder, BinaryBuilder};
 use arrow_array::types::*;
 use arrow_array::*;
 use std::sync::Arc;
@@ -105,6 +105,13 @@ impl ArrayDecoder for BytesDecoder {
     }
     fn append_nulls(&mut self, n: usize) {
         self.b.append_nulls(n);
+    }
+    fn reserve(&mut self, rows: usize) {
+        // (made empty: `BinaryBuilder::new()` holds room for 1,024 values, which every batch's
+        // array kept: 4,286 batches of 7 rows of one string column held 70 MB)
+        if self.b.len() == 0 {
+            self.b = BinaryBuilder::with_capacity(rows, 0);
+        }
     }
     fn finish(&mut self) -> Result<ArrayRef> {
         let a = self.b.finish();

@@ -21,7 +21,7 @@ impl ExtDecoder {
     pub(crate) fn new(ctx: &Ctx) -> Self {
         ExtDecoder {
             codes: Vec::new(),
-            data: BinaryBuilder::new(),
+            data: BinaryBuilder::with_capacity(0, 0),
             nulls: NullBufferBuilder::new(0),
             ctx: ctx.clone(),
         }

@@ -142,7 +142,7 @@ pub(crate) fn make_decoder(field: &Field, ctx: &Ctx) -> Result<Box<dyn ArrayDeco
         }
         Some("msgpack") => {
             return Ok(Box::new(RawDecoder {
-                b: BinaryBuilder::new(),
+                b: BinaryBuilder::with_capacity(0, 0),
                 ctx: ctx.clone(),
             }))
         }
@@ -151,7 +151,7 @@ pub(crate) fn make_decoder(field: &Field, ctx: &Ctx) -> Result<Box<dyn ArrayDeco
         }
         Some("object") => {
             return Ok(Box::new(ObjectDecoder {
-                b: BinaryBuilder::new(),
+                b: BinaryBuilder::with_capacity(0, 0),
                 ctx: ctx.clone(),
             }))
         }
@@ -192,12 +192,12 @@ pub(crate) fn make_decoder(field: &Field, ctx: &Ctx) -> Result<Box<dyn ArrayDeco
         DataType::Float32 => Box::new(PrimDecoder::<Float32Type>::new(ctx)),
         DataType::Float64 => Box::new(PrimDecoder::<Float64Type>::new(ctx)),
         DataType::Utf8 => Box::new(BytesDecoder {
-            b: BinaryBuilder::new(),
+            b: BinaryBuilder::with_capacity(0, 0),
             utf8: true,
             ctx: ctx.clone(),
         }),
         DataType::Binary => Box::new(BytesDecoder {
-            b: BinaryBuilder::new(),
+            b: BinaryBuilder::with_capacity(0, 0),
             utf8: false,
             ctx: ctx.clone(),
         }),
