@@ -196,12 +196,7 @@ impl Source {
     fn build(self, b: ReaderBuilder) -> msgpack_arrow::Result<Reader> {
         match self {
             Source::Owned(bytes) => b.build_from_owned_bytes(bytes),
-            Source::FileAt(file, offset) => {
-                // SAFETY: read-only; a file changed while mapped is the caveat every mapped read
-                // carries (msgpack_arrow::io::compress::open_input)
-                let map = unsafe { memmap2::Mmap::map(&file) }?;
-                b.build_from_mmap_at(map, offset)
-            }
+            Source::FileAt(file, offset) => b.build_from_file_at(&file, offset),
             Source::Path(p) => b.build_from_path(p),
             // compressed bytes are decompressed whatever their source (wire::sniff); twice for
             // a stream of rows, its types taken from every row as uncompressed bytes' are

@@ -422,3 +422,29 @@ def test_columns_chunks_whose_row_shapes_differ_read_as_lists(shapes):
     assert df.schema["a"] == dtype
     assert df["a"].to_list() == want
     assert df["k"].to_list() == [i for s in shapes for i in range(s[0])]
+
+
+def test_a_compressed_file_object_is_decompressed_whatever_its_size(tmp_path):
+    # a file object of 1 MiB or more is mapped by the reader (as its path is): compressed bytes
+    # there must be decompressed as the path's are, from the object's position
+    import gzip
+
+    import msgpack
+
+    rng = np.random.default_rng(4)
+    recs = [{"id": i, "x": float(x), "s": rng.bytes(12).hex()} for i, x in enumerate(rng.random(60_000))]
+    raw = b"".join(msgpack.packb(r) for r in recs)
+    p = tmp_path / "d.msgpack.gz"
+    p.write_bytes(gzip.compress(raw, compresslevel=1))
+    assert p.stat().st_size > 1 << 20
+    want = pl.from_dicts(recs)
+    with open(p, "rb") as f:
+        got = ma.read_msgpack(f)
+        assert f.tell() == p.stat().st_size
+    assert got.equals(want)
+    # from a position: a plain header then the compressed stream
+    q = tmp_path / "framed.bin"
+    q.write_bytes(b"HEADER" + p.read_bytes())
+    with open(q, "rb") as f:
+        f.read(6)
+        assert ma.read_msgpack(f).equals(want)

@@ -162,6 +162,23 @@ impl crate::ReaderBuilder {
         }
     }
 
+    /// Read `file` from byte `offset` on (a file object's rest, error offsets counting from
+    /// there): mapped as a path is, pages dropped behind the decoder; compressed bytes there are
+    /// decompressed, as a path's are.
+    pub fn build_from_file_at(self, file: &std::fs::File, offset: usize) -> Result<crate::Reader> {
+        // SAFETY: read-only; a file changed while mapped is the caveat of every mapped read
+        // (`compress::open_input`)
+        let map = unsafe { memmap2::Mmap::map(file) }?;
+        let offset = offset.min(map.len());
+        let head = &map[offset..map.len().min(offset + crate::wire::sniff::SNIFF_LEN)];
+        if compress::Codec::from_magic(head).is_none() {
+            return self.build_from_mmap_at(map, offset);
+        }
+        let buf = crate::read::source::mmap_buffer(map).slice(offset);
+        let open = || compress::open_buffer(buf.clone());
+        self.build_from_reopenable(open()?, open)
+    }
+
     /// Read bytes the caller gives up (what [`decompress_whole`] gave): as a held compressed
     /// file's, rows decoded free the pages behind them, so the peak is not input + table.
     pub fn build_from_owned_bytes(self, bytes: Vec<u8>) -> Result<crate::Reader> {
