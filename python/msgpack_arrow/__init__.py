@@ -795,7 +795,12 @@ def scan_msgpack(
             # Polars' scan_parquet: extra columns raise), not a column silently lost. The
             # caller's schema: its types convert values, and other keys are skipped (as Polars'
             # scan_ndjson with a schema)
-            bytes_ = first_bytes.pop() if first_bytes and src is sources[0] else None  # (atomic: one query takes them)
+            bytes_ = None
+            if src is sources[0]:
+                try:
+                    bytes_ = first_bytes.pop()  # (one query takes them, whichever comes first)
+                except IndexError:
+                    pass
             if bytes_ is not None:
                 bytes_.last_read()
             with _naming(src, len(sources) > 1):

@@ -147,6 +147,11 @@ def test_other_ext_1_payloads_stay_ext_values_and_the_flax_dialect_names_them(fl
     with pytest.raises(ma.DecodeError, match="Flax ext 1") as e:
         ma.read_msgpack(other, dialect="flax")
     assert e.value.offset is not None
+    # Flax's shape but no numpy dtype name: another application's, kept
+    lookalike = msgpack.packb({"e": msgpack.ExtType(1, msgpack.packb([[2], "hello", b"ab"]))})
+    assert ma.read_msgpack(lookalike)["e"].to_list() == [{"code": 1, "data": msgpack.packb([[2], "hello", b"ab"])}]
+    with pytest.raises(ma.DecodeError, match="not a numpy dtype name"):
+        ma.read_msgpack(lookalike, dialect="flax")
     # Flax's form with too few bytes for its shape
     short = msgpack.packb({"a": msgpack.ExtType(1, msgpack.packb([[4], "int32", b"\0" * 12]))})
     with pytest.raises(ma.DecodeError, match="12 bytes"):
