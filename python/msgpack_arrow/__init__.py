@@ -611,8 +611,9 @@ def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any
     hold = {"hold_decompressed": 0} if is_url else {}
     held = None
     most = opts.get("hold_decompressed")
-    if isinstance(source, str) and not is_url and most != 0:
-        # a compressed file, decompressed once for both reads (up to the same bound a read holds)
+    if isinstance(source, str) and not is_url and most != 0 and opts.get("infer_rows") is None:
+        # a compressed file, decompressed once for both reads (up to the same bound a read holds;
+        # with infer_rows its schema takes only its first rows, and it is not held)
         with _naming(source, many):
             held = _decompress_whole(source, _DEFAULT_HOLD if most is None else most)
     with _naming(source, many):

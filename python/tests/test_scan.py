@@ -193,6 +193,12 @@ def test_a_compressed_file_is_decompressed_once_for_its_schema_and_first_query(t
     p.write_bytes(pack(b"".join(mn.packb({**r, "id": -r["id"]}) for r in rows)))
     assert_frame_equal(lf.collect(), want)
     assert lf.collect()["id"].to_list() == [-i for i in range(200)]
+    # typed from its first rows (infer_rows), a scan decompresses only those for its schema,
+    # and nothing is held: its query reads the file as it is now
+    lf3 = ma.scan_msgpack(p, infer_rows=10)
+    p.write_bytes(pack(b"".join(mn.packb(r) for r in rows)))
+    assert lf3.collect()["id"].to_list() == list(range(200))
+    p.write_bytes(pack(b"".join(mn.packb({**r, "id": -r["id"]}) for r in rows)))
     # the held bytes are for one query only: two scans of it in one query read the file
     lf2 = ma.scan_msgpack(p)
     both = lf2.join(lf2, on="id").collect()
