@@ -33,7 +33,6 @@ use self::columns::decode_columns;
 pub use self::decoder::Decoder;
 use self::plan::{plan, plan_first, Container, Plan, MAX_CHUNKS};
 use self::rows::{Limit, Parallel, RowDecoder, RowsReader};
-use self::source::mmap_buffer;
 use self::stream::StreamRows;
 use self::truncation::complete_prefix;
 pub use self::truncation::Truncation;
@@ -623,26 +622,6 @@ impl ReaderBuilder {
         r.truncation = cut;
         r.window.skip = skip;
         Ok(r)
-    }
-
-    /// Read a memory-mapped file. Pages already decoded are handed back to the kernel as the read
-    /// goes, so a big file never stays resident. (`build_from_path`, in [`crate::io`], opens a
-    /// path: mapped when plain, decompressed on the fly when compressed.) The map must be a
-    /// file's, unmodified: a dropped page is read back from the file when touched again, so the
-    /// bytes of an anonymous or written private mapping would be lost; read those with
-    /// [`ReaderBuilder::build_from_slice`].
-    pub fn build_from_mmap(self, map: memmap2::Mmap) -> Result<Reader> {
-        self.build_from_mmap_at(map, 0)
-    }
-
-    /// [`ReaderBuilder::build_from_mmap`] from byte `offset` of the map (a file object's position:
-    /// error offsets count from there).
-    pub fn build_from_mmap_at(self, map: memmap2::Mmap, offset: usize) -> Result<Reader> {
-        let mut b = self;
-        b.release_input = true;
-        let buf = mmap_buffer(map);
-        let offset = offset.min(buf.len());
-        b.build_from_buffer(buf.slice(offset))
     }
 
     /// Read from any `Read`: a stream of records or values is decoded batch by batch in bounded

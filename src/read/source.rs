@@ -1,8 +1,34 @@
-//! Mapped input: the file as an Arrow buffer (so aligned payloads are zero-copy), and pages
-//! handed back to the kernel behind the decoder so a big file never stays resident.
+//! Mapped input (`ReaderBuilder::build_from_mmap`): the file as an Arrow buffer (so aligned
+//! payloads are zero-copy), and pages handed back to the kernel behind the decoder so a big file
+//! never stays resident.
 
 use arrow_buffer::Buffer;
 use std::sync::Arc;
+
+use super::{Reader, ReaderBuilder};
+use crate::error::Result;
+
+impl ReaderBuilder {
+    /// Read a memory-mapped file. Pages already decoded are handed back to the kernel as the read
+    /// goes, so a big file never stays resident. (`build_from_path`, in [`crate::io`], opens a
+    /// path: mapped when plain, decompressed on the fly when compressed.) The map must be a
+    /// file's, unmodified: a dropped page is read back from the file when touched again, so the
+    /// bytes of an anonymous or written private mapping would be lost; read those with
+    /// [`ReaderBuilder::build_from_slice`].
+    pub fn build_from_mmap(self, map: memmap2::Mmap) -> Result<Reader> {
+        self.build_from_mmap_at(map, 0)
+    }
+
+    /// [`ReaderBuilder::build_from_mmap`] from byte `offset` of the map (a file object's position:
+    /// error offsets count from there).
+    pub fn build_from_mmap_at(self, map: memmap2::Mmap, offset: usize) -> Result<Reader> {
+        let mut b = self;
+        b.release_input = true;
+        let buf = mmap_buffer(map);
+        let offset = offset.min(buf.len());
+        b.build_from_buffer(buf.slice(offset))
+    }
+}
 
 /// Map a file into an Arrow buffer without copying.
 pub(crate) fn mmap_buffer(m: memmap2::Mmap) -> Buffer {
