@@ -113,20 +113,14 @@ impl crate::ReaderBuilder {
             return self.build(r);
         }
         let most = self.hold_decompressed();
-        let Some(mut head) = hold_buffer(most) else {
+        let Some((mut head, failed)) = read_held(&mut r, most) else {
             return too_big(self, r);
         };
-        let failed = (&mut r)
-            .take((most as u64).saturating_add(1))
-            .read_to_end(&mut head)
-            .err();
         match failed {
             None if head.len() <= most => {
                 head.shrink_to_fit();
                 // rows copied out free the held bytes behind them: the peak is not input + table
-                self.releasing_decoded()
-                    .with_eager(false)
-                    .build_from_buffer(arrow_buffer::Buffer::from_vec(head))
+                self.build_from_owned_bytes(head)
             }
             // too big to hold (or no room after all): what was read, then the rest
             None => too_big(self, Box::new(HeadThen::new(head, r))),
@@ -209,22 +203,27 @@ pub fn decompress_whole(path: &Path, most: usize) -> Result<Option<Vec<u8>>> {
     if compress::is_stdio(path) || is_url(path) {
         return Ok(None);
     }
-    let Input::Stream(r) = open_input(path)? else {
+    let Input::Stream(mut r) = open_input(path)? else {
         return Ok(None);
     };
-    let Some(mut held) = hold_buffer(most) else {
-        return Ok(None);
-    };
-    match r
+    Ok(match read_held(&mut r, most) {
+        Some((mut held, None)) if held.len() <= most => {
+            held.shrink_to_fit();
+            Some(held)
+        }
+        _ => None,
+    })
+}
+
+/// Up to `most` bytes of `r` and one more (to tell whether there are more) in a buffer of
+/// [`hold_buffer`]'s, with the read's error if it failed; `None` where no buffer is to be had.
+fn read_held(r: &mut dyn Read, most: usize) -> Option<(Vec<u8>, Option<std::io::Error>)> {
+    let mut held = hold_buffer(most)?;
+    let failed = r
         .take((most as u64).saturating_add(1))
         .read_to_end(&mut held)
-    {
-        Ok(_) if held.len() <= most => {
-            held.shrink_to_fit();
-            Ok(Some(held))
-        }
-        _ => Ok(None),
-    }
+        .err();
+    Some((held, failed))
 }
 
 /// An empty buffer that can take `most` bytes (up to the default bound) and one more without
