@@ -69,6 +69,8 @@ def _check_writable(df: pl.DataFrame, columns: tuple[list[str], list[Any]] | Non
 def _warn_time_zones(columns: tuple[list[str], list[Any]]) -> None:
     """Say so when a zone is dropped (numpy's datetime64 has none: the values are written as UTC
     and read back naive), rather than letting wall-clock times change without a word."""
+    if not any(issubclass(c, pl.Datetime) for c in set(map(type, columns[1]))):
+        return  # the common case, without a Python test per column (10,000 columns: 2 ms)
     zoned = [
         (n, t.time_zone)
         for n, t in zip(*columns)
