@@ -284,7 +284,9 @@ fn decode_with(
         // one batch of `n` rows, as the crate gives one Vec: a byte bound of the whole input cuts
         // none, yet a row of a 16th of it still goes alone (zero-copy where aligned); `usize::MAX`
         // would make that a 16th of 2^64 and copy every big array
-        b = b.with_batch_size(n).with_batch_bytes(buf.len().max(1 << 20));
+        b = b
+            .with_batch_size(n)
+            .with_batch_bytes(buf.len().max(1 << 20));
     }
     if let Some(s) = schema {
         b = b.with_schema(s);

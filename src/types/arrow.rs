@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, Field, Fields, SchemaRef, TimeUnit};
 
 use crate::error::{err, ErrorKind, Result};
@@ -118,14 +118,14 @@ impl NumpyDtype {
 /// The Arrow bytes of `b`'s rows: the data they use, not the buffers they sit in (a slice counts
 /// its rows only; a tensor lent from a mapped file sits in the whole mapping).
 pub fn data_bytes(b: &RecordBatch) -> usize {
-    b.columns()
-        .iter()
-        .map(|c| {
-            c.to_data()
-                .get_slice_memory_size()
-                .unwrap_or_else(|_| c.get_array_memory_size())
-        })
-        .sum()
+    b.columns().iter().map(|c| column_bytes(c.as_ref())).sum()
+}
+
+/// [`data_bytes`] of one column.
+pub fn column_bytes(c: &dyn Array) -> usize {
+    c.to_data()
+        .get_slice_memory_size()
+        .unwrap_or_else(|_| c.get_array_memory_size())
 }
 
 /// A batch of `rows` rows with these columns (also when there are none, which alone cannot say

@@ -102,6 +102,63 @@ pub fn plain_is_better(batches: &[RecordBatch], i: usize) -> bool {
     }
 }
 
+/// Values at least this long on average make a column worth weighing ([`weighed_bytes`]): a
+/// dictionary of shorter ones repeated in every row group costs little.
+const WEIGH_MIN_LEN: usize = 32;
+
+/// Fewer values than this are counted as they are (batches of a few huge rows).
+const WEIGH_MIN_VALUES: usize = 64;
+
+/// What a column of `raw` Arrow bytes adds to a row group, for cutting row groups: a string
+/// or binary column of long values that repeat (a dictionary will be written) counts as its
+/// keys and one copy of each distinct value, not as every value. Row groups of repeated long
+/// texts so hold many more rows and repeat their dictionary less often: 50,000 records of
+/// 1,000 distinct 1.5 KB texts were five row groups of 16 MiB, each with the whole dictionary,
+/// 4.5× the bytes of Polars' one group.
+///
+/// The distinct count is estimated from each value's length, head, middle and tail (not all its
+/// bytes: this runs on the decoding thread); values that differ elsewhere look alike, which
+/// makes a row group larger than it should be, never a file wrong (the writer's bound on the
+/// raw bytes of a row group still holds).
+pub fn weighed_bytes(col: &dyn Array, raw: usize) -> usize {
+    let n = col.len() - col.null_count();
+    if n < WEIGH_MIN_VALUES || raw / n < WEIGH_MIN_LEN || !is_bytes(col.data_type()) {
+        return raw;
+    }
+    let s = foldhash::fast::FixedState::with_seed(0x6d73_6770);
+    let mut kmv = Kmv::default();
+    for v in byte_values(col) {
+        let h = if v.len() <= 96 {
+            s.hash_one(v)
+        } else {
+            let mid = v.len() / 2;
+            s.hash_one((
+                v.len(),
+                &v[..32],
+                &v[mid - 16..mid + 16],
+                &v[v.len() - 32..],
+            ))
+        };
+        kmv.add(h);
+    }
+    let distinct = kmv.estimate();
+    if distinct >= n as f64 * MAX_DISTINCT_SHARE {
+        return raw;
+    }
+    // keys of at most 4 bytes, and the distinct values' share of the bytes
+    let dictionary = (raw as f64 * distinct / n as f64) as usize;
+    raw.min(n * 4 + dictionary)
+}
+
+/// Whether `dt` is a string or binary type.
+fn is_bytes(dt: &DataType) -> bool {
+    use DataType::*;
+    matches!(
+        dt,
+        Utf8 | LargeUtf8 | Utf8View | Binary | LargeBinary | BinaryView
+    )
+}
+
 fn signed<T: ArrowPrimitiveType>(cols: &[&dyn Array], bound: u64) -> bool
 where
     T::Native: Into<i64>,

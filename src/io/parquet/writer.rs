@@ -33,13 +33,17 @@ use rayon::prelude::*;
 use super::{dense_leaf, dictionary, writer_properties_for, MAX_ROW_GROUP_BYTES};
 use crate::error::{Error, Result};
 use crate::io::Compression;
-use crate::types::arrow::data_bytes;
+use crate::types::arrow::column_bytes;
 
 /// Rows a row group holds at most (the parquet crate's default).
 pub const MAX_ROW_GROUP_ROWS: usize = 1024 * 1024;
 
 /// Arrow bytes of row groups being encoded at once, at most (whatever the core count).
 const MAX_IN_FLIGHT_BYTES: usize = 512 << 20;
+
+/// Arrow bytes a row group holds at most (or its byte bound where that is more), however little
+/// its columns weigh ([`dictionary::weighed_bytes`]: long texts that repeat).
+const MAX_RAW_GROUP_BYTES: usize = 128 << 20;
 
 /// Arrow bytes a row group's column chunk gets at least, where the columns are many: 2,000
 /// columns of a sparse table in 16 MiB groups were 1,000-row chunks (40,000 of them, each paying
@@ -63,9 +67,11 @@ pub struct ParquetWriter<W: Write + Send> {
     /// rows of the row group being gathered
     pending: Vec<RecordBatch>,
     pending_rows: usize,
+    /// the gathered rows' bytes as they weigh in a row group, and as Arrow data
     pending_bytes: usize,
-    /// row groups being encoded, oldest first
-    in_flight: VecDeque<Receiver<Encoded>>,
+    pending_raw: usize,
+    /// row groups being encoded, oldest first, with their Arrow bytes
+    in_flight: VecDeque<(Receiver<Encoded>, usize)>,
     threads: usize,
     groups: usize,
     group_bytes: usize,
@@ -103,6 +109,7 @@ impl<W: Write + Send> ParquetWriter<W> {
             pending: Vec::new(),
             pending_rows: 0,
             pending_bytes: 0,
+            pending_raw: 0,
             in_flight: VecDeque::new(),
             threads: rayon::current_num_threads().max(1),
             groups: 0,
@@ -117,12 +124,13 @@ impl<W: Write + Send> ParquetWriter<W> {
         self
     }
 
-    /// Row groups encoded at once: one per thread and one more, so the caller decodes meanwhile,
-    /// within [`MAX_IN_FLIGHT_BYTES`].
-    fn max_in_flight(&self) -> usize {
-        (self.threads + 1)
-            .min(MAX_IN_FLIGHT_BYTES / self.group_bytes)
-            .max(1)
+    /// Whether a row group of `raw` Arrow bytes must wait for the oldest one in flight: row
+    /// groups are encoded one per thread and one more (so the caller decodes meanwhile), within
+    /// [`MAX_IN_FLIGHT_BYTES`].
+    fn must_wait(&self, raw: usize) -> bool {
+        let held: usize = self.in_flight.iter().map(|(_, b)| b).sum();
+        !self.in_flight.is_empty()
+            && (self.in_flight.len() > self.threads || held + raw > MAX_IN_FLIGHT_BYTES)
     }
 
     /// Add the rows of `b`; full row groups go to be encoded.
@@ -149,21 +157,33 @@ impl<W: Write + Send> ParquetWriter<W> {
                 ours.iter().map(|f| f.data_type()).collect::<Vec<_>>()
             ))));
         }
-        // the batch's bytes, measured once, shared evenly among its rows
-        let per_row = (data_bytes(b) / b.num_rows()).max(1);
+        // the batch's bytes (as Arrow data, and as they weigh in a row group), measured once,
+        // shared evenly among its rows
+        let (mut raw, mut weighed) = (0, 0);
+        for c in b.columns() {
+            let r = column_bytes(c.as_ref());
+            raw += r;
+            weighed += dictionary::weighed_bytes(c.as_ref(), r);
+        }
+        let per_row = (weighed / b.num_rows()).max(1);
+        let per_row_raw = (raw / b.num_rows()).max(1);
+        let raw_cap = MAX_RAW_GROUP_BYTES.max(self.group_bytes);
         let mut rest = b.clone();
         while rest.num_rows() > 0 {
             let rows = rest.num_rows();
             let room_rows = MAX_ROW_GROUP_ROWS - self.pending_rows;
-            let room_bytes = self.group_bytes.saturating_sub(self.pending_bytes) / per_row;
+            let room_bytes = (self.group_bytes.saturating_sub(self.pending_bytes) / per_row)
+                .min(raw_cap.saturating_sub(self.pending_raw) / per_row_raw);
             let take = rows.min(room_rows).min(room_bytes.max(1));
             let part = rest.slice(0, take);
             self.pending_bytes += take * per_row;
+            self.pending_raw += take * per_row_raw;
             self.pending_rows += take;
             self.pending.push(part);
             rest = rest.slice(take, rows - take);
             if self.pending_rows >= MAX_ROW_GROUP_ROWS
                 || self.pending_bytes >= self.group_bytes
+                || self.pending_raw >= raw_cap
                 || rest.num_rows() > 0
             {
                 self.dispatch()?;
@@ -177,12 +197,14 @@ impl<W: Write + Send> ParquetWriter<W> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        while self.in_flight.len() >= self.max_in_flight() {
+        let raw = self.pending_raw;
+        while self.must_wait(raw) {
             self.append_oldest()?;
         }
         let batches = std::mem::take(&mut self.pending);
         self.pending_rows = 0;
         self.pending_bytes = 0;
+        self.pending_raw = 0;
         let (group, index) = (self.group.clone(), self.groups);
         self.groups += 1;
         let (tx, rx) = sync_channel(1);
@@ -196,13 +218,13 @@ impl<W: Write + Send> ParquetWriter<W> {
                 let _ = tx.send(group.encode(index, &batches));
             });
         }
-        self.in_flight.push_back(rx);
+        self.in_flight.push_back((rx, raw));
         Ok(())
     }
 
     /// Wait for the oldest row group in flight and append it to the file.
     fn append_oldest(&mut self) -> Result<()> {
-        let Some(rx) = self.in_flight.pop_front() else {
+        let Some((rx, _)) = self.in_flight.pop_front() else {
             return Ok(());
         };
         let chunks = rx
@@ -608,6 +630,37 @@ mod tests {
         let back: Vec<RecordBatch> = r.build().unwrap().map(|b| b.unwrap()).collect();
         let back = arrow_select::concat::concat_batches(&back[0].schema(), &back).unwrap();
         assert_eq!(back.columns(), table.columns());
+    }
+
+    /// Long texts that repeat weigh as their dictionary: a table of 50 distinct 1 KiB texts
+    /// over 10 MB is one row group (one dictionary) where distinct texts of the same size are
+    /// several, and both read back as written.
+    #[test]
+    fn repeated_long_texts_share_a_row_group_distinct_ones_do_not() {
+        let n = 10_000usize;
+        let schema = Arc::new(Schema::new(vec![Field::new("text", DataType::Utf8, false)]));
+        let text = |i: usize| format!("{i:>6}{}", "abcdefgh".repeat(128));
+        let groups = |distinct: usize| {
+            let col = StringArray::from_iter_values((0..n).map(|i| text(i % distinct)));
+            let table = RecordBatch::try_new(schema.clone(), vec![Arc::new(col)]).unwrap();
+            let mut w = ParquetWriter::try_new(Vec::new(), schema.clone(), Compression::default())
+                .unwrap()
+                .with_max_row_group_bytes(2 << 20);
+            for at in (0..n).step_by(1000) {
+                w.write(&table.slice(at, 1000)).unwrap();
+            }
+            let bytes = bytes::Bytes::from(w.finish().unwrap());
+            let r = ParquetRecordBatchReaderBuilder::try_new(bytes.clone()).unwrap();
+            let groups = r.metadata().num_row_groups();
+            let back: Vec<RecordBatch> = r.build().unwrap().map(|b| b.unwrap()).collect();
+            let back = arrow_select::concat::concat_batches(&schema, &back).unwrap();
+            assert_eq!(back.columns(), table.columns());
+            (groups, bytes.len())
+        };
+        let (repeated, size) = groups(50);
+        assert_eq!(repeated, 1, "{size} bytes");
+        let (distinct, _) = groups(n);
+        assert!(distinct >= 5, "{distinct} row groups of distinct texts");
     }
 
     #[test]
