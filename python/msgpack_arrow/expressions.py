@@ -124,7 +124,9 @@ def _no_null(dt: Any) -> Any:
     if dt == pl.Null:
         return pl.Boolean
     if isinstance(dt, pl.List):
-        return pl.List(_no_null(dt.inner))
+        # items of no type (a msgpack [] read as List(Null)) as String: a list of them is
+        # written as a msgpack list, as read; a list of Booleans may be an ndarray ('|b1')
+        return pl.List(pl.String if dt.inner == pl.Null else _no_null(dt.inner))
     if isinstance(dt, pl.Array):
         return pl.Array(_no_null(dt.inner), dt.size)
     if isinstance(dt, pl.Struct):

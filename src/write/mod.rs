@@ -42,7 +42,7 @@ use arrow_schema::{DataType, Field, SchemaRef};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Dialect, Layout, Missing};
 use crate::types::arrow::record_batch;
-use crate::types::layout::is_columns_map;
+use crate::types::layout::{is_columns_map, ValueForm};
 use crate::types::{extension, meta};
 
 use crate::wire::write::{self as wire, Out};
@@ -551,15 +551,15 @@ impl<W: Write> Writer<W> {
             let field = self.schema.field(0).clone();
             let mut enc =
                 make_encoder(&field, b.column(0)).map_err(|e| e.prepend_path(field.name()))?;
-            // a bare ndarray's rows are its axis 0 (a 0-d one, of a plain type, is one row)
-            let is_nd = enc
-                .nd_probe(0)
-                .map_err(|e| e.at_record(0).prepend_path(field.name()))?
-                .is_some()
-                && matches!(
-                    field.data_type(),
-                    DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)
-                );
+            // a bare ndarray's rows are its axis 0 (a 0-d one, complex included, is one row)
+            let is_nd = matches!(
+                enc.form(0)
+                    .map_err(|e| e.at_record(0).prepend_path(field.name()))?,
+                ValueForm::Ndarray(_)
+            ) && matches!(
+                field.data_type(),
+                DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)
+            );
             let mut tmp = Out::new(false);
             enc.encode(0, &mut tmp)
                 .map_err(|e| e.at_record(0).prepend_path(field.name()))?;
@@ -826,8 +826,8 @@ fn bin_key(f: &Field) -> bool {
     f.metadata().get(meta::KEY).map(String::as_str) == Some("bin")
 }
 
-/// The key of a column: str, or bin ([`bin_key`]).
-fn write_key(b: &mut Vec<u8>, f: &Field) {
+/// The key of a column or a struct's field: str, or bin ([`bin_key`]).
+pub(crate) fn write_key(b: &mut Vec<u8>, f: &Field) {
     if bin_key(f) {
         wire::bin(b, f.name().as_bytes())
     } else {

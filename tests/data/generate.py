@@ -546,6 +546,14 @@ def _(rng):
                     for i in range(3)])
 
 
+@good("rec_nested_bin_keys", "auto", "records", True)
+def _(rng):
+    """Bytes keys inside nested maps, as msgpack_numpy's own tests write them
+    ({'x': {b'foo': ..., b'bar': ...}}), beside str ones and in a list of maps: written back as bin."""
+    return stream(*[{"id": i, "x": {b"foo": 1.0 * i, b"bar": sample(rng, "<f4", (2,)), "baz": i},
+                     "items": [{b"k": j} for j in range(i)]} for i in range(3)])
+
+
 @good("col_bin_keys", "auto", "columns", True)
 def _(rng):
     """A columns map with bytes keys."""
@@ -934,6 +942,13 @@ def _(rng):
 def _(rng):
     """One bare 0-d ndarray: one row, written back bare (no array around it)."""
     return pack(np.array(1.5, "<f8"))
+
+
+@good("val_bare_0d_complex", "auto", "values", True)
+def _(rng):
+    """One bare 0-d complex ndarray (np.array(1+2j)): one row of FixedSizeList(Float64, 2),
+    written back bare, not as a one-element array."""
+    return pack(np.array(1 - 2.5j, "<c16"))
 
 
 @good("val_bare_1d", "auto", "values", True)

@@ -10,7 +10,7 @@ use arrow_schema::Field;
 
 use crate::write::encoder::{make_encoder, make_top_encoder, ColumnEncoder};
 
-/// A map with str keys in field order.
+/// A map with str keys (bin where the field says so: [`crate::types::meta::KEY`]) in field order.
 pub(crate) struct StructEnc {
     pub(crate) names: Vec<String>,
     pub(crate) keys: Vec<u8>,
@@ -42,7 +42,7 @@ impl StructEnc {
         let mut children = Vec::new();
         for (f, c) in sa.fields().iter().zip(sa.columns()) {
             children.push(make(f, c).map_err(|e| e.prepend_path(f.name()))?);
-            wire::str(&mut keys, f.name());
+            crate::write::write_key(&mut keys, f);
             key_ends.push(keys.len());
             names.push(f.name().clone());
         }
