@@ -468,3 +468,14 @@ def test_ragged_empty_ndarrays_keep_their_dtype_through_polars():
     data = mn.packb({"a": np.zeros((2, 0), "<i8")}) + mn.packb({"a": np.zeros((3, 0), "<i8")})
     df = ma.read_msgpack(data)
     assert ma.write_msgpack(df) == data
+
+
+def test_empty_msgpack_lists_are_written_back_as_lists_through_polars():
+    # `[]` reads as List(Null); written back it was an empty bool ndarray ('|b1')
+    for rows in ([[], []], [[], [None]]):
+        orig = b"".join(mn.packb({"x": x, "k": i}) for i, x in enumerate(rows))
+        df = ma.read_msgpack(orig)
+        assert df.schema["x"] == pl.List(pl.Null)
+        out = ma.write_msgpack(df)
+        assert list(mn.Unpacker(io.BytesIO(out), raw=False)) == [{"x": x, "k": i} for i, x in enumerate(rows)]
+        assert out == orig
