@@ -160,3 +160,22 @@ def test_numpy_masked_arrays_read_as_msgpack_numpy_reads_them():
     ref = mn.unpackb(mn.packb(cols), raw=False)
     got = ma.read_msgpack(mn.packb(cols))
     np.testing.assert_array_equal(got["x"].to_numpy(), ref["x"])
+
+
+def test_msgpack_numpy_js_2d_arrays_with_shape_given_twice():
+    # emerald-geomodelling's msgpack-numpy-js `packBinary` keys a JS Map by two distinct
+    # buffers for a 2-D array: `shape` is written twice, the flat length first, then the dims.
+    # Python's msgpack_numpy (a dict: the last value wins) reads it, as does the JS reader.
+    import msgpack
+
+    def kv(k, v):
+        return msgpack.packb(k.encode()) + msgpack.packb(v, use_bin_type=True)
+
+    a = np.arange(6, dtype="<f4").reshape(3, 2)
+    blob = bytes([0x85]) + kv("nd", True) + kv("type", "<f4") + kv("shape", [6]) + kv("data", a.tobytes()) + kv("shape", [3, 2])
+    np.testing.assert_array_equal(mn.unpackb(blob), a)
+    df = ma.read_msgpack(blob, dialect="js")
+    np.testing.assert_array_equal(df["value"].to_numpy(), a)
+    # without the dialect a key given twice is an error that names it, as for any map
+    with pytest.raises(ma.DecodeError, match="duplicate key \"shape\""):
+        ma.read_msgpack(blob)

@@ -149,7 +149,10 @@ pub(crate) fn probe<'a>(
             }
         };
         if id != 0 {
-            if at[id as usize] != usize::MAX {
+            // A key given twice: not an ndarray, except in msgpack-numpy-js's maps, whose
+            // `packBinary` of a 2-D array writes `shape` twice (the flat length, then the dims;
+            // its reader, like Python's, takes the last).
+            if at[id as usize] != usize::MAX && dialect != Dialect::Js {
                 c.set_pos(start);
                 return Ok(None);
             }
