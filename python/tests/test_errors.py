@@ -4,6 +4,7 @@ DecodeError (a ValueError) with positions, and no panic reaches Python."""
 from __future__ import annotations
 
 import gzip
+import io
 import pickle
 import threading
 import time
@@ -58,6 +59,19 @@ def test_hostile_pickle_is_never_unpickled(tmp_path):
     assert df["obj"][0].startswith(b"\x80")  # a pickle protocol header
     assert not marker.exists()
 
+
+
+def test_raw_object_arrays_are_written_back_as_read():
+    # the pickles are never loaded: their bytes, and the shape every row had, go back as read
+    rows = [{"id": i, "obj": np.array([f"s{i}", i, None], dtype=object)} for i in range(3)]
+    data = b"".join(mn.packb(r) for r in rows)
+    assert ma.write_msgpack(ma.read_arrow(data, object_arrays="raw")) == data
+    # rows of different shapes: each written with shape [] (Python's decoder ignores it)
+    data += mn.packb({"id": 3, "obj": np.array([1, 2], dtype=object)})
+    out = ma.write_msgpack(ma.read_arrow(data, object_arrays="raw"))
+    back = list(mn.Unpacker(io.BytesIO(out), raw=False))
+    want = list(mn.Unpacker(io.BytesIO(data), raw=False))
+    assert [r["obj"].tolist() for r in back] == [r["obj"].tolist() for r in want]
 
 def test_exception_classes():
     assert issubclass(DecodeError, MsgpackArrowError) and issubclass(DecodeError, ValueError)

@@ -347,7 +347,14 @@ impl Ty {
                     _ => dt.arrow_type()?,
                 };
                 if matches!(dt, NumpyDtype::Object) {
-                    // the pickle is kept whole: one Binary value per ndarray
+                    // the pickle is kept whole: one Binary value per ndarray, its shape (where
+                    // every row has the same) in metadata for the writer to give back
+                    if !shape.is_empty() && shape.iter().all(|d| d.is_some()) {
+                        md.insert(
+                            meta::SHAPE.to_string(),
+                            serde_json::json!(shape).to_string(),
+                        );
+                    }
                     elem
                 } else {
                     if shape.iter().any(|d| d.is_none()) && shape.iter().any(|d| d.is_some()) {

@@ -27,8 +27,9 @@ pub const KEY: &str = "msgpack_numpy.key";
 /// Field of a `columns` file: `"list"` when its value was a msgpack list (of ndarrays, say),
 /// not one ndarray, so the writer writes a list again.
 pub const COLUMN: &str = "msgpack_arrow.column";
-/// Field of a ragged tensor column: the per-axis lengths that are the same in every row, as JSON
-/// (`[null, 3]`), so an empty row's shape `(0, 3)` can be written back.
+/// Field of a ragged tensor column (or of raw object arrays): the per-axis lengths that are the
+/// same in every row, as JSON (`[null, 3]`), so an empty row's shape `(0, 3)` (an object
+/// array's shape, which its pickle alone does not say) can be written back.
 pub const SHAPE: &str = "msgpack_numpy.shape";
 /// Field of a top-level ragged tensor column: shapes that the nested Lists cannot express (an
 /// axis of length 0 followed by non-zero ones, e.g. `(0, 5)`), as JSON `{"row": [dims]}` with

@@ -171,9 +171,12 @@ pub(crate) fn make_encoder(field: &Field, arr: &ArrayRef) -> Result<Box<dyn Colu
         }
         Some("object") => {
             if let Some(bins) = Bins::new(arr.as_ref()) {
+                // the shape every row had (none recorded: `[]`)
+                let shape = meta_dims(field).into_iter().collect::<Option<Vec<_>>>();
                 return Ok(Box::new(ObjectEnc {
                     bins,
                     ty: TypeEnc::of(&NumpyDtype::Object),
+                    shape: shape.unwrap_or_default(),
                 }));
             }
         }

@@ -256,11 +256,13 @@ impl ColumnEncoder for ComplexEnc {
 }
 
 /// Raw pickle bytes of an object array, written back as
-/// `{nd: True, type: [["", "|O"]], kind: b'O', shape: [], data: <pickle>}`. The original shape is
-/// not recoverable from the bytes; Python's decoder ignores it (it returns `pickle.loads(data)`).
+/// `{nd: True, type: [["", "|O"]], kind: b'O', shape: [..], data: <pickle>}`. The shape is the
+/// one every row had when read ([`crate::types::meta::SHAPE`]), else `[]`: the pickle alone does
+/// not say it, and Python's decoder ignores it (it returns `pickle.loads(data)`).
 pub(crate) struct ObjectEnc {
     pub(crate) bins: Bins,
     pub(crate) ty: TypeEnc,
+    pub(crate) shape: Vec<usize>,
 }
 
 impl ColumnEncoder for ObjectEnc {
@@ -273,7 +275,7 @@ impl ColumnEncoder for ObjectEnc {
         NdHead {
             ty: &self.ty,
             kind: b"O",
-            shape: &[],
+            shape: &self.shape,
             data_len: v.len(),
         }
         .write(out)?;
@@ -288,7 +290,7 @@ impl ColumnEncoder for ObjectEnc {
         NdHead {
             ty: &self.ty,
             kind: b"O",
-            shape: &[],
+            shape: &self.shape,
             data_len: n,
         }
         .probe()
