@@ -500,9 +500,6 @@ pub(crate) struct Inferrer {
     row_template: Option<RowTemplate>,
     /// top-level keys (column names) as first seen: `true` if that key was msgpack bin
     pub top_keys: FastMap<String, bool>,
-    /// keys of nested maps (struct fields) by name, as first seen: `true` if msgpack bin (Python
-    /// `bytes` keys, as in msgpack_numpy's own tests), so they are written back as bin
-    pub nested_keys: FastMap<String, bool>,
     /// `columns` layout: the columns whose value was first seen as a list (not an ndarray)
     pub list_columns: FastMap<String, bool>,
     /// an openpi `__ndarray__`/`__npgeneric__` map was seen (the file is written back so)
@@ -526,7 +523,6 @@ impl Inferrer {
             headers: Vec::new(),
             row_template: None,
             top_keys: FastMap::default(),
-            nested_keys: FastMap::default(),
             list_columns: FastMap::default(),
             openpi_seen: false,
             list_ranges: FastMap::default(),
@@ -681,11 +677,7 @@ impl Inferrer {
     /// The field of column `name` of type `t`, tagged [`meta::KEY`] if its key was bin and
     /// [`meta::COLUMN`] if it was a list in a `columns` map.
     pub(crate) fn column_field(&self, name: &str, t: &Ty) -> Result<Field> {
-        let mut f = t.to_field(name, &self.opts)?;
-        if self.nested_keys.values().any(|&bin| bin) {
-            let dt = meta::tag_bin_keys(f.data_type(), &|k| self.nested_keys.get(k) == Some(&true));
-            f = f.with_data_type(dt);
-        }
+        let f = t.to_field(name, &self.opts)?;
         let [bin_key, list] = self.column_tags(name);
         if !bin_key && !list {
             return Ok(f);
@@ -750,12 +742,7 @@ impl Inferrer {
             let key = if depth == 0 {
                 self.top_key(c)?
             } else {
-                let bin = c.peek_kind()? == Kind::Bin;
-                let key = read_key(c)?;
-                if !self.nested_keys.contains_key(key) {
-                    self.nested_keys.insert(key.to_string(), bin);
-                }
-                key
+                read_key(c)?
             };
             if fields.contains_key(key) {
                 return Err(c.error_at(

@@ -117,9 +117,6 @@ pub(crate) fn walk(
             for (k, bin) in pinf.top_keys {
                 inf.top_keys.entry(k).or_insert(bin);
             }
-            for (k, bin) in pinf.nested_keys {
-                inf.nested_keys.entry(k).or_insert(bin);
-            }
             inf.openpi_seen |= pinf.openpi_seen;
         }
         let mut s = pos;

@@ -1,10 +1,6 @@
 //! Field and schema metadata keys. The exact numpy dtype travels in field metadata wherever Arrow
 //! alone would lose it, so writing back restores it.
 
-use std::sync::Arc;
-
-use arrow_schema::{DataType, FieldRef, Fields};
-
 /// Field: the numpy dtype string (`"<f4"`, `">i8"`, `"<U5"`); for structured dtypes the descr as JSON.
 pub const DTYPE: &str = "msgpack_numpy.dtype";
 /// Field: how values were encoded: `"ndarray"` (`nd: True`), `"scalar"` (`nd: False`),
@@ -21,8 +17,9 @@ pub const CONTAINER: &str = "msgpack_arrow.container";
 /// Schema of a `columns` file holding more than one map (chunks): the rows of each, comma
 /// separated (`"3,2"`), so the writer writes the same maps back.
 pub const CHUNKS: &str = "msgpack_arrow.chunks";
-/// Field (a top-level column, or a struct's field): `"bin"` when its key was seen as msgpack bin
-/// (Python `bytes` keys), so the writer writes it back as bin.
+/// Field (a top-level column): `"bin"` when its key was first seen as msgpack bin (Python
+/// `bytes` keys), so the writer writes it back as bin (a struct's field so tagged too; the reader
+/// tags top-level keys only).
 pub const KEY: &str = "msgpack_numpy.key";
 /// Field of a `columns` file: `"list"` when its value was a msgpack list (of ndarrays, say),
 /// not one ndarray, so the writer writes a list again.
@@ -53,34 +50,3 @@ pub const DIALECT: &str = "msgpack_arrow.dialect";
 /// carries none, as a JSON object, written once in place of one copy per field
 /// ([`crate::types::shared_metadata`]).
 pub const SHARED_FIELD_METADATA: &str = "msgpack_arrow.field_metadata";
-
-/// `dt` with the fields of every struct in it whose name `is_bin` tagged [`KEY`] `"bin"`.
-pub fn tag_bin_keys(dt: &DataType, is_bin: &dyn Fn(&str) -> bool) -> DataType {
-    let field = |f: &FieldRef| -> FieldRef {
-        let inner = f
-            .as_ref()
-            .clone()
-            .with_data_type(tag_bin_keys(f.data_type(), is_bin));
-        Arc::new(inner)
-    };
-    match dt {
-        DataType::Struct(fs) => DataType::Struct(
-            fs.iter()
-                .map(|f| {
-                    let f = field(f);
-                    if !is_bin(f.name()) {
-                        return f;
-                    }
-                    let mut md = f.metadata().clone();
-                    md.insert(KEY.to_string(), "bin".to_string());
-                    Arc::new(f.as_ref().clone().with_metadata(md))
-                })
-                .collect::<Fields>(),
-        ),
-        DataType::List(f) => DataType::List(field(f)),
-        DataType::LargeList(f) => DataType::LargeList(field(f)),
-        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
-        // an integer-keyed map's entries are not msgpack keys
-        other => other.clone(),
-    }
-}

@@ -546,14 +546,6 @@ def _(rng):
                     for i in range(3)])
 
 
-@good("rec_nested_bin_keys", "auto", "records", True)
-def _(rng):
-    """Bytes keys inside nested maps, as msgpack_numpy's own tests write them
-    ({'x': {b'foo': ..., b'bar': ...}}), beside str ones and in a list of maps: written back as bin."""
-    return stream(*[{"id": i, "x": {b"foo": 1.0 * i, b"bar": sample(rng, "<f4", (2,)), "baz": i},
-                     "items": [{b"k": j} for j in range(i)]} for i in range(3)])
-
-
 @good("col_bin_keys", "auto", "columns", True)
 def _(rng):
     """A columns map with bytes keys."""
