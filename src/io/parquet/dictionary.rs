@@ -116,10 +116,10 @@ const WEIGH_MIN_VALUES: usize = 64;
 /// 1,000 distinct 1.5 KB texts were five row groups of 16 MiB, each with the whole dictionary,
 /// 4.5× the bytes of Polars' one group.
 ///
-/// The distinct count is estimated from each value's length, head, middle and tail (not all its
-/// bytes: this runs on the decoding thread); values that differ elsewhere look alike, which
-/// makes a row group larger than it should be, never a file wrong (the writer's bound on the
-/// raw bytes of a row group still holds).
+/// The distinct count is estimated from a hash of each whole value (hashing a part of each, tried
+/// first to spare the decoding thread, took distinct texts that differ in the middle for repeats:
+/// row groups of 128 MiB, 3× the memory, for nothing; the whole hash costs no measurable time
+/// on the 80 MB of 1.5 KB texts).
 pub fn weighed_bytes(col: &dyn Array, raw: usize) -> usize {
     let n = col.len() - col.null_count();
     if n < WEIGH_MIN_VALUES || raw / n < WEIGH_MIN_LEN || !is_bytes(col.data_type()) {
@@ -128,18 +128,7 @@ pub fn weighed_bytes(col: &dyn Array, raw: usize) -> usize {
     let s = foldhash::fast::FixedState::with_seed(0x6d73_6770);
     let mut kmv = Kmv::default();
     for v in byte_values(col) {
-        let h = if v.len() <= 96 {
-            s.hash_one(v)
-        } else {
-            let mid = v.len() / 2;
-            s.hash_one((
-                v.len(),
-                &v[..32],
-                &v[mid - 16..mid + 16],
-                &v[v.len() - 32..],
-            ))
-        };
-        kmv.add(h);
+        kmv.add(s.hash_one(v));
     }
     let distinct = kmv.estimate();
     if distinct >= n as f64 * MAX_DISTINCT_SHARE {

@@ -639,7 +639,10 @@ mod tests {
     fn repeated_long_texts_share_a_row_group_distinct_ones_do_not() {
         let n = 10_000usize;
         let schema = Arc::new(Schema::new(vec![Field::new("text", DataType::Utf8, false)]));
-        let text = |i: usize| format!("{i:>6}{}", "abcdefgh".repeat(128));
+        // the texts differ a quarter in only: a hash of their head, middle and tail took them
+        // for one text
+        let (head, rest) = ("abcdefgh".repeat(32), "abcdefgh".repeat(96));
+        let text = |i: usize| format!("{head}{i:>6}{rest}");
         let groups = |distinct: usize| {
             let col = StringArray::from_iter_values((0..n).map(|i| text(i % distinct)));
             let table = RecordBatch::try_new(schema.clone(), vec![Arc::new(col)]).unwrap();
