@@ -183,7 +183,8 @@ def write_msgpack(
     data, ``<U5`` widths, complex numbers, ...) is lost in a Polars DataFrame: use
     :func:`read_arrow` to keep it. A List column of narrow numbers (int8..uint32, float16/32),
     which no plain msgpack value reads as, is written as one ndarray per row (ragged tensors)
-    when every row can be one.
+    when every row can be one; a List of such Lists, as a list of ndarrays per row when every
+    item can be one (a record's token arrays of different lengths).
     """
     if isinstance(df, pl.LazyFrame):
         df = df.collect()

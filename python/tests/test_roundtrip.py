@@ -331,13 +331,39 @@ def test_ragged_ndarrays_through_polars_are_byte_exact(dtype):
         assert ma.write_msgpack(df, None) == data, rs
 
 
+
+@pytest.mark.parametrize("dtype", ["<f4", "<i4", "|u1"])
+def test_lists_of_ragged_ndarrays_through_polars_are_byte_exact(dtype):
+    # a record's list of arrays of different lengths (token ids, say): List(List(T)) in Polars,
+    # each item an ndarray again (it was written as lists of numpy scalars), 1-d and 2-d, with
+    # an empty list and an empty array
+    rng = np.random.default_rng(3)
+    def arr(shape):
+        return rng.integers(0, 100, size=shape).astype(dtype)
+    rows = [{"x": [arr((3,)), arr((5,))], "k": 0}, {"x": [], "k": 1}, {"x": [arr((0,)), arr((2,))], "k": 2}]
+    rows2 = [{"m": [arr((2, 3)), arr((1, 3))]}, {"m": [arr((4, 2))]}]
+    for rs in (rows, rows2):
+        data = b"".join(mn.packb(r) for r in rs)
+        df = ma.read_msgpack(data)
+        out = ma.write_msgpack(df)
+        back = list(mn.Unpacker(io.BytesIO(out), raw=False))
+        for got, want in zip(back, rs):
+            for g, w in zip(*(r.get("x", r.get("m")) for r in (got, want))):
+                assert g.dtype == w.dtype and g.shape == w.shape and (g == w).all()
+        assert out == data
+
 def test_lists_that_cannot_be_ndarrays_stay_lists():
     df = pl.DataFrame(
         {"x": [[[1.0, 2.0], [3.0]], [[1.0]]], "y": [[1, None], [3]]},
         schema={"x": pl.List(pl.List(pl.Float32)), "y": pl.List(pl.Int16)},
     )
     out = list(msgpack.Unpacker(io.BytesIO(ma.write_msgpack(df, None)), object_hook=mn.decode))
-    assert out == [{"x": [[1.0, 2.0], [3.0]], "y": [1, None]}, {"x": [[1.0]], "y": [3]}]
+    # x's rows are not rectangular, but each item is: a list of float32 ndarrays
+    assert [[a.tolist() for a in r["x"]] for r in out] == [[[1.0, 2.0], [3.0]], [[1.0]]]
+    assert {a.dtype for r in out for a in r["x"]} == {np.dtype("<f4")}
+    # y holds a null: no ndarray can, so a list of numpy scalars (int16 kept) and nil
+    assert [r["y"] for r in out] == [[1, None], [3]]
+    assert type(out[0]["y"][0]) is np.int16
     # Int64/Float64/Boolean lists are what plain msgpack lists read as: they stay lists
     df = pl.DataFrame({"a": [[1, 2], [3]], "b": [[0.5], []], "c": [[True], [False, True]]})
     raw = list(msgpack.Unpacker(io.BytesIO(ma.write_msgpack(df, None))))

@@ -57,9 +57,20 @@ pub fn mark_ragged_ndarrays(schema: &SchemaRef, batches: &[RecordBatch]) -> Sche
                     || (number_leaf(t) && batches.iter().all(|b| holds_no_number(b.column(c)))))
                 && !f.metadata().contains_key(meta::KIND)
                 && batches.iter().all(|b| rows_are_ndarrays(b.column(c)));
-            if ragged {
+            // else a list of ndarrays (a record's list of token arrays of different lengths):
+            // its items, one level down, each one ndarray
+            let items = !ragged
+                && !f.metadata().contains_key(meta::KIND)
+                && matches!(t, T::List(i) | T::LargeList(i)
+                    if has_list(i.data_type()) && narrow_leaf(i.data_type())
+                        && !i.metadata().contains_key(meta::KIND))
+                && batches
+                    .iter()
+                    .all(|b| list_values(b.column(c)).is_some_and(|v| rows_are_ndarrays(&v)));
+            if ragged || items {
                 let mut md = f.metadata().clone();
-                md.insert(meta::KIND.to_string(), "ndarray".to_string());
+                let kind = if ragged { "ndarray" } else { ITEMS };
+                md.insert(meta::KIND.to_string(), kind.to_string());
                 f = f.with_metadata(md);
             }
             f
@@ -69,6 +80,28 @@ pub fn mark_ragged_ndarrays(schema: &SchemaRef, batches: &[RecordBatch]) -> Sche
         fields,
         schema.metadata().clone(),
     ))
+}
+
+/// `msgpack_numpy.kind` of a List column (from a table msgpack-arrow did not read) whose rows are
+/// msgpack lists of ndarrays: [`mark_ragged_ndarrays`] found each item can be one.
+pub(crate) const ITEMS: &str = "ndarray_items";
+
+/// The items of the rows of a List column, as one array (the part of its values the rows use).
+fn list_values(a: &arrow_array::ArrayRef) -> Option<arrow_array::ArrayRef> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+    fn part<O: arrow_array::OffsetSizeTrait>(
+        l: &arrow_array::GenericListArray<O>,
+    ) -> arrow_array::ArrayRef {
+        let o = l.value_offsets();
+        let (from, to) = (o[0].as_usize(), o[o.len() - 1].as_usize());
+        l.values().slice(from, to - from)
+    }
+    match a.data_type() {
+        arrow_schema::DataType::List(_) => Some(part(a.as_list::<i32>())),
+        arrow_schema::DataType::LargeList(_) => Some(part(a.as_list::<i64>())),
+        _ => None,
+    }
 }
 
 /// Whether a column of lists holds no element at all, at any depth (empty rows and nulls).

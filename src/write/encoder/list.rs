@@ -7,6 +7,7 @@ use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field};
 
 use crate::error::Result;
+use crate::types::meta;
 use crate::wire::write::{self as wire, Out};
 use crate::write::encoder::{make_encoder, ColumnEncoder};
 use crate::write::unsupported;
@@ -42,6 +43,15 @@ pub(crate) struct ListEnc {
 
 impl ListEnc {
     pub(crate) fn new(arr: &ArrayRef) -> Result<Self> {
+        Self::with_items(arr, false)
+    }
+
+    /// A list whose every item is written as an ndarray (its field taken as `kind: ndarray`).
+    pub(crate) fn of_ndarrays(arr: &ArrayRef) -> Result<Self> {
+        Self::with_items(arr, true)
+    }
+
+    fn with_items(arr: &ArrayRef, ndarrays: bool) -> Result<Self> {
         let (shape, field, values): (ListShape, &Field, &ArrayRef) = match arr.data_type() {
             DataType::FixedSizeList(f, n) => (
                 ListShape::Fixed(*n as usize),
@@ -74,7 +84,13 @@ impl ListEnc {
             }
             t => return Err(unsupported(format!("Arrow {t} is not a list"))),
         };
-        let child = make_encoder(field, values)?;
+        let child = if ndarrays {
+            let mut md = field.metadata().clone();
+            md.insert(meta::KIND.to_string(), "ndarray".to_string());
+            make_encoder(&field.clone().with_metadata(md), values)?
+        } else {
+            make_encoder(field, values)?
+        };
         Ok(ListEnc {
             shape,
             nulls: arr.logical_nulls(),

@@ -169,6 +169,9 @@ pub(crate) fn make_encoder(field: &Field, arr: &ArrayRef) -> Result<Box<dyn Colu
                 return Ok(Box::new(e));
             }
         }
+        // a Polars List column whose items were found to be ndarrays
+        // ([`crate::write::mark_ragged_ndarrays`]): a msgpack list of ndarrays
+        Some(crate::write::ragged::ITEMS) => return Ok(Box::new(ListEnc::of_ndarrays(arr)?)),
         Some("object") => {
             if let Some(bins) = Bins::new(arr.as_ref()) {
                 // the shape every row had (none recorded: `[]`)
