@@ -108,19 +108,10 @@ fn list_values(a: &arrow_array::ArrayRef) -> Option<arrow_array::ArrayRef> {
 fn holds_no_number(a: &arrow_array::ArrayRef) -> bool {
     use arrow_array::cast::AsArray;
     use arrow_array::Array;
+    if let Some(items) = list_values(a) {
+        return holds_no_number(&items);
+    }
     match a.data_type() {
-        arrow_schema::DataType::List(_) => {
-            let l = a.as_list::<i32>();
-            let o = l.value_offsets();
-            let (from, to) = (o[0] as usize, o[o.len() - 1] as usize);
-            holds_no_number(&l.values().slice(from, to - from))
-        }
-        arrow_schema::DataType::LargeList(_) => {
-            let l = a.as_list::<i64>();
-            let o = l.value_offsets();
-            let (from, to) = (o[0] as usize, o[o.len() - 1] as usize);
-            holds_no_number(&l.values().slice(from, to - from))
-        }
         arrow_schema::DataType::FixedSizeList(..) => {
             let l = a.as_fixed_size_list();
             l.value_length() == 0
