@@ -15,6 +15,7 @@ use crate::wire::ndarray::{is_special_ext, probe, Special};
 
 mod columns;
 mod fits;
+mod key_paths;
 
 pub(crate) use columns::{infer_columns_map, infer_columns_value};
 pub(crate) use fits::skip_marker_fits;
@@ -500,6 +501,10 @@ pub(crate) struct Inferrer {
     row_template: Option<RowTemplate>,
     /// top-level keys (column names) as first seen: `true` if that key was msgpack bin
     pub top_keys: FastMap<String, bool>,
+    /// keys of maps nested in a column, by path, as first seen (bin or str)
+    pub key_paths: key_paths::KeyPaths,
+    /// [`Inferrer::map`] at depth 0 is a record: its keys are columns whose paths are tracked
+    pub records: bool,
     /// `columns` layout: the columns whose value was first seen as a list (not an ndarray)
     pub list_columns: FastMap<String, bool>,
     /// an openpi `__ndarray__`/`__npgeneric__` map was seen (the file is written back so)
@@ -523,6 +528,8 @@ impl Inferrer {
             headers: Vec::new(),
             row_template: None,
             top_keys: FastMap::default(),
+            key_paths: Default::default(),
+            records: false,
             list_columns: FastMap::default(),
             openpi_seen: false,
             list_ranges: FastMap::default(),
@@ -608,7 +615,10 @@ impl Inferrer {
                 let mut t = Ty::Null;
                 for i in 0..n {
                     let p = c.offset();
-                    let v = self.value(c, depth + 1)?;
+                    let mark = self.key_paths.enter_item();
+                    let v = self.value(c, depth + 1);
+                    self.key_paths.leave(mark);
+                    let v = v?;
                     // a conflict inside a value is the column's: it bubbles up to the top level
                     t = t
                         .merge(v)
@@ -677,7 +687,7 @@ impl Inferrer {
     /// The field of column `name` of type `t`, tagged [`meta::KEY`] if its key was bin and
     /// [`meta::COLUMN`] if it was a list in a `columns` map.
     pub(crate) fn column_field(&self, name: &str, t: &Ty) -> Result<Field> {
-        let f = t.to_field(name, &self.opts)?;
+        let f = self.key_paths.tag(t.to_field(name, &self.opts)?);
         let [bin_key, list] = self.column_tags(name);
         if !bin_key && !list {
             return Ok(f);
@@ -739,6 +749,7 @@ impl Inferrer {
         let mut fields = Columns::with_capacity_and_hasher(n.min(256), Default::default());
         for _ in 0..n {
             let kp = c.pos();
+            let bin = c.peek_kind()? == Kind::Bin;
             let key = if depth == 0 {
                 self.top_key(c)?
             } else {
@@ -753,7 +764,21 @@ impl Inferrer {
             let t = if depth == 0 && self.given.has(key) {
                 self.given_value(c)?
             } else {
-                self.value(c, depth + 1).map_err(|e| e.prepend_path(key))?
+                let mark = if depth == 0 {
+                    if self.records {
+                        self.key_paths.start(key);
+                    }
+                    None
+                } else {
+                    self.key_paths.enter_key(key, bin)
+                };
+                let t = self.value(c, depth + 1);
+                if depth == 0 {
+                    self.key_paths.stop();
+                } else {
+                    self.key_paths.leave(mark);
+                }
+                t.map_err(|e| e.prepend_path(key))?
             };
             fields.insert(key.to_string(), t);
         }
@@ -763,6 +788,14 @@ impl Inferrer {
     /// A map whose keys are all integers: [`Ty::Map`]; a key of another type is an error at its
     /// byte.
     fn int_map(&mut self, c: &mut Cursor<'_>, depth: usize) -> Result<Ty> {
+        // the keys of maps inside it are not msgpack keys of a struct
+        let saved = self.key_paths.enter_untracked();
+        let t = self.int_map_entries(c, depth);
+        self.key_paths.leave_untracked(saved);
+        t
+    }
+
+    fn int_map_entries(&mut self, c: &mut Cursor<'_>, depth: usize) -> Result<Ty> {
         let n = c.read_map_len()?;
         let (mut kt, mut vt) = (Ty::Null, Ty::Null);
         for _ in 0..n {

@@ -701,12 +701,14 @@ fn ty_schema(ty: Ty, layout: Layout, inf: &Inferrer) -> Result<Schema> {
             // columns of one type (a wide map: 10,000 float64 arrays) share the field made for
             // the first, renamed: its type and metadata are reference-counted, where making each
             // anew cost a fifth of such a read
+            // (not where nested keys were bin: their tags depend on the column's name)
+            let share = !inf.key_paths.any_bin();
             let mut last: Option<(&Ty, [bool; 2], Field)> = None;
             let mut out = Vec::with_capacity(fields.len());
             for (k, v) in fields.iter() {
                 let tags = inf.column_tags(k);
                 let f = match &last {
-                    Some((t, g, f)) if *t == v && *g == tags => f.clone().with_name(k),
+                    Some((t, g, f)) if share && *t == v && *g == tags => f.clone().with_name(k),
                     _ => inf.column_field(k, v)?,
                 };
                 last = Some((v, tags, f.clone()));
@@ -905,7 +907,10 @@ impl RowWalk<'_> {
                         )))
                         .at_record(rows as u64));
                 }
-                inf.map(c, 0)
+                inf.records = true;
+                let t = inf.map(c, 0);
+                inf.records = false;
+                t
             } else if self.given_value {
                 inf.given_value(c)
             } else {

@@ -117,6 +117,7 @@ pub(crate) fn walk(
             for (k, bin) in pinf.top_keys {
                 inf.top_keys.entry(k).or_insert(bin);
             }
+            inf.key_paths.merge(pinf.key_paths);
             inf.openpi_seen |= pinf.openpi_seen;
         }
         let mut s = pos;

@@ -17,9 +17,8 @@ pub const CONTAINER: &str = "msgpack_arrow.container";
 /// Schema of a `columns` file holding more than one map (chunks): the rows of each, comma
 /// separated (`"3,2"`), so the writer writes the same maps back.
 pub const CHUNKS: &str = "msgpack_arrow.chunks";
-/// Field (a top-level column): `"bin"` when its key was first seen as msgpack bin (Python
-/// `bytes` keys), so the writer writes it back as bin (a struct's field so tagged too; the reader
-/// tags top-level keys only).
+/// Field (a top-level column, or a field of a struct a map made): `"bin"` when its key was first
+/// seen as msgpack bin (Python `bytes` keys), so the writer writes it back as bin.
 pub const KEY: &str = "msgpack_numpy.key";
 /// Field of a `columns` file: `"list"` when its value was a msgpack list (of ndarrays, say),
 /// not one ndarray, so the writer writes a list again.

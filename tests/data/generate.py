@@ -546,6 +546,18 @@ def _(rng):
                     for i in range(3)])
 
 
+@good("rec_nested_bin_keys", "auto", "records", True)
+def _(rng):
+    """Bytes keys inside nested maps, as msgpack_numpy's own tests write them
+    ({'x': {b'foo': ...}}): written back as bin, where another map's same-named str key (y.foo),
+    a map nested under a bin key and a list of maps keep theirs; a structured ndarray's field of
+    the same name is no key at all."""
+    st = np.dtype([("foo", "<i4"), ("w", "<f8")])
+    return stream(*[{"id": i, "x": {b"foo": 1.0 * i, b"bar": sample(rng, "<f4", (2,)), "baz": {"foo": i}},
+                     "y": {"foo": -i}, "items": [{b"k": j, "foo": j} for j in range(i)],
+                     "arr": np.zeros(2, st)} for i in range(3)])
+
+
 @good("col_bin_keys", "auto", "columns", True)
 def _(rng):
     """A columns map with bytes keys."""

@@ -41,7 +41,10 @@ pub(crate) fn infer_columns_map(
             let list = c.peek_kind()? == Kind::Array;
             inf.list_columns.insert(key.to_string(), list);
         }
-        let (l, t) = infer_column(c, inf, b, &mut per).map_err(|e| e.prepend_path(key))?;
+        inf.key_paths.start(key);
+        let r = infer_column(c, inf, b, &mut per);
+        inf.key_paths.stop();
+        let (l, t) = r.map_err(|e| e.prepend_path(key))?;
         match &len {
             Some((l0, k0)) if *l0 != l => {
                 return Err(Error::new(ErrorKind::Layout(format!(

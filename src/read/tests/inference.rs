@@ -937,3 +937,54 @@ fn an_odd_ndarray_where_a_window_of_repeats_ends_is_typed() {
         assert!(fast.contains("List("), "odd element {at}: {}", &fast[..300]);
     }
 }
+
+/// Bytes keys of nested maps are tagged by where they sit (a record's `x.b`, the maps in a list
+/// `y`), first seen, the same whether rows that fit are skipped (the fast path, also in pieces
+/// on threads) or every row is walked; a str key of the same name elsewhere is not tagged.
+#[test]
+fn nested_bin_keys_are_tagged_by_path_on_every_inference_path() {
+    use rmp::encode::{write_bin, write_map_len, write_sint, write_str};
+    let mut data = Vec::new();
+    for i in 0..40i64 {
+        write_map_len(&mut data, 3).unwrap();
+        write_str(&mut data, "x").unwrap();
+        // from row 20 on, x has a bin key "b" besides its str "a"
+        write_map_len(&mut data, if i < 20 { 1 } else { 2 }).unwrap();
+        write_str(&mut data, "a").unwrap();
+        write_sint(&mut data, i).unwrap();
+        if i >= 20 {
+            write_bin(&mut data, b"b").unwrap();
+            write_sint(&mut data, -i).unwrap();
+        }
+        write_str(&mut data, "y").unwrap();
+        rmp::encode::write_array_len(&mut data, 1).unwrap();
+        write_map_len(&mut data, 1).unwrap();
+        write_bin(&mut data, b"a").unwrap();
+        write_sint(&mut data, i).unwrap();
+        write_str(&mut data, "z").unwrap();
+        write_map_len(&mut data, 1).unwrap();
+        write_str(&mut data, "b").unwrap();
+        write_sint(&mut data, i).unwrap();
+    }
+    let b = ReaderBuilder::new().with_layout(Layout::Records);
+    let full = fast_or_full(&b, &data, false, false);
+    assert_eq!(fast_or_full(&b, &data, true, false), full);
+    assert_eq!(fast_or_full(&b, &data, true, true), full);
+    let schema = b.build_from_slice(&data).unwrap().schema();
+    let key = |f: &arrow_schema::Field| f.metadata().get(crate::types::meta::KEY).cloned();
+    let DataType::Struct(x) = schema.field(0).data_type() else {
+        panic!("{schema:?}")
+    };
+    assert_eq!((key(&x[0]), key(&x[1])), (None, Some("bin".to_string())));
+    let DataType::List(item) = schema.field(1).data_type() else {
+        panic!("{schema:?}")
+    };
+    let DataType::Struct(y) = item.data_type() else {
+        panic!("{schema:?}")
+    };
+    assert_eq!(key(&y[0]), Some("bin".to_string()));
+    let DataType::Struct(z) = schema.field(2).data_type() else {
+        panic!("{schema:?}")
+    };
+    assert_eq!(key(&z[0]), None);
+}
