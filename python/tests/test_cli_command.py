@@ -185,3 +185,19 @@ def test_head_shows_msgpack_timestamps_in_utc(tmp_path):
     assert r.returncode == 0, r.stderr
     cells = [line.strip("| ") for line in r.stdout.splitlines() if line.startswith("| ") and "Z" in line]
     assert [dt.datetime.fromisoformat(c.replace("Z", "+00:00")) for c in cells] == when
+
+
+def test_inputs_whose_nested_keys_differ_in_kind_convert_together(tmp_path):
+    # a's nested keys are bytes (tagged in its schema), b's the same keys as str: the schemas
+    # differ in nested field metadata only, so b's rows take a's types (they were refused)
+    a, b = tmp_path / "a.msgpack", tmp_path / "b.msgpack"
+    a.write_bytes(b"".join(mn.packb({"id": i, "x": {b"k": i, "n": [i]}}) for i in range(3)))
+    b.write_bytes(b"".join(mn.packb({"id": i, "x": {"k": -i, "n": [i]}}) for i in range(3)))
+    for out in ("ab.parquet", "ab.msgpack"):
+        r = run("convert", "-q", str(a), str(b), "-o", str(tmp_path / out))
+        assert r.returncode == 0, r.stderr
+    df = pl.read_parquet(tmp_path / "ab.parquet")
+    assert df["x"].struct.field("k").to_list() == [0, 1, 2, 0, -1, -2]
+    rows = list(mn.Unpacker(open(tmp_path / "ab.msgpack", "rb"), raw=False))
+    # one column, one key kind: the first input's (bytes)
+    assert [r["x"] for r in rows] == [{b"k": k, "n": [i % 3]} for i, k in enumerate([0, 1, 2, 0, -1, -2])]

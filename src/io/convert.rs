@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
 
-use crate::types::arrow::{record_batch, retype};
+use crate::types::arrow::record_batch;
+use crate::types::extension::retype;
 use arrow_schema::Schema;
 
 use super::compress::{is_stdio, Codec};
@@ -225,13 +226,13 @@ pub fn convert(
             let batch = batch.map_err(|e| e.in_file(path))?;
             // Later files may differ from the first in metadata or nested field names only.
             let batch = if batch.schema() != schema {
+                // (nested field metadata too: the same buffers in the first file's types)
                 let cols = batch
                     .columns()
                     .iter()
                     .zip(schema.fields())
                     .map(|(c, f)| retype(c, f.data_type()))
-                    .collect::<Result<Vec<_>>>()
-                    .map_err(|e| e.in_file(path))?;
+                    .collect();
                 record_batch(&schema, cols, batch.num_rows()).map_err(|e| e.in_file(path))?
             } else {
                 batch

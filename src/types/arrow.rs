@@ -128,45 +128,6 @@ pub fn column_bytes(c: &dyn Array) -> usize {
         .unwrap_or_else(|_| c.get_array_memory_size())
 }
 
-/// `a` as an array of type `to`, which has the same layout and differs from its type in field
-/// names or metadata only (a later file whose nested fields carry other metadata): the same
-/// buffers, retyped at every level.
-pub(crate) fn retype(a: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
-    if a.data_type() == to {
-        return Ok(a.clone());
-    }
-    Ok(arrow_array::make_array(retype_data(a.to_data(), to)?))
-}
-
-fn retype_data(d: arrow_data::ArrayData, to: &DataType) -> Result<arrow_data::ArrayData> {
-    let children: Vec<&DataType> = match to {
-        DataType::Struct(fs) => fs.iter().map(|f| f.data_type()).collect(),
-        DataType::List(f)
-        | DataType::LargeList(f)
-        | DataType::FixedSizeList(f, _)
-        | DataType::ListView(f)
-        | DataType::LargeListView(f)
-        | DataType::Map(f, _) => vec![f.data_type()],
-        _ => Vec::new(),
-    };
-    let kids = d.child_data();
-    if kids.len() != children.len() {
-        return err(ErrorKind::Layout(format!(
-            "{} cannot be read as {to}",
-            d.data_type()
-        )));
-    }
-    let kids = kids
-        .iter()
-        .zip(children)
-        .map(|(k, t)| retype_data(k.clone(), t))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(d.into_builder()
-        .data_type(to.clone())
-        .child_data(kids)
-        .build()?)
-}
-
 /// A batch of `rows` rows with these columns (also when there are none, which alone cannot say
 /// how many rows there are).
 pub(crate) fn record_batch(
