@@ -91,14 +91,7 @@ pub fn plain_is_better(batches: &[RecordBatch], i: usize) -> bool {
         Duration(Millisecond) => signed::<DurationMillisecondType>(&cols, bound),
         Duration(Microsecond) => signed::<DurationMicrosecondType>(&cols, bound),
         Duration(Nanosecond) => signed::<DurationNanosecondType>(&cols, bound),
-        _ => {
-            let s = foldhash::fast::FixedState::with_seed(0x6d73_6770);
-            let hashes = cols
-                .iter()
-                .flat_map(|c| byte_values(*c))
-                .map(|v| s.hash_one(v));
-            estimate_distinct(hashes) >= bound as f64
-        }
+        _ => distinct_values(&cols) >= bound as f64,
     }
 }
 
@@ -125,12 +118,7 @@ pub fn weighed_bytes(col: &dyn Array, raw: usize) -> usize {
     if n < WEIGH_MIN_VALUES || raw / n < WEIGH_MIN_LEN || !is_bytes(col.data_type()) {
         return raw;
     }
-    let s = foldhash::fast::FixedState::with_seed(0x6d73_6770);
-    let mut kmv = Kmv::default();
-    for v in byte_values(col) {
-        kmv.add(s.hash_one(v));
-    }
-    let distinct = kmv.estimate();
+    let distinct = distinct_values(&[col]);
     if distinct >= n as f64 * MAX_DISTINCT_SHARE {
         return raw;
     }
@@ -219,6 +207,16 @@ fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// How many distinct values the string or binary columns `cols` hold, estimated.
+fn distinct_values(cols: &[&dyn Array]) -> f64 {
+    let s = foldhash::fast::FixedState::with_seed(0x6d73_6770);
+    estimate_distinct(
+        cols.iter()
+            .flat_map(|c| byte_values(*c))
+            .map(|v| s.hash_one(v)),
+    )
 }
 
 /// How many distinct values `hashes` come from, estimated.
