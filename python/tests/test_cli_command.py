@@ -201,3 +201,9 @@ def test_inputs_whose_nested_keys_differ_in_kind_convert_together(tmp_path):
     rows = list(mn.Unpacker(open(tmp_path / "ab.msgpack", "rb"), raw=False))
     # one column, one key kind: the first input's (bytes)
     assert [r["x"] for r in rows] == [{b"k": k, "n": [i % 3]} for i, k in enumerate([0, 1, 2, 0, -1, -2])]
+    # a struct of other keys (of the same types) is another type: refused, not relabelled
+    c = tmp_path / "c.msgpack"
+    c.write_bytes(mn.packb({"id": 0, "x": {"z": 1, "m": [2]}}))
+    r = run("convert", "-q", str(a), str(c), "-o", str(tmp_path / "ac.msgpack"))
+    assert r.returncode != 0 and "schema differs" in r.stderr, r.stderr
+    assert not (tmp_path / "ac.msgpack").exists()

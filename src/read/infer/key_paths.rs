@@ -4,10 +4,12 @@
 //!
 //! By path, not by name: a name is bin in one map and str in another, and structs that no map
 //! made (structured ndarrays, ext values) share names with maps. A path is the column's name,
-//! then `\0` and a key for each map level, `\0\x01` for a list's items (keys never hold NUL: a
-//! key with one is refused). Only the first time a path is seen counts, as for top-level keys,
-//! so inference that skips rows which fit (the fast path) tags what a walk of every row does.
+//! then a key for each map level and `*` for a list's items, each name written as its length,
+//! `:` and its bytes, so no two places share a path whatever bytes keys hold. Only the first time
+//! a path is seen counts, as for top-level keys, so inference that skips rows which fit (the fast
+//! path) tags what a walk of every row does.
 
+use std::fmt::Write;
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, FieldRef, Fields};
@@ -15,8 +17,13 @@ use arrow_schema::{DataType, Field, FieldRef, Fields};
 use super::FastMap;
 use crate::types::meta;
 
-/// The segment of a list's items.
-const ITEM: &str = "\0\x01";
+/// The segment of a list's items (a name's segment starts with a digit).
+const ITEM: char = '*';
+
+/// Append name `name` to `path`.
+fn push_name(path: &mut String, name: &str) {
+    let _ = write!(path, "{}:{name}", name.len());
+}
 
 #[derive(Debug, Default)]
 pub(crate) struct KeyPaths {
@@ -33,7 +40,7 @@ impl KeyPaths {
     pub(crate) fn start(&mut self, name: &str) {
         let p = self.path.get_or_insert_with(String::new);
         p.clear();
-        p.push_str(name);
+        push_name(p, name);
     }
 
     pub(crate) fn stop(&mut self) {
@@ -45,8 +52,7 @@ impl KeyPaths {
     pub(crate) fn enter_key(&mut self, key: &str, bin: bool) -> Option<usize> {
         let p = self.path.as_mut()?;
         let len = p.len();
-        p.push('\0');
-        p.push_str(key);
+        push_name(p, key);
         if !self.seen.contains_key(p.as_str()) {
             self.seen.insert(p.clone(), bin);
             self.any |= bin;
@@ -58,7 +64,7 @@ impl KeyPaths {
     pub(crate) fn enter_item(&mut self) -> Option<usize> {
         let p = self.path.as_mut()?;
         let len = p.len();
-        p.push_str(ITEM);
+        p.push(ITEM);
         Some(len)
     }
 
@@ -95,7 +101,8 @@ impl KeyPaths {
         if !self.any_bin() {
             return f;
         }
-        let mut path = f.name().clone();
+        let mut path = String::new();
+        push_name(&mut path, f.name());
         let dt = self.tag_type(f.data_type(), &mut path);
         f.with_data_type(dt)
     }
@@ -103,7 +110,7 @@ impl KeyPaths {
     fn tag_type(&self, dt: &DataType, path: &mut String) -> DataType {
         let item = |f: &FieldRef, path: &mut String| -> FieldRef {
             let len = path.len();
-            path.push_str(ITEM);
+            path.push(ITEM);
             let t = self.tag_type(f.data_type(), path);
             path.truncate(len);
             Arc::new(f.as_ref().clone().with_data_type(t))
@@ -113,8 +120,7 @@ impl KeyPaths {
                 fs.iter()
                     .map(|f| {
                         let len = path.len();
-                        path.push('\0');
-                        path.push_str(f.name());
+                        push_name(path, f.name());
                         let mut g = f.as_ref().clone();
                         g = g.with_data_type(self.tag_type(f.data_type(), path));
                         if self.seen.get(path.as_str()) == Some(&true) {

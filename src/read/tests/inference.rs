@@ -988,3 +988,34 @@ fn nested_bin_keys_are_tagged_by_path_on_every_inference_path() {
     };
     assert_eq!(key(&z[0]), None);
 }
+
+/// Key paths cannot collide whatever bytes keys hold: a bin key `a\0b` of `x` and the str key
+/// `b` of `x.a` are two places (a NUL-joined path made them one).
+#[test]
+fn key_paths_of_keys_holding_any_bytes_do_not_collide() {
+    use rmp::encode::{write_bin, write_map_len, write_sint, write_str};
+    let mut data = Vec::new();
+    write_map_len(&mut data, 1).unwrap();
+    write_str(&mut data, "x").unwrap();
+    write_map_len(&mut data, 2).unwrap();
+    write_bin(&mut data, b"a\0b").unwrap();
+    write_sint(&mut data, 1).unwrap();
+    write_str(&mut data, "a").unwrap();
+    write_map_len(&mut data, 1).unwrap();
+    write_str(&mut data, "b").unwrap();
+    write_sint(&mut data, 2).unwrap();
+    let schema = ReaderBuilder::new()
+        .with_layout(Layout::Records)
+        .build_from_slice(&data)
+        .unwrap()
+        .schema();
+    let key = |f: &arrow_schema::Field| f.metadata().get(crate::types::meta::KEY).cloned();
+    let DataType::Struct(x) = schema.field(0).data_type() else {
+        panic!("{schema:?}")
+    };
+    assert_eq!(key(&x[0]), Some("bin".to_string()));
+    let DataType::Struct(a) = x[1].data_type() else {
+        panic!("{schema:?}")
+    };
+    assert_eq!((key(&x[1]), key(&a[0])), (None, None));
+}
