@@ -701,14 +701,15 @@ fn ty_schema(ty: Ty, layout: Layout, inf: &Inferrer) -> Result<Schema> {
             // columns of one type (a wide map: 10,000 float64 arrays) share the field made for
             // the first, renamed: its type and metadata are reference-counted, where making each
             // anew cost a fifth of such a read
-            // (not where nested keys were bin: their tags depend on the column's name)
-            let share = !inf.key_paths.any_bin();
+            // (nested keys that were bin tagged again for this column's name: their paths)
             let mut last: Option<(&Ty, [bool; 2], Field)> = None;
             let mut out = Vec::with_capacity(fields.len());
             for (k, v) in fields.iter() {
                 let tags = inf.column_tags(k);
                 let f = match &last {
-                    Some((t, g, f)) if share && *t == v && *g == tags => f.clone().with_name(k),
+                    Some((t, g, f)) if *t == v && *g == tags => {
+                        inf.key_paths.tag(f.clone().with_name(k))
+                    }
                     _ => inf.column_field(k, v)?,
                 };
                 last = Some((v, tags, f.clone()));

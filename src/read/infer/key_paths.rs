@@ -9,7 +9,6 @@
 //! a path is seen counts, as for top-level keys, so inference that skips rows which fit (the fast
 //! path) tags what a walk of every row does.
 
-use std::fmt::Write;
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, FieldRef, Fields};
@@ -20,9 +19,21 @@ use crate::types::meta;
 /// The segment of a list's items (a name's segment starts with a digit).
 const ITEM: char = '*';
 
-/// Append name `name` to `path`.
+/// Append name `name` to `path` (its length in digits without `fmt`: this runs for every key
+/// of every row inference walks).
 fn push_name(path: &mut String, name: &str) {
-    let _ = write!(path, "{}:{name}", name.len());
+    let (mut n, mut digits, mut i) = (name.len(), [0u8; 20], 20);
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    path.extend(digits[i..].iter().map(|&d| d as char));
+    path.push(':');
+    path.push_str(name);
 }
 
 #[derive(Debug, Default)]
@@ -96,48 +107,66 @@ impl KeyPaths {
         self.any
     }
 
-    /// `f` (column `f.name()`) with the struct fields inside it whose key was bin tagged so.
+    /// `f` (column `f.name()`) with the struct fields inside it tagged bin exactly where their
+    /// key was (a tag already there where it was not, as on a field shared from another column,
+    /// is taken off). Nothing is rebuilt where nothing changes.
     pub(crate) fn tag(&self, f: Field) -> Field {
         if !self.any_bin() {
             return f;
         }
         let mut path = String::new();
         push_name(&mut path, f.name());
-        let dt = self.tag_type(f.data_type(), &mut path);
-        f.with_data_type(dt)
+        match self.tag_type(f.data_type(), &mut path) {
+            Some(dt) => f.with_data_type(dt),
+            None => f,
+        }
     }
 
-    fn tag_type(&self, dt: &DataType, path: &mut String) -> DataType {
-        let item = |f: &FieldRef, path: &mut String| -> FieldRef {
+    /// `dt` tagged as [`KeyPaths::tag`] says, or `None` where that is `dt` itself.
+    fn tag_type(&self, dt: &DataType, path: &mut String) -> Option<DataType> {
+        let item = |f: &FieldRef, path: &mut String| -> Option<FieldRef> {
             let len = path.len();
             path.push(ITEM);
             let t = self.tag_type(f.data_type(), path);
             path.truncate(len);
-            Arc::new(f.as_ref().clone().with_data_type(t))
+            Some(Arc::new(f.as_ref().clone().with_data_type(t?)))
         };
         match dt {
-            DataType::Struct(fs) => DataType::Struct(
-                fs.iter()
+            DataType::Struct(fs) => {
+                let mut changed = false;
+                let out: Fields = fs
+                    .iter()
                     .map(|f| {
                         let len = path.len();
                         push_name(path, f.name());
-                        let mut g = f.as_ref().clone();
-                        g = g.with_data_type(self.tag_type(f.data_type(), path));
-                        if self.seen.get(path.as_str()) == Some(&true) {
-                            let mut md = g.metadata().clone();
-                            md.insert(meta::KEY.to_string(), "bin".to_string());
-                            g = g.with_metadata(md);
-                        }
+                        let t = self.tag_type(f.data_type(), path);
+                        let bin = self.seen.get(path.as_str()) == Some(&true);
                         path.truncate(len);
-                        Arc::new(g)
+                        let tagged = f.metadata().get(meta::KEY).map(String::as_str) == Some("bin");
+                        if t.is_none() && bin == tagged {
+                            return f.clone();
+                        }
+                        changed = true;
+                        let mut g = f.as_ref().clone();
+                        if let Some(t) = t {
+                            g = g.with_data_type(t);
+                        }
+                        let mut md = g.metadata().clone();
+                        if bin {
+                            md.insert(meta::KEY.to_string(), "bin".to_string());
+                        } else {
+                            md.remove(meta::KEY);
+                        }
+                        Arc::new(g.with_metadata(md))
                     })
-                    .collect::<Fields>(),
-            ),
-            DataType::List(f) => DataType::List(item(f, path)),
-            DataType::LargeList(f) => DataType::LargeList(item(f, path)),
-            DataType::FixedSizeList(f, n) => DataType::FixedSizeList(item(f, path), *n),
+                    .collect();
+                changed.then_some(DataType::Struct(out))
+            }
+            DataType::List(f) => item(f, path).map(DataType::List),
+            DataType::LargeList(f) => item(f, path).map(DataType::LargeList),
+            DataType::FixedSizeList(f, n) => item(f, path).map(|f| DataType::FixedSizeList(f, *n)),
             // an integer-keyed map's entries are not msgpack keys
-            other => other.clone(),
+            _ => None,
         }
     }
 }

@@ -1019,3 +1019,37 @@ fn key_paths_of_keys_holding_any_bytes_do_not_collide() {
     };
     assert_eq!((key(&x[1]), key(&a[0])), (None, None));
 }
+
+/// Columns of one type share one field (a wide table's), yet each gets its own nested key tags:
+/// `x` and `z` (bin `k`) tagged, `y` (str `k`) not, though its field is made from `x`'s.
+#[test]
+fn columns_sharing_a_type_keep_their_own_nested_key_tags() {
+    use rmp::encode::{write_bin, write_map_len, write_sint, write_str};
+    let mut data = Vec::new();
+    write_map_len(&mut data, 3).unwrap();
+    for (col, bin) in [("x", true), ("y", false), ("z", true)] {
+        write_str(&mut data, col).unwrap();
+        write_map_len(&mut data, 1).unwrap();
+        if bin {
+            write_bin(&mut data, b"k").unwrap();
+        } else {
+            write_str(&mut data, "k").unwrap();
+        }
+        write_sint(&mut data, 1).unwrap();
+    }
+    let schema = ReaderBuilder::new()
+        .with_layout(Layout::Records)
+        .build_from_slice(&data)
+        .unwrap()
+        .schema();
+    let tags: Vec<Option<String>> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Struct(fs) => fs[0].metadata().get(crate::types::meta::KEY).cloned(),
+            t => panic!("{t}"),
+        })
+        .collect();
+    let bin = Some("bin".to_string());
+    assert_eq!(tags, vec![bin.clone(), None, bin]);
+}
