@@ -434,7 +434,7 @@ fn marked_value(kind: u8, v: u64) -> Vec<u8> {
 
 /// What reading `data` with `b` gives (schema and batches, or the error and where), with the fast
 /// path of inference on or off, the walk on one thread or cut into pieces on three.
-fn fast_or_full(b: &ReaderBuilder, data: &[u8], fast: bool, pieces: bool) -> String {
+pub(super) fn fast_or_full(b: &ReaderBuilder, data: &[u8], fast: bool, pieces: bool) -> String {
     let mut b = b.clone();
     if pieces {
         b = b.with_threads(Some(3)).with_walk_piece_bytes(64);
@@ -936,120 +936,4 @@ fn an_odd_ndarray_where_a_window_of_repeats_ends_is_typed() {
         );
         assert!(fast.contains("List("), "odd element {at}: {}", &fast[..300]);
     }
-}
-
-/// Bytes keys of nested maps are tagged by where they sit (a record's `x.b`, the maps in a list
-/// `y`), first seen, the same whether rows that fit are skipped (the fast path, also in pieces
-/// on threads) or every row is walked; a str key of the same name elsewhere is not tagged.
-#[test]
-fn nested_bin_keys_are_tagged_by_path_on_every_inference_path() {
-    use rmp::encode::{write_bin, write_map_len, write_sint, write_str};
-    let mut data = Vec::new();
-    for i in 0..40i64 {
-        write_map_len(&mut data, 3).unwrap();
-        write_str(&mut data, "x").unwrap();
-        // from row 20 on, x has a bin key "b" besides its str "a"
-        write_map_len(&mut data, if i < 20 { 1 } else { 2 }).unwrap();
-        write_str(&mut data, "a").unwrap();
-        write_sint(&mut data, i).unwrap();
-        if i >= 20 {
-            write_bin(&mut data, b"b").unwrap();
-            write_sint(&mut data, -i).unwrap();
-        }
-        write_str(&mut data, "y").unwrap();
-        rmp::encode::write_array_len(&mut data, 1).unwrap();
-        write_map_len(&mut data, 1).unwrap();
-        write_bin(&mut data, b"a").unwrap();
-        write_sint(&mut data, i).unwrap();
-        write_str(&mut data, "z").unwrap();
-        write_map_len(&mut data, 1).unwrap();
-        write_str(&mut data, "b").unwrap();
-        write_sint(&mut data, i).unwrap();
-    }
-    let b = ReaderBuilder::new().with_layout(Layout::Records);
-    let full = fast_or_full(&b, &data, false, false);
-    assert_eq!(fast_or_full(&b, &data, true, false), full);
-    assert_eq!(fast_or_full(&b, &data, true, true), full);
-    let schema = b.build_from_slice(&data).unwrap().schema();
-    let key = |f: &arrow_schema::Field| f.metadata().get(crate::types::meta::KEY).cloned();
-    let DataType::Struct(x) = schema.field(0).data_type() else {
-        panic!("{schema:?}")
-    };
-    assert_eq!((key(&x[0]), key(&x[1])), (None, Some("bin".to_string())));
-    let DataType::List(item) = schema.field(1).data_type() else {
-        panic!("{schema:?}")
-    };
-    let DataType::Struct(y) = item.data_type() else {
-        panic!("{schema:?}")
-    };
-    assert_eq!(key(&y[0]), Some("bin".to_string()));
-    let DataType::Struct(z) = schema.field(2).data_type() else {
-        panic!("{schema:?}")
-    };
-    assert_eq!(key(&z[0]), None);
-}
-
-/// Key paths cannot collide whatever bytes keys hold: a bin key `a\0b` of `x` and the str key
-/// `b` of `x.a` are two places (a NUL-joined path made them one).
-#[test]
-fn key_paths_of_keys_holding_any_bytes_do_not_collide() {
-    use rmp::encode::{write_bin, write_map_len, write_sint, write_str};
-    let mut data = Vec::new();
-    write_map_len(&mut data, 1).unwrap();
-    write_str(&mut data, "x").unwrap();
-    write_map_len(&mut data, 2).unwrap();
-    write_bin(&mut data, b"a\0b").unwrap();
-    write_sint(&mut data, 1).unwrap();
-    write_str(&mut data, "a").unwrap();
-    write_map_len(&mut data, 1).unwrap();
-    write_str(&mut data, "b").unwrap();
-    write_sint(&mut data, 2).unwrap();
-    let schema = ReaderBuilder::new()
-        .with_layout(Layout::Records)
-        .build_from_slice(&data)
-        .unwrap()
-        .schema();
-    let key = |f: &arrow_schema::Field| f.metadata().get(crate::types::meta::KEY).cloned();
-    let DataType::Struct(x) = schema.field(0).data_type() else {
-        panic!("{schema:?}")
-    };
-    assert_eq!(key(&x[0]), Some("bin".to_string()));
-    let DataType::Struct(a) = x[1].data_type() else {
-        panic!("{schema:?}")
-    };
-    assert_eq!((key(&x[1]), key(&a[0])), (None, None));
-}
-
-/// Columns of one type share one field (a wide table's), yet each gets its own nested key tags:
-/// `x` and `z` (bin `k`) tagged, `y` (str `k`) not, though its field is made from `x`'s.
-#[test]
-fn columns_sharing_a_type_keep_their_own_nested_key_tags() {
-    use rmp::encode::{write_bin, write_map_len, write_sint, write_str};
-    let mut data = Vec::new();
-    write_map_len(&mut data, 3).unwrap();
-    for (col, bin) in [("x", true), ("y", false), ("z", true)] {
-        write_str(&mut data, col).unwrap();
-        write_map_len(&mut data, 1).unwrap();
-        if bin {
-            write_bin(&mut data, b"k").unwrap();
-        } else {
-            write_str(&mut data, "k").unwrap();
-        }
-        write_sint(&mut data, 1).unwrap();
-    }
-    let schema = ReaderBuilder::new()
-        .with_layout(Layout::Records)
-        .build_from_slice(&data)
-        .unwrap()
-        .schema();
-    let tags: Vec<Option<String>> = schema
-        .fields()
-        .iter()
-        .map(|f| match f.data_type() {
-            DataType::Struct(fs) => fs[0].metadata().get(crate::types::meta::KEY).cloned(),
-            t => panic!("{t}"),
-        })
-        .collect();
-    let bin = Some("bin".to_string());
-    assert_eq!(tags, vec![bin.clone(), None, bin]);
 }
