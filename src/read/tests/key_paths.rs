@@ -4,6 +4,15 @@
 use super::inference::fast_or_full;
 use super::*;
 
+/// The schema `data` reads with as records.
+fn records_schema(data: &[u8]) -> arrow_schema::SchemaRef {
+    ReaderBuilder::new()
+        .with_layout(Layout::Records)
+        .build_from_slice(data)
+        .unwrap()
+        .schema()
+}
+
 /// The key tag of field `f` (`Some("bin")` where its key was bin).
 fn key(f: &arrow_schema::Field) -> Option<String> {
     f.metadata().get(crate::types::meta::KEY).cloned()
@@ -41,7 +50,7 @@ fn nested_bin_keys_are_tagged_by_path_on_every_inference_path() {
     let full = fast_or_full(&b, &data, false, false);
     assert_eq!(fast_or_full(&b, &data, true, false), full);
     assert_eq!(fast_or_full(&b, &data, true, true), full);
-    let schema = b.build_from_slice(&data).unwrap().schema();
+    let schema = records_schema(&data);
     let DataType::Struct(x) = schema.field(0).data_type() else {
         panic!("{schema:?}")
     };
@@ -74,11 +83,7 @@ fn key_paths_of_keys_holding_any_bytes_do_not_collide() {
     write_map_len(&mut data, 1).unwrap();
     write_str(&mut data, "b").unwrap();
     write_sint(&mut data, 2).unwrap();
-    let schema = ReaderBuilder::new()
-        .with_layout(Layout::Records)
-        .build_from_slice(&data)
-        .unwrap()
-        .schema();
+    let schema = records_schema(&data);
     let DataType::Struct(x) = schema.field(0).data_type() else {
         panic!("{schema:?}")
     };
@@ -106,11 +111,7 @@ fn columns_sharing_a_type_keep_their_own_nested_key_tags() {
         }
         write_sint(&mut data, 1).unwrap();
     }
-    let schema = ReaderBuilder::new()
-        .with_layout(Layout::Records)
-        .build_from_slice(&data)
-        .unwrap()
-        .schema();
+    let schema = records_schema(&data);
     let tags: Vec<Option<String>> = schema
         .fields()
         .iter()
