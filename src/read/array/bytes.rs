@@ -19,6 +19,15 @@ pub(crate) struct BytesDecoder {
 
 impl ArrayDecoder for BytesDecoder {
     fn decode(&mut self, c: &mut Cursor<'_>) -> Result<()> {
+        // short ASCII strings (names, labels, tags: most strings) from the marker byte at once;
+        // the general path looks the marker up three times
+        if self.utf8 {
+            if let Some(s) = c.peek_fixstr().filter(|s| s.is_ascii()) {
+                c.set_pos(c.pos() + 1 + s.len());
+                self.b.append_value(s);
+                return Ok(());
+            }
+        }
         match c.peek_kind()? {
             Kind::Str if self.utf8 => {
                 let s = c.read_str()?;
