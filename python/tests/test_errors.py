@@ -250,6 +250,24 @@ def test_an_object_field_of_a_structured_array_is_not_called_a_pickle():
         assert "pickle" not in str(e.value) and e.value.column == "s"
 
 
+def test_an_object_array_written_before_msgpack_numpy_0_4_8_is_not_called_a_pickle():
+    # msgpack_numpy <= 0.4.7 (and srsly) wrote an object array's buffer itself with kind b'':
+    # object pointers (only the writing process, while the objects live, could follow them)
+    a = np.array([1, "a", None], dtype=object)
+    assert np.frombuffer(a.tobytes(), np.uintp).tolist() == [id(v) for v in a]
+    for kind in (b"", None):
+        old = {b"nd": True, b"type": a.dtype.str, b"shape": list(a.shape), b"data": a.tobytes()}
+        if kind is not None:
+            old[b"kind"] = kind
+        data = msgpack.packb({"x": old, "y": 1}, use_bin_type=True)
+        for kw in ({}, {"object_arrays": "raw"}):
+            with pytest.raises(ma.DecodeError, match="before msgpack_numpy 0.4.8") as e:
+                ma.read_msgpack(data, **kw)
+            assert "pickle" not in str(e.value) and e.value.column == "x" and e.value.offset is not None
+    with pytest.raises(ma.DecodeError, match="before msgpack_numpy 0.4.8"):
+        ma.read_msgpack(msgpack.packb(old, use_bin_type=True))
+
+
 def test_a_conflict_inside_a_values_row_names_the_value_column():
     # structs written as arrays (Go's UseArrayEncodedStructs, msgpack-c's MSGPACK_DEFINE)
     data = msgpack.packb([1, "x"]) + msgpack.packb([2, "y"])

@@ -546,7 +546,8 @@ impl Inferrer {
             return Ok(d.clone());
         }
         let d = nd.parse_dtype(base + nd.type_pos as u64)?;
-        if self.dtypes.len() < 16 {
+        // (an object dtype's meaning depends on `kind` too: not cached by its type bytes)
+        if self.dtypes.len() < 16 && !matches!(d, NumpyDtype::Object) {
             self.dtypes.push((raw.to_vec(), d.clone()));
         }
         Ok(d)

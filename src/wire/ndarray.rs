@@ -547,7 +547,21 @@ impl<'a> NdArray<'a> {
                     )
                 });
             }
-            NumpyDtype::parse(s).map_err(|e| e.at_offset(base))
+            let d = NumpyDtype::parse(s).map_err(|e| e.at_offset(base))?;
+            if matches!(d, NumpyDtype::Object) {
+                // msgpack_numpy before 0.4.8 (and srsly today) wrote an object array's buffer
+                // itself, `kind` b'': object pointers, not a pickle; no reader can recover them
+                return Err(c.error_at(
+                    0,
+                    ErrorKind::UnsupportedDtype(format!(
+                        "{s} with kind {:?}: an object array written before msgpack_numpy 0.4.8 \
+                         (or by srsly), whose data is memory addresses in the writing process, \
+                         not values: no reader can recover them",
+                        String::from_utf8_lossy(self.kind.unwrap_or_default())
+                    )),
+                ));
+            }
+            Ok(d)
         }
     }
 
