@@ -352,6 +352,35 @@ def test_lists_of_ragged_ndarrays_through_polars_are_byte_exact(dtype):
                 assert g.dtype == w.dtype and g.shape == w.shape and (g == w).all()
         assert out == data
 
+@pytest.mark.parametrize("dtype", ["<f4", "|u1", "<i2"])
+def test_ragged_ndarrays_inside_maps_through_polars_are_byte_exact(dtype):
+    # as at top level, a Struct field of a narrow List was one ndarray per row (it was written as
+    # lists of numpy scalars / plain floats); also a list of them, and a map inside a map
+    rng = np.random.default_rng(5)
+    def arr(shape):
+        return rng.integers(0, 100, size=shape).astype(dtype)
+    rows = [{"s": {"k": arr((2,)), "l": [arr((2,))], "t": {"m": arr((1, 2))}}, "id": 0},
+            {"s": {"k": arr((1,)), "l": [arr((1,)), arr((3,))], "t": {"m": arr((3, 2))}}, "id": 1}]
+    data = b"".join(mn.packb(r) for r in rows)
+    out = ma.write_msgpack(ma.read_msgpack(data), None)
+    back = list(mn.Unpacker(io.BytesIO(out), raw=False))
+    assert isinstance(back[0]["s"]["k"], np.ndarray) and back[0]["s"]["k"].dtype == np.dtype(dtype)
+    assert out == data
+
+
+def test_a_null_list_inside_a_row_is_not_written_as_part_of_an_ndarray():
+    # [[], [], None] would be one (3, 0) ndarray: the None lost, read back as []
+    df = pl.DataFrame({"c": [[[]], [[], [], None], [[1, 2], None]]}, schema={"c": pl.List(pl.List(pl.UInt16))})
+    out = ma.write_msgpack(df, None)
+    back = list(mn.Unpacker(io.BytesIO(out), raw=False))
+    assert back[1]["c"][2] is None and back[2]["c"][1] is None
+    assert ma.read_msgpack(out)["c"].to_list() == df["c"].to_list()
+    # from a file: lists holding empty ndarrays and nils
+    data = b"".join(mn.packb(v) for v in [[np.zeros((0, 2), ">i8"), None], [None, np.zeros((0, 2), ">i8")]])
+    want = ma.read_msgpack(data)["value"].to_list()
+    assert ma.read_msgpack(ma.write_msgpack(ma.read_msgpack(data), None))["value"].to_list() == want
+
+
 def test_lists_that_cannot_be_ndarrays_stay_lists():
     df = pl.DataFrame(
         {"x": [[[1.0, 2.0], [3.0]], [[1.0]]], "y": [[1, None], [3]]},

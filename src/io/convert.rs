@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
 
-use crate::types::arrow::record_batch;
+use crate::types::arrow::{record_batch, same_but_metadata};
 use crate::types::extension::retype;
-use arrow_schema::{DataType, Schema};
+use arrow_schema::Schema;
 
 use super::compress::{is_stdio, Codec};
 use super::sink::{spool_dir_for, Sink, SinkOptions};
@@ -137,9 +137,7 @@ pub fn schema_difference(a: &Schema, b: &Schema) -> Option<String> {
     for (fa, fb) in a.fields().iter().zip(b.fields()) {
         // (`equals_datatype` looks past nested field names, which a list's items may differ in,
         // but a struct's fields are its keys: other keys are another type)
-        if !fa.data_type().equals_datatype(fb.data_type())
-            || !same_struct_fields(fa.data_type(), fb.data_type())
-        {
+        if !same_but_metadata(fa.data_type(), fb.data_type()) {
             return Some(format!(
                 "column {:?} is {} there but {} here",
                 fa.name(),
@@ -149,25 +147,6 @@ pub fn schema_difference(a: &Schema, b: &Schema) -> Option<String> {
         }
     }
     None
-}
-
-/// Whether the structs in `a` and `b` (of types `equals_datatype` found equal) have fields of the
-/// same names, in the same order, at every depth.
-fn same_struct_fields(a: &DataType, b: &DataType) -> bool {
-    use DataType::*;
-    match (a, b) {
-        (Struct(x), Struct(y)) => x
-            .iter()
-            .zip(y.iter())
-            .all(|(f, g)| f.name() == g.name() && same_struct_fields(f.data_type(), g.data_type())),
-        (List(f), List(g))
-        | (LargeList(f), LargeList(g))
-        | (FixedSizeList(f, _), FixedSizeList(g, _))
-        | (ListView(f), ListView(g))
-        | (LargeListView(f), LargeListView(g)) => same_struct_fields(f.data_type(), g.data_type()),
-        // (a map's entries are named by its writer, not by keys)
-        _ => true,
-    }
 }
 
 /// A column name given twice would make an output that Polars and pyarrow refuse to read.

@@ -115,6 +115,31 @@ impl NumpyDtype {
     }
 }
 
+/// Whether `a` and `b` are one Arrow type but for field metadata (a struct's fields named alike,
+/// in one order, at every depth; list items may be named otherwise).
+pub fn same_but_metadata(a: &DataType, b: &DataType) -> bool {
+    a.equals_datatype(b) && same_struct_fields(a, b)
+}
+
+/// Whether the structs in `a` and `b` (of types `equals_datatype` found equal) have fields of the
+/// same names, in the same order, at every depth.
+fn same_struct_fields(a: &DataType, b: &DataType) -> bool {
+    use DataType::*;
+    match (a, b) {
+        (Struct(x), Struct(y)) => x
+            .iter()
+            .zip(y.iter())
+            .all(|(f, g)| f.name() == g.name() && same_struct_fields(f.data_type(), g.data_type())),
+        (List(f), List(g))
+        | (LargeList(f), LargeList(g))
+        | (FixedSizeList(f, _), FixedSizeList(g, _))
+        | (ListView(f), ListView(g))
+        | (LargeListView(f), LargeListView(g)) => same_struct_fields(f.data_type(), g.data_type()),
+        // (a map's entries are named by its writer, not by keys)
+        _ => true,
+    }
+}
+
 /// The Arrow bytes of `b`'s rows: the data they use, not the buffers they sit in (a slice counts
 /// its rows only; a tensor lent from a mapped file sits in the whole mapping).
 pub fn data_bytes(b: &RecordBatch) -> usize {

@@ -437,7 +437,9 @@ impl<W: Write> Writer<W> {
             ))));
         }
         for (f, b) in fields.iter().zip(bf.iter()) {
-            if f.data_type() != b.data_type() {
+            // (field metadata may differ: a table's own schema marked for writing, such as
+            // `mark_ragged_ndarrays`' struct fields)
+            if !crate::types::arrow::same_but_metadata(f.data_type(), b.data_type()) {
                 return Err(Error::new(ErrorKind::Layout(format!(
                     "batch column type {} differs from the schema's {}",
                     b.data_type(),

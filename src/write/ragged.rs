@@ -2,8 +2,11 @@
 //! DataFrame, a pyarrow table), whose schema says nothing of ndarrays: which ones to write as
 //! ndarrays again.
 
-use arrow_array::RecordBatch;
-use arrow_schema::{Field, SchemaRef};
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{Field, Fields, SchemaRef};
 
 use super::columns::rows_are_ndarrays;
 use crate::types::meta;
@@ -16,6 +19,27 @@ use crate::types::meta;
 /// column that has some, is left as it is. The whole table is looked at, so a column is written
 /// one way throughout.
 pub fn mark_ragged_ndarrays(schema: &SchemaRef, batches: &[RecordBatch]) -> SchemaRef {
+    if schema.metadata().contains_key(meta::LAYOUT) {
+        return schema.clone();
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(c, f)| {
+            let cols: Vec<ArrayRef> = batches.iter().map(|b| b.column(c).clone()).collect();
+            mark(f, &cols)
+        })
+        .collect();
+    Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    ))
+}
+
+/// `f` marked as [`mark_ragged_ndarrays`] marks a column, its arrays in every batch `cols`; the
+/// fields of a Struct (a map in each record) are looked at as columns are.
+fn mark(f: &Field, cols: &[ArrayRef]) -> Field {
     use arrow_schema::DataType as T;
     // (a List of Arrays is a list of ndarrays of one shape, which reads back so: one ragged
     // ndarray per row would read back as List on every axis)
@@ -42,44 +66,43 @@ pub fn mark_ragged_ndarrays(schema: &SchemaRef, batches: &[RecordBatch]) -> Sche
             _ => false,
         }
     }
-    if schema.metadata().contains_key(meta::LAYOUT) {
-        return schema.clone();
-    }
-    let fields: Vec<Field> = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(c, f)| {
-            let mut f = f.as_ref().clone();
-            let t = f.data_type();
-            let ragged = has_list(t)
-                && (narrow_leaf(t)
-                    || (number_leaf(t) && batches.iter().all(|b| holds_no_number(b.column(c)))))
-                && !f.metadata().contains_key(meta::KIND)
-                && batches.iter().all(|b| rows_are_ndarrays(b.column(c)));
-            // else a list of ndarrays (a record's list of token arrays of different lengths):
-            // its items, one level down, each one ndarray
-            let items = !ragged
-                && !f.metadata().contains_key(meta::KIND)
-                && matches!(t, T::List(i) | T::LargeList(i)
-                    if has_list(i.data_type()) && narrow_leaf(i.data_type())
-                        && !i.metadata().contains_key(meta::KIND))
-                && batches
+    if let T::Struct(children) = f.data_type() {
+        let kids: Fields = children
+            .iter()
+            .enumerate()
+            .map(|(i, ch)| {
+                let sub: Vec<ArrayRef> = cols
                     .iter()
-                    .all(|b| list_values(b.column(c)).is_some_and(|v| rows_are_ndarrays(&v)));
-            if ragged || items {
-                let mut md = f.metadata().clone();
-                let kind = if ragged { "ndarray" } else { ITEMS };
-                md.insert(meta::KIND.to_string(), kind.to_string());
-                f = f.with_metadata(md);
-            }
-            f
-        })
-        .collect();
-    std::sync::Arc::new(arrow_schema::Schema::new_with_metadata(
-        fields,
-        schema.metadata().clone(),
-    ))
+                    .map(|a| a.as_struct().column(i).clone())
+                    .collect();
+                Arc::new(mark(ch, &sub))
+            })
+            .collect();
+        return f.clone().with_data_type(T::Struct(kids));
+    }
+    let mut f = f.clone();
+    let t = f.data_type();
+    let ragged = has_list(t)
+        && (narrow_leaf(t) || (number_leaf(t) && cols.iter().all(holds_no_number)))
+        && !f.metadata().contains_key(meta::KIND)
+        && cols.iter().all(rows_are_ndarrays);
+    // else a list of ndarrays (a record's list of token arrays of different lengths):
+    // its items, one level down, each one ndarray
+    let items = !ragged
+        && !f.metadata().contains_key(meta::KIND)
+        && matches!(t, T::List(i) | T::LargeList(i)
+            if has_list(i.data_type()) && narrow_leaf(i.data_type())
+                && !i.metadata().contains_key(meta::KIND))
+        && cols
+            .iter()
+            .all(|a| list_values(a).is_some_and(|v| rows_are_ndarrays(&v)));
+    if ragged || items {
+        let mut md = f.metadata().clone();
+        let kind = if ragged { "ndarray" } else { ITEMS };
+        md.insert(meta::KIND.to_string(), kind.to_string());
+        f = f.with_metadata(md);
+    }
+    f
 }
 
 /// `msgpack_numpy.kind` of a List column (from a table msgpack-arrow did not read) whose rows are

@@ -182,6 +182,9 @@ pub(crate) struct Tensor {
     pub(crate) nulls: Option<NullBuffer>,
     /// nulls among the elements: an ndarray cannot hold them (datetimes write them as NaT)
     pub(crate) elem_nulls: Option<NullBuffer>,
+    /// per list level below the rows, the nulls among its lists (`None` at level 0 and where
+    /// there are none): a null list inside a row is no ndarray (written as one, it would be lost)
+    pub(crate) level_nulls: Vec<Option<NullBuffer>>,
     pub(crate) len: usize,
     /// Per axis, the length every row has (`msgpack_numpy.shape` metadata of ragged columns): the
     /// length of an axis that an empty row cannot show, e.g. the 3 of shape `(0, 3)`.
@@ -202,6 +205,7 @@ impl Tensor {
             _ => leaf.logical_nulls().filter(|n| n.null_count() > 0),
         };
         Ok(Tensor {
+            level_nulls: inner_level_nulls(arr, levels.len()),
             levels,
             elems: Elems::new(&leaf, dt)?,
             nulls: arr.logical_nulls(),
@@ -263,6 +267,14 @@ impl Tensor {
         shape: &mut Vec<usize>,
     ) -> Result<(usize, usize)> {
         for (k, l) in self.levels.iter().enumerate() {
+            if let Some(Some(n)) = self.level_nulls.get(k) {
+                if (a..b).any(|i| n.is_null(i)) {
+                    return Err(unsupported(
+                        "a null list inside an array value: ndarrays cannot hold nulls (use a List column)"
+                            .to_string(),
+                    ));
+                }
+            }
             let (len, na, nb) = match l {
                 Level::Fixed(n) => (*n, a * n, b * n),
                 Level::O32(o) => uniform(o.as_ref(), a, b)?,
@@ -276,6 +288,23 @@ impl Tensor {
         }
         Ok((a, b))
     }
+}
+
+/// The nulls of the list arrays at levels 1.. of a tensor of `levels` list levels over `arr` (level
+/// 0, the rows, is `arr` itself: `None` there).
+fn inner_level_nulls(arr: &ArrayRef, levels: usize) -> Vec<Option<NullBuffer>> {
+    let mut out = vec![None];
+    let mut cur = arr.clone();
+    while out.len() < levels {
+        cur = match cur.data_type() {
+            DataType::FixedSizeList(..) => cur.as_fixed_size_list().values().clone(),
+            DataType::List(_) => cur.as_list::<i32>().values().clone(),
+            DataType::LargeList(_) => cur.as_list::<i64>().values().clone(),
+            _ => break,
+        };
+        out.push(cur.logical_nulls().filter(|n| n.null_count() > 0));
+    }
+    out
 }
 
 pub(crate) fn uniform<O: Copy + TryInto<usize>>(

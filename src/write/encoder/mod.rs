@@ -106,7 +106,7 @@ pub(crate) fn make_top_encoder(
     // a struct column whose fields (to any depth) carry such shapes: its rows are the file's rows
     if kind.is_none() && matches!(arr.data_type(), DataType::Struct(_)) && holds_empty_shapes(field)
     {
-        return Ok(Box::new(StructEnc::new_top(arr, row0)?));
+        return Ok(Box::new(StructEnc::new_top(field, arr, row0)?));
     }
     make_encoder(field, arr)
 }
@@ -185,6 +185,9 @@ pub(crate) fn make_encoder(field: &Field, arr: &ArrayRef) -> Result<Box<dyn Colu
         }
         _ => {}
     }
+    if let DataType::Struct(_) = arr.data_type() {
+        return Ok(Box::new(StructEnc::new(field, arr)?));
+    }
     plain_encoder(arr)
 }
 
@@ -223,7 +226,7 @@ pub(crate) fn plain_encoder(arr: &ArrayRef) -> Result<Box<dyn ColumnEncoder>> {
         T::List(_) | T::LargeList(_) | T::ListView(_) | T::LargeListView(_) => {
             Box::new(ListEnc::new(arr)?)
         }
-        T::Struct(_) => Box::new(StructEnc::new(arr)?),
+        T::Struct(_) => Box::new(StructEnc::of_array(arr)?),
         T::Map(..) => {
             let m = arr.as_map();
             let (kf, vf) = m.entries_fields();

@@ -6,7 +6,7 @@ use arrow_buffer::NullBuffer;
 
 use crate::error::Result;
 use crate::wire::write::{self as wire, Out};
-use arrow_schema::Field;
+use arrow_schema::{DataType, Field};
 
 use crate::write::encoder::{make_encoder, make_top_encoder, ColumnEncoder};
 
@@ -21,17 +21,25 @@ pub(crate) struct StructEnc {
 }
 
 impl StructEnc {
-    pub(crate) fn new(arr: &ArrayRef) -> Result<Self> {
-        Self::with_children(arr, make_encoder)
+    /// `field`: the column's field in the writer's schema, whose struct fields' metadata count
+    /// (it may say more than the array's own: [`crate::write::mark_ragged_ndarrays`]).
+    pub(crate) fn new(field: &Field, arr: &ArrayRef) -> Result<Self> {
+        Self::with_children(field.data_type(), arr, make_encoder)
+    }
+
+    /// A struct array's maps, by its own fields.
+    pub(crate) fn of_array(arr: &ArrayRef) -> Result<Self> {
+        Self::with_children(arr.data_type(), arr, make_encoder)
     }
 
     /// A top-level struct column of a batch starting at file row `row0`: its fields are encoded
     /// as top-level columns are, with the row shapes their metadata records.
-    pub(crate) fn new_top(arr: &ArrayRef, row0: u64) -> Result<Self> {
-        Self::with_children(arr, |f, c| make_top_encoder(f, c, row0))
+    pub(crate) fn new_top(field: &Field, arr: &ArrayRef, row0: u64) -> Result<Self> {
+        Self::with_children(field.data_type(), arr, |f, c| make_top_encoder(f, c, row0))
     }
 
     fn with_children(
+        typed: &DataType,
         arr: &ArrayRef,
         mut make: impl FnMut(&Field, &ArrayRef) -> Result<Box<dyn ColumnEncoder>>,
     ) -> Result<Self> {
@@ -40,7 +48,11 @@ impl StructEnc {
         let mut keys = Vec::new();
         let mut key_ends = Vec::new();
         let mut children = Vec::new();
-        for (f, c) in sa.fields().iter().zip(sa.columns()) {
+        let fields = match typed {
+            DataType::Struct(fs) if fs.len() == sa.num_columns() => fs,
+            _ => sa.fields(),
+        };
+        for (f, c) in fields.iter().zip(sa.columns()) {
             children.push(make(f, c).map_err(|e| e.prepend_path(f.name()))?);
             crate::write::write_key(&mut keys, f);
             key_ends.push(keys.len());
