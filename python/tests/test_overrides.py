@@ -98,6 +98,31 @@ def test_rows_past_infer_rows_are_never_converted(rows, says):
     assert e.value.record == 1 and e.value.column == "x"
 
 
+@pytest.mark.parametrize("big", [2**53, 2**53 + 1, -(2**63), 2**63 - 1, 2**64 - 1, 10**17 + 3, 123])
+@pytest.mark.parametrize("typed", [None, pl.Float64, pl.Float32])
+def test_ints_become_floats_only_where_a_float_holds_them_exactly(big, typed):
+    # ints beside floats widen to Float64: an int no float64 holds (2**53 + 1, 2**64 - 1) is an
+    # error naming the way out, never rounded silently; a float type the caller gives rounds them
+    # as numpy does
+    import io
+    import msgpack
+
+    rows = [{"x": 0.5}, {"x": big}]
+    data = b"".join(msgpack.packb(r) for r in rows)
+    as_float = np.float64(big) if typed in (None, pl.Float64) else np.float32(big)
+    kw = {} if typed is None else {"schema_overrides": {"x": typed}}
+    if typed is not None:
+        assert ma.read_msgpack(data, **kw)["x"].to_list() == [0.5, float(as_float)]
+    elif int(as_float) == big:
+        assert ma.read_msgpack(data, **kw)["x"].to_list() == [0.5, float(as_float)]
+    else:
+        with pytest.raises(ma.DecodeError, match="no float holds exactly") as e:
+            ma.read_msgpack(data, **kw)
+        assert e.value.column == "x" and e.value.record == 1
+    got = ma.read_msgpack(data, schema_overrides={"x": pl.String})["x"].to_list()
+    assert got == [str(r["x"]) for r in msgpack.Unpacker(io.BytesIO(data))]
+
+
 def test_rows_past_infer_rows_take_only_what_their_column_holds_exactly():
     # a read of every row widens ints and floats to Float64; the first row's Int64 cannot hold 2.5
     data = dump([{"x": 1}, {"x": 2.5}])

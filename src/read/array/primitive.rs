@@ -279,6 +279,18 @@ impl FromNum for f64 {
     }
 }
 
+/// Whether an int is exactly a float64: where inference widened ints to Float64 (a float beside
+/// them), 2^53 + 1 or 2^64 - 1 must not be rounded silently. (A column the caller typed float
+/// takes ints rounded, as numpy's `float()` does.)
+fn exact_f64(n: Num) -> bool {
+    // (a float of this magnitude converts to i128 exactly)
+    match n {
+        Num::I(v) => (v as f64) as i128 == v as i128,
+        Num::U(v) => (v as f64) as i128 == v as i128,
+        Num::F(_) => true,
+    }
+}
+
 /// `v` as a narrower float `w`: rounded to the nearest, but never a finite value made infinite.
 fn narrowed<W: Into<f64> + Copy>(v: f64, w: W) -> Option<W> {
     (w.into().is_finite() || !v.is_finite()).then_some(w)
@@ -312,6 +324,8 @@ pub(crate) struct PrimDecoder<T: ArrowPrimitiveType> {
     ints: bool,
     f32s: bool,
     f64s: bool,
+    /// ints only where a float64 holds them exactly (an inferred Float64 column: [`exact_f64`])
+    exact_ints: bool,
 }
 
 impl<T: ArrowPrimitiveType> PrimDecoder<T> {
@@ -325,6 +339,7 @@ impl<T: ArrowPrimitiveType> PrimDecoder<T> {
             ints: any || t.is_integer() || t == DataType::Float64,
             f32s: any || matches!(t, DataType::Float32 | DataType::Float64),
             f64s: any || t == DataType::Float64,
+            exact_ints: !any && t == DataType::Float64,
         }
     }
 }
@@ -358,10 +373,17 @@ where
             } else {
                 c.peek_kind()?
             } {
-                Kind::Int if self.ints => match c.read_int()? {
-                    Int::I(v) => T::Native::from_num(Num::I(v)),
-                    Int::U(v) => T::Native::from_num(Num::U(v)),
-                },
+                Kind::Int if self.ints => {
+                    let n = match c.read_int()? {
+                        Int::I(v) => Num::I(v),
+                        Int::U(v) => Num::U(v),
+                    };
+                    if self.exact_ints && !exact_f64(n) {
+                        None
+                    } else {
+                        T::Native::from_num(n)
+                    }
+                }
                 Kind::F64 if self.f64s => T::Native::from_num(Num::F(c.read_f64()?)),
                 Kind::F32 if self.f32s => T::Native::from_f32(c.read_f32()?),
                 // Python's bool is an int (a column given a numeric type: schema overrides)
@@ -385,10 +407,17 @@ where
                 self.nulls.append_non_null();
                 Ok(())
             }
-            None => Err(c.error_at(
-                p,
-                ErrorKind::Inexact(format!("value does not fit {} exactly", T::DATA_TYPE)),
-            )),
+            None => {
+                let mut what = format!("value does not fit {} exactly", T::DATA_TYPE);
+                if T::DATA_TYPE.is_floating() && matches!(c.buf().get(p), Some(0xcc..=0xd3)) {
+                    // where ints and floats met, inference made the column Float64
+                    what.push_str(
+                        " (an int that no float holds exactly, in a column of ints and floats: \
+                         schema_overrides String keeps each value as Python's str() writes it)",
+                    );
+                }
+                Err(c.error_at(p, ErrorKind::Inexact(what)))
+            }
         }
     }
     fn append_null(&mut self) {
