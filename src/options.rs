@@ -102,12 +102,14 @@ pub enum Lists {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Missing {
     /// Leave keys out where the file read had absent keys (schema metadata
-    /// `msgpack_arrow.missing`), else write nil.
+    /// `msgpack_arrow.missing`; for maps nested in records, `msgpack_arrow.missing_nested`), else
+    /// write nil.
     #[default]
     Auto,
     /// Every key in every record; a null is nil.
     Nil,
-    /// A null leaves its key out of the record (what producers of sparse records expect back). A
+    /// A null leaves its key out of the record, and out of maps nested in it (what producers of
+    /// sparse records expect back). A
     /// key present as nil and an absent one cannot be told apart: both come back absent. Two
     /// exceptions keep the columns and their order on a re-read (readers order columns by first
     /// appearance): a key written for the first time brings, as nil, the keys before it that

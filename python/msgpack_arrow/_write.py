@@ -148,8 +148,9 @@ def write_msgpack(
     missing
         A null in a record: ``"nil"`` writes the key with nil, ``"omit"`` leaves the key out
         (sparse records, as producers whose records have different key sets expect back), and
-        ``"auto"`` (default) omits where :func:`read_arrow` found absent keys in the file read,
-        else writes nil. A key present as nil and an absent one cannot be told apart. So that a
+        ``"auto"`` (default) omits where :func:`read_arrow` found absent keys in the file read
+        (the records' own keys, and apart from them the keys of maps nested in records), else
+        writes nil. ``"omit"`` leaves out null fields of nested maps too. A key present as nil and an absent one cannot be told apart. So that a
         re-read finds every column in its order, a key written for the first time brings the
         keys before it that were never written (as nil), and a column null everywhere
         (``pl.Null``) is written as nil once.

@@ -131,6 +131,34 @@ impl Ty {
     /// [`Ty::merge`] of a row into the rows so far; with `raw`, a top-level column whose values
     /// conflict (anywhere inside them) becomes [`Ty::Raw`] instead of an error: the column of a
     /// record, or the one column of the `values` layout.
+    /// Whether maps nested below the top level of two rows' types differ in their key sets (then
+    /// some nested map lacked a key that another at its place had). Nil maps are not compared.
+    pub(crate) fn nested_keys_differ(a: &Ty, b: &Ty) -> bool {
+        match (a, b) {
+            (Ty::Struct(x), Ty::Struct(y)) => Ty::fields_differ_deep(x, y),
+            (Ty::List(x, _), Ty::List(y, _)) => Ty::keys_differ_deep(x, y),
+            _ => false,
+        }
+    }
+
+    /// [`Ty::nested_keys_differ`] where `a` and `b` are themselves nested (their key sets count).
+    pub(crate) fn keys_differ_deep(a: &Ty, b: &Ty) -> bool {
+        match (a, b) {
+            (Ty::Struct(x), Ty::Struct(y)) => {
+                x.len() != y.len()
+                    || y.keys().any(|k| !x.contains_key(k))
+                    || Ty::fields_differ_deep(x, y)
+            }
+            (Ty::List(x, _), Ty::List(y, _)) => Ty::keys_differ_deep(x, y),
+            _ => false,
+        }
+    }
+
+    fn fields_differ_deep(x: &Columns, y: &Columns) -> bool {
+        y.iter()
+            .any(|(k, t)| x.get(k).is_some_and(|s| Ty::keys_differ_deep(s, t)))
+    }
+
     pub(crate) fn merge_with(self, other: Ty, raw: bool) -> Result<Ty> {
         let is_conflict = |e: &Error| matches!(e.kind(), ErrorKind::TypeConflict(_));
         match (self, other) {
@@ -509,6 +537,11 @@ pub(crate) struct Inferrer {
     pub list_columns: FastMap<String, bool>,
     /// an openpi `__ndarray__`/`__npgeneric__` map was seen (the file is written back so)
     pub openpi_seen: bool,
+    /// records: whether maps nested in them are watched for absent keys ([`Ty::nested_keys_differ`])
+    pub nested_track: bool,
+    /// a map nested in a record lacked a key another map at its place had: its keys were absent,
+    /// not nil (written back so: [`crate::types::meta::MISSING_NESTED`])
+    pub nested_absent: bool,
     /// `columns` layout: where the ranges of each list walked start ([`ListRanges`])
     pub list_ranges: ListRanges,
 }
@@ -529,6 +562,8 @@ impl Inferrer {
             row_template: None,
             top_keys: FastMap::default(),
             key_paths: Default::default(),
+            nested_track: false,
+            nested_absent: false,
             records: false,
             list_columns: FastMap::default(),
             openpi_seen: false,
@@ -620,6 +655,9 @@ impl Inferrer {
                     let v = self.value(c, depth + 1);
                     self.key_paths.leave(mark);
                     let v = v?;
+                    if self.nested_track && self.records && !self.nested_absent {
+                        self.nested_absent = Ty::keys_differ_deep(&t, &v);
+                    }
                     // a conflict inside a value is the column's: it bubbles up to the top level
                     t = t
                         .merge(v)

@@ -643,6 +643,7 @@ pub(crate) fn rows_inferrer(b: &ReaderBuilder, layout: Layout) -> (Inferrer, boo
     }
     if layout == Layout::Records {
         inf.given.only = b.projection.as_ref().map(|p| p.iter().cloned().collect());
+        inf.nested_track = true;
     }
     let given_value = layout == Layout::Values && inf.given.names.contains("value");
     (inf, given_value)
@@ -670,13 +671,14 @@ pub(crate) fn rows_schema(
     }
     let schema = attach_empty_shapes(ty_schema(ty, layout, inf)?, empties);
     // only a walk that saw every row can say keys were absent
-    let schema = if absent && saw_all {
-        let mut md = schema.metadata().clone();
+    let mut md = schema.metadata().clone();
+    if absent && saw_all {
         md.insert(meta::MISSING.to_string(), "absent".to_string());
-        schema.with_metadata(md)
-    } else {
-        schema
-    };
+    }
+    if inf.nested_absent && saw_all {
+        md.insert(meta::MISSING_NESTED.to_string(), "absent".to_string());
+    }
+    let schema = schema.with_metadata(md);
     Ok((Some(schema), given_nd))
 }
 
@@ -919,6 +921,9 @@ impl RowWalk<'_> {
             }
             .map_err(|e| in_value(e).at_offset(at).at_record(rows as u64))?;
             note_empty_shapes(&t, rows, records, &mut seen.empties);
+            if inf.nested_track && !inf.nested_absent {
+                inf.nested_absent = Ty::nested_keys_differ(&seen.ty, &t);
+            }
             let ty = std::mem::replace(&mut seen.ty, Ty::Null);
             seen.ty = ty
                 .merge_with(t, inf.opts.raw_conflicts)

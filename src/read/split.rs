@@ -108,12 +108,15 @@ pub(crate) fn walk(
                 break;
             }
             let differ = rw.layout == Layout::Records && keys_differ(&seen.ty, &pseen.ty);
+            let nested_differ = inf.nested_track
+                && (pinf.nested_absent || Ty::nested_keys_differ(&seen.ty, &pseen.ty));
             let ty = match seen.ty.clone().merge_with(pseen.ty, raw) {
                 Ok(t) if rw.check_columns(&t).is_ok() => t,
                 _ => break,
             };
             seen.ty = ty;
             seen.absent |= pseen.absent || differ;
+            inf.nested_absent |= nested_differ;
             for (k, bin) in pinf.top_keys {
                 inf.top_keys.entry(k).or_insert(bin);
             }
@@ -163,6 +166,7 @@ fn walk_piece(
 ) -> Result<Piece> {
     let mut inf = Inferrer::new(rw.b.infer_options());
     inf.given = given.clone();
+    inf.nested_track = rw.layout == Layout::Records;
     let mut seen = RowsSeen::new(rw.layout);
     let mut c = c.clone();
     c.set_pos(start);

@@ -42,6 +42,10 @@ pub const EXTENSION_METADATA: &str = "ARROW:extension:metadata";
 /// Schema of a `records` file some of whose records lacked some keys (`"absent"`): the writer then
 /// leaves a null out of its record instead of writing nil, so the key sets come back.
 pub const MISSING: &str = "msgpack_arrow.missing";
+/// Schema metadata: `"absent"` where maps nested in the records read lacked keys that others at
+/// their place had (the writer then leaves null fields of nested maps out, as it leaves out the
+/// records' own with [`MISSING`]).
+pub const MISSING_NESTED: &str = "msgpack_arrow.missing_nested";
 /// Schema: `"openpi"` when the file's ndarrays and numpy scalars were openpi's
 /// `__ndarray__`/`__npgeneric__` maps, so the writer writes them back in that form.
 pub const DIALECT: &str = "msgpack_arrow.dialect";

@@ -48,6 +48,7 @@ use crate::types::{extension, meta};
 use crate::wire::write::{self as wire, Out};
 use aligned::{encode_aligned, Item, Segment};
 use columns::{column_encoder, ColumnNd};
+use encoder::structs::bring_unwritten;
 use encoder::{make_encoder, make_top_encoder, ColumnEncoder};
 pub use parts::{Counter, Parts, SliceSink, Writers, PARTS_MIN_BYTES, SAMPLE_ROWS};
 pub use ragged::mark_ragged_ndarrays;
@@ -240,8 +241,14 @@ impl WriterBuilder {
             Missing::Nil => false,
             Missing::Auto => md.get(meta::MISSING).map(String::as_str) == Some("absent"),
         };
+        let omit_nested = match self.missing {
+            Missing::Omit => true,
+            Missing::Nil => false,
+            Missing::Auto => md.get(meta::MISSING_NESTED).map(String::as_str) == Some("absent"),
+        };
         Ok(Writer {
             omit,
+            omit_nested,
             w,
             schema,
             layout,
@@ -281,6 +288,8 @@ pub struct Writer<W: Write> {
     w: W,
     /// records: a null leaves its key out ([`Missing`])
     omit: bool,
+    /// records: a null field of a map inside a record leaves its key out ([`Missing`])
+    omit_nested: bool,
     schema: SchemaRef,
     layout: Layout,
     container: Container,
@@ -622,6 +631,9 @@ impl<W: Write> Writer<W> {
     fn encode_records(&mut self, batch: &RecordBatch, row0: u64) -> Result<()> {
         self.ensure_keys();
         let mut encs = self.encoders(batch, row0)?;
+        if self.omit_nested {
+            encs.iter_mut().for_each(|e| e.omit_absent());
+        }
         let ncols = encs.len();
         let mut hdr = Vec::with_capacity(5);
         wire::map_hdr(&mut hdr, ncols);
@@ -663,16 +675,7 @@ impl<W: Write> Writer<W> {
                     *p = nulls[c].as_ref().is_none_or(|n| n.is_valid(row));
                 }
                 if !all_written {
-                    let first_new = (0..ncols).rev().find(|&c| present[c] && !self.written[c]);
-                    let mut before_seen = true;
-                    for (c, p) in present.iter_mut().enumerate() {
-                        let unwritten = !self.written[c];
-                        *p |= unwritten
-                            && (first_new.is_some_and(|j| c < j) || (no_value[c] && before_seen));
-                        self.written[c] |= *p;
-                        before_seen &= self.written[c];
-                    }
-                    all_written = before_seen;
+                    all_written = bring_unwritten(&mut present, &mut self.written, &no_value);
                 }
                 present.iter().filter(|&&p| p).count()
             } else {

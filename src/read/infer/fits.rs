@@ -415,6 +415,10 @@ impl Inferrer {
         if n > fields.len() {
             return false;
         }
+        // a map nested in a record with fewer keys: the slow path notes absent nested keys once
+        if n < fields.len() && depth > 0 && self.nested_track && !self.nested_absent {
+            return false;
+        }
         let may_be_special = n <= MAX_SPECIAL_KEYS;
         // keys seen, as a bitset over `fields`: a repeated key is an error the slow path reports
         let mut seen = [0u64; 4];

@@ -101,6 +101,9 @@ impl ListEnc {
 }
 
 impl ColumnEncoder for ListEnc {
+    fn omit_absent(&mut self) {
+        self.child.omit_absent();
+    }
     fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
         if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) {
             out.buf.push(0xc0);

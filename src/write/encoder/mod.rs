@@ -48,6 +48,8 @@ pub(crate) trait ColumnEncoder {
     }
     /// A rough size of all rows' encodings, for reserving the output up front.
     fn size_hint(&self) -> usize;
+    /// Leave null fields of maps out (at any depth), as the keys absent where they were read.
+    fn omit_absent(&mut self) {}
     /// [`ColumnEncoder::encode`], handing `out` to `flush` between steps of a big payload, so a
     /// file sink never holds a whole column's payload in memory (default: one `encode`).
     fn encode_flushing(

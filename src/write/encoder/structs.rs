@@ -18,6 +18,40 @@ pub(crate) struct StructEnc {
     pub(crate) children: Vec<Box<dyn ColumnEncoder>>,
     pub(crate) nulls: Option<NullBuffer>,
     pub(crate) len: usize,
+    /// null fields left out ([`ColumnEncoder::omit_absent`]): each field's nulls, whether it has
+    /// no value at all, and which fields were written so far
+    pub(crate) omit: Option<Omit>,
+    pub(crate) arr: ArrayRef,
+}
+
+pub(crate) struct Omit {
+    nulls: Vec<Option<NullBuffer>>,
+    no_value: Vec<bool>,
+    written: Vec<bool>,
+    present: Vec<bool>,
+}
+
+/// Where null cells of a map's fields are left out: marks in `present` the unwritten fields that
+/// must be written (as nil) anyway, and notes in `written` what was. A reader orders fields by
+/// first appearance, so a field seen for the first time brings the never-written fields before
+/// it; and a field with no value at all (never written yet) goes in the first map where every
+/// field before it has appeared, else it would vanish. Returns whether every field was written.
+pub(crate) fn bring_unwritten(
+    present: &mut [bool],
+    written: &mut [bool],
+    no_value: &[bool],
+) -> bool {
+    let first_new = (0..present.len())
+        .rev()
+        .find(|&c| present[c] && !written[c]);
+    let mut before_seen = true;
+    for (c, p) in present.iter_mut().enumerate() {
+        let unwritten = !written[c];
+        *p |= unwritten && (first_new.is_some_and(|j| c < j) || (no_value[c] && before_seen));
+        written[c] |= *p;
+        before_seen &= written[c];
+    }
+    before_seen
 }
 
 impl StructEnc {
@@ -65,6 +99,8 @@ impl StructEnc {
             children,
             nulls: arr.logical_nulls(),
             len: arr.len(),
+            omit: None,
+            arr: arr.clone(),
         })
     }
 }
@@ -75,16 +111,56 @@ impl ColumnEncoder for StructEnc {
             out.buf.push(0xc0);
             return Ok(());
         }
-        wire::map_hdr(&mut out.buf, self.children.len());
+        let present = match &mut self.omit {
+            Some(o) => {
+                for (p, n) in o.present.iter_mut().zip(&o.nulls) {
+                    *p = n.as_ref().is_none_or(|n| n.is_valid(row));
+                }
+                if !o.written.iter().all(|&w| w) {
+                    bring_unwritten(&mut o.present, &mut o.written, &o.no_value);
+                }
+                Some(&o.present)
+            }
+            None => None,
+        };
+        let n = present.map_or(self.children.len(), |p| p.iter().filter(|&&p| p).count());
+        wire::map_hdr(&mut out.buf, n);
         let mut start = 0;
         for (i, c) in self.children.iter_mut().enumerate() {
+            let from = std::mem::replace(&mut start, self.key_ends[i]);
+            if present.is_some_and(|p| !p[i]) {
+                continue;
+            }
             out.buf
-                .extend_from_slice(&self.keys[start..self.key_ends[i]]);
-            start = self.key_ends[i];
+                .extend_from_slice(&self.keys[from..self.key_ends[i]]);
             c.encode(row, out)
                 .map_err(|e| e.prepend_path(&self.names[i]))?;
         }
         Ok(())
+    }
+    fn omit_absent(&mut self) {
+        if self.omit.is_some() {
+            return;
+        }
+        let nulls: Vec<Option<NullBuffer>> = self
+            .arr
+            .as_struct()
+            .columns()
+            .iter()
+            .map(|c| c.logical_nulls())
+            .collect();
+        let no_value = nulls
+            .iter()
+            .map(|n| n.as_ref().is_some_and(|n| n.null_count() == n.len()))
+            .collect();
+        let k = nulls.len();
+        self.omit = Some(Omit {
+            nulls,
+            no_value,
+            written: vec![false; k],
+            present: vec![true; k],
+        });
+        self.children.iter_mut().for_each(|c| c.omit_absent());
     }
     fn may_nd(&self) -> bool {
         self.children.iter().any(|c| c.may_nd())
