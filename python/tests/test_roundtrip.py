@@ -381,6 +381,21 @@ def test_a_null_list_inside_a_row_is_not_written_as_part_of_an_ndarray():
     assert ma.read_msgpack(ma.write_msgpack(ma.read_msgpack(data), None))["value"].to_list() == want
 
 
+@pytest.mark.parametrize("dtype, leaf_type", [(pl.UInt8, np.uint8), (pl.Int16, np.int16), (pl.Float32, float)])
+def test_lists_of_narrow_numbers_of_one_length_stay_lists(dtype, leaf_type):
+    # SPEC 4.3: ndarrays of one shape read back as a fixed-shape Array, so a List column whose
+    # rows all have one shape is written as lists (of numpy scalars: the dtype survives)
+    for rows in ([[1, 2], [3, 4], None], [[[1], [2]], [[3], [4]]]):
+        inner = dtype if not isinstance(rows[0][0], list) else pl.List(dtype)
+        df = pl.DataFrame({"c": rows}, schema={"c": pl.List(inner)})
+        out = ma.write_msgpack(df, None)
+        assert_frame_equal(ma.read_msgpack(out), df)
+        back = [r["c"] for r in mn.Unpacker(io.BytesIO(out), raw=False)]
+        assert back[0] == rows[0]
+        leaf = back[0][0][0] if isinstance(rows[0][0], list) else back[0][0]
+        assert type(leaf) is leaf_type  # numpy scalars, or msgpack float32
+
+
 def test_lists_that_cannot_be_ndarrays_stay_lists():
     df = pl.DataFrame(
         {"x": [[[1.0, 2.0], [3.0]], [[1.0]]], "y": [[1, None], [3]]},

@@ -255,6 +255,15 @@ pub(crate) fn rows_are_ndarrays(arr: &ArrayRef) -> bool {
     TensorEnc::new(arr, None, true, false, &[]).is_ok_and(|t| t.t.rows_are_ndarrays())
 }
 
+/// Whether the non-null rows of List columns (one array per batch) have more than one shape: where
+/// they all have one, ndarrays would read back as a fixed-shape Array, not the List they are.
+pub(crate) fn row_shapes_vary(arrs: &[ArrayRef]) -> bool {
+    let mut first = None;
+    arrs.iter().any(|a| {
+        TensorEnc::new(a, None, true, false, &[]).is_ok_and(|t| t.t.shapes_vary(&mut first))
+    })
+}
+
 /// The whole-column encoder for a `columns` map value: one ndarray when possible, else a list.
 pub(crate) fn column_encoder(
     field: &Field,

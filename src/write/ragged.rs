@@ -8,7 +8,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{Field, Fields, SchemaRef};
 
-use super::columns::rows_are_ndarrays;
+use super::columns::{row_shapes_vary, rows_are_ndarrays};
 use crate::types::meta;
 
 /// `schema` with the List columns of `batches` that held ndarrays marked so (`msgpack_numpy.kind`
@@ -82,8 +82,10 @@ fn mark(f: &Field, cols: &[ArrayRef]) -> Field {
     }
     let mut f = f.clone();
     let t = f.data_type();
+    // (narrow numbers in rows of one shape were no ndarrays: those read back as an Array)
     let ragged = has_list(t)
-        && (narrow_leaf(t) || (number_leaf(t) && cols.iter().all(holds_no_number)))
+        && ((narrow_leaf(t) && row_shapes_vary(cols))
+            || (number_leaf(t) && cols.iter().all(holds_no_number)))
         && !f.metadata().contains_key(meta::KIND)
         && cols.iter().all(rows_are_ndarrays);
     // else a list of ndarrays (a record's list of token arrays of different lengths):
@@ -95,7 +97,8 @@ fn mark(f: &Field, cols: &[ArrayRef]) -> Field {
                 && !i.metadata().contains_key(meta::KIND))
         && cols
             .iter()
-            .all(|a| list_values(a).is_some_and(|v| rows_are_ndarrays(&v)));
+            .all(|a| list_values(a).is_some_and(|v| rows_are_ndarrays(&v)))
+        && row_shapes_vary(&cols.iter().filter_map(list_values).collect::<Vec<_>>());
     if ragged || items {
         let mut md = f.metadata().clone();
         let kind = if ragged { "ndarray" } else { ITEMS };

@@ -249,6 +249,24 @@ impl Tensor {
             matches!(self.range(r, r + 1, &mut shape), Ok((a, b)) if self.check_elems(a, b).is_ok())
         })
     }
+    /// Whether a non-null row's shape differs from `first` (the first shape seen, set here when
+    /// `None`); a row that is no ndarray counts as no shape.
+    pub(crate) fn shapes_vary(&self, first: &mut Option<Vec<usize>>) -> bool {
+        let mut shape = Vec::new();
+        (0..self.len).filter(|&r| !self.is_null(r)).any(|r| {
+            shape.clear();
+            if self.range(r, r + 1, &mut shape).is_err() {
+                return false;
+            }
+            match first {
+                Some(f) => *f != shape,
+                None => {
+                    *first = Some(shape.clone());
+                    false
+                }
+            }
+        })
+    }
     pub(crate) fn fixed_shape(&self) -> Option<Vec<usize>> {
         self.levels
             .iter()
