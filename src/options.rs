@@ -109,13 +109,12 @@ pub enum Missing {
     /// Every key in every record; a null is nil.
     Nil,
     /// A null leaves its key out of the record, and out of maps nested in it (what producers of
-    /// sparse records expect back). A
-    /// key present as nil and an absent one cannot be told apart: both come back absent. Two
-    /// exceptions keep the columns and their order on a re-read (readers order columns by first
-    /// appearance): a key written for the first time brings, as nil, the keys before it that
-    /// were never written; and a column never written yet that has no value in a batch (a Null
-    /// column, say) is written as nil once, in the first record where every column before it has
-    /// appeared.
+    /// sparse records expect back). A key present as nil and an absent one cannot be told apart:
+    /// both come back absent. Two exceptions keep the columns and their order on a re-read
+    /// (readers order columns by first appearance): a key written for the first time brings, as
+    /// nil, the keys before it that were never written; and a column never written yet that has
+    /// no value in a batch (a Null column, say) is written as nil once, in the first record where
+    /// every column before it has appeared.
     Omit,
 }
 

@@ -128,9 +128,6 @@ impl Ty {
         self.merge_inner(other)
     }
 
-    /// [`Ty::merge`] of a row into the rows so far; with `raw`, a top-level column whose values
-    /// conflict (anywhere inside them) becomes [`Ty::Raw`] instead of an error: the column of a
-    /// record, or the one column of the `values` layout.
     /// Whether maps nested below the top level of two rows' types differ in their key sets (then
     /// some nested map lacked a key that another at its place had). Nil maps are not compared.
     pub(crate) fn nested_keys_differ(a: &Ty, b: &Ty) -> bool {
@@ -145,13 +142,16 @@ impl Ty {
     pub(crate) fn keys_differ_deep(a: &Ty, b: &Ty) -> bool {
         match (a, b) {
             (Ty::Struct(x), Ty::Struct(y)) => {
-                x.len() != y.len()
-                    || y.keys().any(|k| !x.contains_key(k))
-                    || Ty::fields_differ_deep(x, y)
+                Ty::key_sets_differ(x, y) || Ty::fields_differ_deep(x, y)
             }
             (Ty::List(x, _), Ty::List(y, _)) => Ty::keys_differ_deep(x, y),
             _ => false,
         }
+    }
+
+    /// Whether two maps' types have other keys (one lacks a key the other has).
+    pub(crate) fn key_sets_differ(x: &Columns, y: &Columns) -> bool {
+        x.len() != y.len() || y.keys().any(|k| !x.contains_key(k))
     }
 
     fn fields_differ_deep(x: &Columns, y: &Columns) -> bool {
@@ -159,6 +159,9 @@ impl Ty {
             .any(|(k, t)| x.get(k).is_some_and(|s| Ty::keys_differ_deep(s, t)))
     }
 
+    /// [`Ty::merge`] of a row into the rows so far; with `raw`, a top-level column whose values
+    /// conflict (anywhere inside them) becomes [`Ty::Raw`] instead of an error: the column of a
+    /// record, or the one column of the `values` layout.
     pub(crate) fn merge_with(self, other: Ty, raw: bool) -> Result<Ty> {
         let is_conflict = |e: &Error| matches!(e.kind(), ErrorKind::TypeConflict(_));
         match (self, other) {

@@ -230,9 +230,7 @@ fn holds_raw(t: &Ty) -> bool {
 /// Whether two records' column sets differ (then some record lacks a column: keys are absent).
 fn keys_differ(a: &Ty, b: &Ty) -> bool {
     match (a, b) {
-        (Ty::Struct(a), Ty::Struct(b)) => {
-            a.len() != b.len() || b.keys().any(|k| !a.contains_key(k))
-        }
+        (Ty::Struct(a), Ty::Struct(b)) => Ty::key_sets_differ(a, b),
         _ => false,
     }
 }
