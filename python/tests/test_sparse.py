@@ -157,3 +157,13 @@ def test_nested_absent_keys_far_into_a_large_file_are_found():
     data = b"".join(mn.packb(r) for r in recs)
     out = ma.write_msgpack(ma.read_arrow(data), None, layout="auto")
     assert out == data
+
+
+def test_nested_key_sets_hold_across_batches():
+    # which nested fields were written carries over from batch to batch (else a later batch's
+    # first map would bring, as nil, fields the batches before had already written)
+    recs = [{"s": {"x": 1, "y": 2}}, {"s": {"x": 3}}, {"s": {"y": 4}}, {"s": {"y": 5}}, {"s": {"x": 6}}]
+    data = b"".join(mn.packb(r) for r in recs)
+    out = ma.write_msgpack(ma.read_arrow(data, batch_size=2), None, layout="auto")
+    assert _unpack(out) == recs
+    assert out == data

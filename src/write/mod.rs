@@ -249,6 +249,7 @@ impl WriterBuilder {
         Ok(Writer {
             omit,
             omit_nested,
+            nested_written: Vec::new(),
             w,
             schema,
             layout,
@@ -290,6 +291,8 @@ pub struct Writer<W: Write> {
     omit: bool,
     /// records: a null field of a map inside a record leaves its key out ([`Missing`])
     omit_nested: bool,
+    /// with `omit_nested`: per column, the nested fields written so far
+    nested_written: Vec<encoder::structs::Written>,
     schema: SchemaRef,
     layout: Layout,
     container: Container,
@@ -632,7 +635,12 @@ impl<W: Write> Writer<W> {
         self.ensure_keys();
         let mut encs = self.encoders(batch, row0)?;
         if self.omit_nested {
-            encs.iter_mut().for_each(|e| e.omit_absent());
+            // (which nested fields were written carries over from the batches before)
+            self.nested_written
+                .resize_with(encs.len(), Default::default);
+            for (e, w) in encs.iter_mut().zip(&self.nested_written) {
+                e.omit_absent(w);
+            }
         }
         let ncols = encs.len();
         let mut hdr = Vec::with_capacity(5);
@@ -707,6 +715,11 @@ impl<W: Write> Writer<W> {
                 }
             }
             self.flush_if(self.flush_at)?;
+        }
+        if self.omit_nested {
+            for (e, w) in encs.iter().zip(&mut self.nested_written) {
+                e.omit_written(w);
+            }
         }
         Ok(())
     }

@@ -101,8 +101,11 @@ impl ListEnc {
 }
 
 impl ColumnEncoder for ListEnc {
-    fn omit_absent(&mut self) {
-        self.child.omit_absent();
+    fn omit_absent(&mut self, written: &super::structs::Written) {
+        self.child.omit_absent(written);
+    }
+    fn omit_written(&self, written: &mut super::structs::Written) {
+        self.child.omit_written(written);
     }
     fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
         if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) {

@@ -48,8 +48,11 @@ pub(crate) trait ColumnEncoder {
     }
     /// A rough size of all rows' encodings, for reserving the output up front.
     fn size_hint(&self) -> usize;
-    /// Leave null fields of maps out (at any depth), as the keys absent where they were read.
-    fn omit_absent(&mut self) {}
+    /// Leave null fields of maps out (at any depth), as the keys absent where they were read;
+    /// `written`: the fields written by the batches before (handed back by `omit_written`).
+    fn omit_absent(&mut self, _written: &structs::Written) {}
+    /// The fields written so far, for the next batch's encoder ([`ColumnEncoder::omit_absent`]).
+    fn omit_written(&self, _written: &mut structs::Written) {}
     /// [`ColumnEncoder::encode`], handing `out` to `flush` between steps of a big payload, so a
     /// file sink never holds a whole column's payload in memory (default: one `encode`).
     fn encode_flushing(

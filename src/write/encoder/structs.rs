@@ -24,6 +24,13 @@ pub(crate) struct StructEnc {
     pub(crate) arr: ArrayRef,
 }
 
+/// The fields of a map column written so far (and of the maps inside it), kept across batches.
+#[derive(Default)]
+pub(crate) struct Written {
+    fields: Vec<bool>,
+    children: Vec<Written>,
+}
+
 pub(crate) struct Omit {
     nulls: Vec<Option<NullBuffer>>,
     no_value: Vec<bool>,
@@ -138,7 +145,7 @@ impl ColumnEncoder for StructEnc {
         }
         Ok(())
     }
-    fn omit_absent(&mut self) {
+    fn omit_absent(&mut self, before: &Written) {
         if self.omit.is_some() {
             return;
         }
@@ -154,13 +161,30 @@ impl ColumnEncoder for StructEnc {
             .map(|n| n.as_ref().is_some_and(|n| n.null_count() == n.len()))
             .collect();
         let k = nulls.len();
+        let written = match before.fields.len() == k {
+            true => before.fields.clone(),
+            false => vec![false; k],
+        };
         self.omit = Some(Omit {
             nulls,
             no_value,
-            written: vec![false; k],
+            written,
             present: vec![true; k],
         });
-        self.children.iter_mut().for_each(|c| c.omit_absent());
+        let none = Written::default();
+        for (i, c) in self.children.iter_mut().enumerate() {
+            c.omit_absent(before.children.get(i).unwrap_or(&none));
+        }
+    }
+    fn omit_written(&self, after: &mut Written) {
+        let Some(o) = &self.omit else { return };
+        after.fields.clone_from(&o.written);
+        after
+            .children
+            .resize_with(self.children.len(), Default::default);
+        for (c, w) in self.children.iter().zip(&mut after.children) {
+            c.omit_written(w);
+        }
     }
     fn may_nd(&self) -> bool {
         self.children.iter().any(|c| c.may_nd())
