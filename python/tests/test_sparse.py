@@ -167,3 +167,31 @@ def test_nested_key_sets_hold_across_batches():
     out = ma.write_msgpack(ma.read_arrow(data, batch_size=2), None, layout="auto")
     assert _unpack(out) == recs
     assert out == data
+
+
+def test_a_field_null_wherever_it_is_written_still_comes_back():
+    # "no value" counts only the slots that are written: a struct's child may be valid under a
+    # null parent (pyarrow keeps the child's own values), and a sliced list of structs (Polars
+    # df[1:]) still holds the items sliced away; a field null in every written map is written
+    # as nil once, so the schema read back has it
+    S = pa.struct([("a", pa.int64()), ("d", pa.int64())])
+    child_a = pa.array([None, 5, 2], pa.int64())
+    child_d = pa.array([None, 7, None], pa.int64())  # valid only under the null parent
+    m = pa.StructArray.from_arrays([child_a, child_d], fields=list(S), mask=pa.array([False, True, False]))
+    t = pa.table({"id": [0, 1, 2], "m": m})
+    # (a field all nil reads back as Null, as with missing="nil")
+    nil = pa.table(ma.read_arrow(ma.write_msgpack(t, None, missing="nil")))
+    assert nil.schema.field("m").type == pa.struct([("a", pa.int64()), ("d", pa.null())])
+    back = pa.table(ma.read_arrow(ma.write_msgpack(t, None, missing="omit")))
+    assert back.schema == nil.schema
+    assert back.column("m").to_pylist() == t.column("m").to_pylist()
+    df = pl.DataFrame({"id": [0, 1, 2], "l": [[{"a": 1, "d": 7}], [{"a": 2, "d": None}], [{"a": 3, "d": None}]]})
+    part = df[1:]
+    nil = ma.read_msgpack(ma.write_msgpack(part, None, missing="nil"))
+    assert nil.schema["l"] == pl.List(pl.Struct({"a": pl.Int64, "d": pl.Null}))
+    got = ma.read_msgpack(ma.write_msgpack(part, None, missing="omit"))
+    assert got.schema == nil.schema
+    assert got.to_dicts() == part.to_dicts()
+    # the maps as msgpack_numpy reads them: the field is there once, then left out
+    rows = _unpack(ma.write_msgpack(part, None, missing="omit"))
+    assert rows == [{"id": 1, "l": [{"a": 2, "d": None}]}, {"id": 2, "l": [{"a": 3}]}]

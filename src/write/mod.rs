@@ -48,7 +48,7 @@ use crate::types::{extension, meta};
 use crate::wire::write::{self as wire, Out};
 use aligned::{encode_aligned, Item, Segment};
 use columns::{column_encoder, ColumnNd};
-use encoder::structs::bring_unwritten;
+use encoder::structs::{bring_unwritten, field_nulls};
 use encoder::{make_encoder, make_top_encoder, ColumnEncoder};
 pub use parts::{Counter, Parts, SliceSink, Writers, PARTS_MIN_BYTES, SAMPLE_ROWS};
 pub use ragged::mark_ragged_ndarrays;
@@ -639,7 +639,7 @@ impl<W: Write> Writer<W> {
             self.nested_written
                 .resize_with(encs.len(), Default::default);
             for (e, w) in encs.iter_mut().zip(&self.nested_written) {
-                e.omit_absent(w);
+                e.omit_absent(w, None);
             }
         }
         let ncols = encs.len();
@@ -651,16 +651,11 @@ impl<W: Write> Writer<W> {
         self.reserve(hint);
         let names = self.schema.fields().clone();
         // Missing::Omit: which cells are null (Null columns too), so their keys are left out
-        let nulls: Vec<Option<arrow_buffer::NullBuffer>> = if self.omit {
-            batch.columns().iter().map(|c| c.logical_nulls()).collect()
-        } else {
-            Vec::new()
+        // and columns with no value in this batch (Null columns, or typed ones Polars made of them)
+        let (nulls, no_value) = match self.omit {
+            true => field_nulls(batch.columns(), None),
+            false => (Vec::new(), Vec::new()),
         };
-        // columns with no value in this batch (Null columns, or typed ones Polars made of them)
-        let no_value: Vec<bool> = nulls
-            .iter()
-            .map(|n| n.as_ref().is_some_and(|n| n.null_count() == n.len()))
-            .collect();
         if self.written.len() != ncols {
             self.written = vec![false; ncols];
         }

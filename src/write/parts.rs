@@ -158,7 +158,7 @@ impl<'a> Parts<'a> {
         // the first part holds two rows, so its writer streams (a single row may be wrapped);
         // left-out keys are not cut: which a row holds depends on the rows before it and on how
         // they were batched
-        if !probe.cuttable() || probe.omit || n < 2 || rows < 2 * n {
+        if !probe.cuttable() || probe.omit || probe.omit_nested || n < 2 || rows < 2 * n {
             return Ok(None);
         }
         let ranges: Vec<Range<usize>> = (0..n).map(|i| rows * i / n..rows * (i + 1) / n).collect();
@@ -475,6 +475,7 @@ mod tests {
 
     use super::*;
     use crate::options::Missing;
+    use crate::types::meta;
 
     /// Rows with an int, a string and a float32[3] ndarray; `null_from`: the string is null in
     /// the rows before it (a key left out there first appears later).
@@ -630,7 +631,14 @@ mod tests {
         let (schema, batches) = table(40, 10, 40);
         let omit = WriterBuilder::new().with_missing(Missing::Omit);
         assert!(Parts::cut(&omit, &schema, &batches, 2).unwrap().is_none());
+        // nested maps' left-out keys too (auto, from the schema read back)
         let (schema, batches) = table(40, 0, 40);
+        let auto = WriterBuilder::new();
+        assert!(Parts::cut(&auto, &schema, &batches, 2).unwrap().is_some());
+        let md: std::collections::HashMap<String, String> =
+            [(meta::MISSING_NESTED.to_string(), "absent".to_string())].into();
+        let nested = Arc::new(schema.as_ref().clone().with_metadata(md));
+        assert!(Parts::cut(&auto, &nested, &batches, 2).unwrap().is_none());
         let columns = WriterBuilder::new().with_layout(Layout::Columns);
         assert!(Parts::cut(&columns, &schema, &batches, 2)
             .unwrap()

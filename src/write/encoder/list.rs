@@ -3,12 +3,13 @@
 use crate::types::layout::ValueForm;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};
-use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field};
 
 use crate::error::Result;
 use crate::types::meta;
 use crate::wire::write::{self as wire, Out};
+use crate::write::encoder::structs::used_and_valid;
 use crate::write::encoder::{make_encoder, ColumnEncoder};
 use crate::write::unsupported;
 
@@ -39,6 +40,8 @@ pub(crate) struct ListEnc {
     pub(crate) nulls: Option<NullBuffer>,
     pub(crate) child: Box<dyn ColumnEncoder>,
     pub(crate) len: usize,
+    /// the length of the items' array (which may hold more than the rows use)
+    pub(crate) values_len: usize,
 }
 
 impl ListEnc {
@@ -96,13 +99,24 @@ impl ListEnc {
             nulls: arr.logical_nulls(),
             child,
             len: arr.len(),
+            values_len: values.len(),
         })
     }
 }
 
 impl ColumnEncoder for ListEnc {
-    fn omit_absent(&mut self, written: &super::structs::Written) {
-        self.child.omit_absent(written);
+    fn omit_absent(&mut self, written: &super::structs::Written, used: Option<&BooleanBuffer>) {
+        // the items the written rows hold: a sliced list's values array holds others too
+        let rows = used_and_valid(used, self.nulls.as_ref());
+        let mut items = BooleanBufferBuilder::new(self.values_len);
+        items.append_n(self.values_len, false);
+        for row in 0..self.len {
+            if rows.as_ref().is_none_or(|r| r.value(row)) {
+                let (a, b) = self.shape.range(row);
+                (a..b).for_each(|j| items.set_bit(j, true));
+            }
+        }
+        self.child.omit_absent(written, Some(&items.finish()));
     }
     fn omit_written(&self, written: &mut super::structs::Written) {
         self.child.omit_written(written);

@@ -49,8 +49,14 @@ pub(crate) trait ColumnEncoder {
     /// A rough size of all rows' encodings, for reserving the output up front.
     fn size_hint(&self) -> usize;
     /// Leave null fields of maps out (at any depth), as the keys absent where they were read;
-    /// `written`: the fields written by the batches before (handed back by `omit_written`).
-    fn omit_absent(&mut self, _written: &structs::Written) {}
+    /// `written`: the fields written by the batches before (handed back by `omit_written`);
+    /// `used`: the rows that will be encoded (`None`: all).
+    fn omit_absent(
+        &mut self,
+        _written: &structs::Written,
+        _used: Option<&arrow_buffer::BooleanBuffer>,
+    ) {
+    }
     /// The fields written so far, for the next batch's encoder ([`ColumnEncoder::omit_absent`]).
     fn omit_written(&self, _written: &mut structs::Written) {}
     /// [`ColumnEncoder::encode`], handing `out` to `flush` between steps of a big payload, so a

@@ -2,7 +2,7 @@
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};
-use arrow_buffer::NullBuffer;
+use arrow_buffer::{BooleanBuffer, NullBuffer};
 
 use crate::error::Result;
 use crate::wire::write::{self as wire, Out};
@@ -59,6 +59,39 @@ pub(crate) fn bring_unwritten(
         before_seen &= written[c];
     }
     before_seen
+}
+
+/// Per column of `cols`: its nulls, and whether it has no value at any of the rows `used` (`None`:
+/// every row). Only rows that are written count: a struct's child may be valid under a null
+/// parent, and a sliced list's items outside its rows are still in the values array.
+pub(crate) fn field_nulls(
+    cols: &[ArrayRef],
+    used: Option<&BooleanBuffer>,
+) -> (Vec<Option<NullBuffer>>, Vec<bool>) {
+    let nulls: Vec<Option<NullBuffer>> = cols.iter().map(|c| c.logical_nulls()).collect();
+    let no_value = nulls
+        .iter()
+        .map(|n| match (n, used) {
+            (None, None) => false,
+            (None, Some(u)) => u.count_set_bits() == 0,
+            (Some(n), None) => n.null_count() == n.len(),
+            (Some(n), Some(u)) => (n.inner() & u).count_set_bits() == 0,
+        })
+        .collect();
+    (nulls, no_value)
+}
+
+/// The rows of `used` (`None`: all) where `nulls` says valid.
+pub(crate) fn used_and_valid(
+    used: Option<&BooleanBuffer>,
+    nulls: Option<&NullBuffer>,
+) -> Option<BooleanBuffer> {
+    match (used, nulls) {
+        (None, None) => None,
+        (Some(u), None) => Some(u.clone()),
+        (None, Some(n)) => Some(n.inner().clone()),
+        (Some(u), Some(n)) => Some(u & n.inner()),
+    }
 }
 
 impl StructEnc {
@@ -145,21 +178,12 @@ impl ColumnEncoder for StructEnc {
         }
         Ok(())
     }
-    fn omit_absent(&mut self, before: &Written) {
+    fn omit_absent(&mut self, before: &Written, used: Option<&BooleanBuffer>) {
         if self.omit.is_some() {
             return;
         }
-        let nulls: Vec<Option<NullBuffer>> = self
-            .arr
-            .as_struct()
-            .columns()
-            .iter()
-            .map(|c| c.logical_nulls())
-            .collect();
-        let no_value = nulls
-            .iter()
-            .map(|n| n.as_ref().is_some_and(|n| n.null_count() == n.len()))
-            .collect();
+        let used = used_and_valid(used, self.nulls.as_ref());
+        let (nulls, no_value) = field_nulls(self.arr.as_struct().columns(), used.as_ref());
         let k = nulls.len();
         let written = match before.fields.len() == k {
             true => before.fields.clone(),
@@ -173,7 +197,7 @@ impl ColumnEncoder for StructEnc {
         });
         let none = Written::default();
         for (i, c) in self.children.iter_mut().enumerate() {
-            c.omit_absent(before.children.get(i).unwrap_or(&none));
+            c.omit_absent(before.children.get(i).unwrap_or(&none), used.as_ref());
         }
     }
     fn omit_written(&self, after: &mut Written) {
