@@ -119,6 +119,8 @@ def test_ints_become_floats_only_where_a_float_holds_them_exactly(big, typed):
         with pytest.raises(ma.DecodeError, match="no float holds exactly") as e:
             ma.read_msgpack(data, **kw)
         assert e.value.column == "x" and e.value.record == 1
+        # both ways out are named
+        assert "String" in str(e.value) and "Float64 rounds" in str(e.value)
     got = ma.read_msgpack(data, schema_overrides={"x": pl.String})["x"].to_list()
     assert got == [str(r["x"]) for r in msgpack.Unpacker(io.BytesIO(data))]
 

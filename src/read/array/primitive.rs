@@ -413,7 +413,8 @@ where
                     // where ints and floats met, inference made the column Float64
                     what.push_str(
                         " (an int that no float holds exactly, in a column of ints and floats: \
-                         schema_overrides String keeps each value as Python's str() writes it)",
+                         schema_overrides String keeps each value as Python's str() writes it, Float64 rounds \
+                         it as numpy does)",
                     );
                 }
                 Err(c.error_at(p, ErrorKind::Inexact(what)))
