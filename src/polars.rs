@@ -309,6 +309,7 @@ pub fn write_msgpack_df(df: &DataFrame, path: impl AsRef<Path>, layout: Layout) 
     };
     let mut w = WriterBuilder::new()
         .with_layout(layout)
+        .with_table(&batches)
         .build(crate::io::AtomicFile::create(path)?, schema)?;
     for b in &batches {
         w.write(b)?;

@@ -49,7 +49,7 @@ pub fn write<'py>(
     let storage = StorageOptions(storage_options.unwrap_or_default());
     check_index(index, path.as_deref())?;
     let layout = parse_layout(layout)?;
-    let builder = WriterBuilder::new()
+    let mut builder = WriterBuilder::new()
         .with_aligned(aligned)
         .with_missing(parse_missing(missing)?)
         .with_dialect(parse_dialect(dialect)?);
@@ -74,6 +74,8 @@ pub fn write<'py>(
             true => mark_ragged_ndarrays(&schema, &batches),
             false => schema,
         };
+        // (where nulls leave keys out, a column's first value may be in a later batch)
+        builder = builder.with_table(&batches);
         if to_bytes {
             let builder = builder.with_layout(default_layout(layout, &schema));
             return bytes_in_place(py, builder, schema, &batches).map(Some);

@@ -195,3 +195,22 @@ def test_a_field_null_wherever_it_is_written_still_comes_back():
     # the maps as msgpack_numpy reads them: the field is there once, then left out
     rows = _unpack(ma.write_msgpack(part, None, missing="omit"))
     assert rows == [{"id": 1, "l": [{"a": 2, "d": None}]}, {"id": 2, "l": [{"a": 3}]}]
+
+
+def test_a_key_first_seen_in_a_later_batch_is_written_there():
+    # a table written whole: a column with no value in its first batch but one in a later batch
+    # gets no nil in the first (each batch deciding alone wrote {"a": 0, "err": nil})
+    recs = [{"a": i} for i in range(5)] + [{"a": 5, "err": "boom"}, {"a": 6}]
+    data = b"".join(mn.packb(r) for r in recs)
+    for batch_size in (2, 3, 65536):
+        t = ma.read_arrow(data, batch_size=batch_size)
+        out = ma.write_msgpack(t, None, layout="auto")
+        assert _unpack(out) == recs, batch_size
+        assert out == data
+        df = ma.read_msgpack(data, batch_size=batch_size)
+        assert ma.write_msgpack(df, None, missing="omit") == data
+    # a column with no value anywhere still comes back (nil where every column before it has been)
+    recs = [{"a": 1, "n": None}, {"a": 2}]
+    data = b"".join(mn.packb(r) for r in recs)
+    back = ma.read_msgpack(ma.write_msgpack(ma.read_arrow(data, batch_size=1), None, layout="auto"))
+    assert back.columns == ["a", "n"]

@@ -36,7 +36,7 @@ mod tensor;
 use std::io::Write;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, SchemaRef};
 
 use crate::error::{Error, ErrorKind, Result};
@@ -89,6 +89,8 @@ pub struct WriterBuilder {
     aligned: bool,
     missing: Missing,
     dialect: Dialect,
+    /// per column, whether the whole table holds a value in it ([`WriterBuilder::with_table`])
+    valued: Option<Arc<Vec<bool>>>,
 }
 
 impl Default for WriterBuilder {
@@ -105,7 +107,26 @@ impl WriterBuilder {
             aligned: false,
             missing: Missing::Auto,
             dialect: Dialect::Auto,
+            valued: None,
         }
+    }
+
+    /// The whole table that will be written, when it is at hand: where nulls leave keys out
+    /// ([`Missing`]), a column with no value in one batch is written as nil (once, so it does not
+    /// vanish) only if no batch of the table has a value in it. Without this, each batch decides
+    /// alone, and a column whose first value comes in a later batch gets a nil in the first.
+    pub fn with_table(mut self, batches: &[RecordBatch]) -> Self {
+        let n = batches.first().map_or(0, |b| b.num_columns());
+        let valued = (0..n)
+            .map(|c| {
+                batches.iter().any(|b| {
+                    let col = b.column(c);
+                    col.logical_nulls().is_none_or(|n| n.null_count() < n.len()) && !col.is_empty()
+                })
+            })
+            .collect();
+        self.valued = Some(Arc::new(valued));
+        self
     }
 
     /// The form of ndarrays and numpy scalars (default [`Dialect::Auto`]: openpi's maps when the
@@ -262,6 +283,7 @@ impl WriterBuilder {
             seg,
             keys: Vec::new(),
             written: Vec::new(),
+            valued: self.valued,
             retype,
             canon,
         })
@@ -293,6 +315,8 @@ pub struct Writer<W: Write> {
     omit_nested: bool,
     /// with `omit_nested`: per column, the nested fields written so far
     nested_written: Vec<encoder::structs::Written>,
+    /// per column, whether the whole table has a value in it ([`WriterBuilder::with_table`])
+    valued: Option<Arc<Vec<bool>>>,
     schema: SchemaRef,
     layout: Layout,
     container: Container,
@@ -652,10 +676,17 @@ impl<W: Write> Writer<W> {
         let names = self.schema.fields().clone();
         // Missing::Omit: which cells are null (Null columns too), so their keys are left out
         // and columns with no value in this batch (Null columns, or typed ones Polars made of them)
-        let (nulls, no_value) = match self.omit {
+        let (nulls, mut no_value) = match self.omit {
             true => field_nulls(batch.columns(), None),
             false => (Vec::new(), Vec::new()),
         };
+        // (a column with a value in a later batch appears there, where a reader first saw it)
+        if let Some(v) = self.valued.as_ref().filter(|v| v.len() == no_value.len()) {
+            no_value
+                .iter_mut()
+                .zip(v.iter())
+                .for_each(|(n, v)| *n &= !v);
+        }
         if self.written.len() != ncols {
             self.written = vec![false; ncols];
         }
@@ -875,6 +906,7 @@ pub fn write_batches(batches: &[RecordBatch], layout: Layout) -> Result<Vec<u8>>
     }
     let mut w = WriterBuilder::new()
         .with_layout(layout)
+        .with_table(batches)
         .build(std::io::sink(), first.schema())?;
     // Encode straight into the final buffer, reserved once (no chunk copies).
     w.flush_at = usize::MAX;
