@@ -102,8 +102,8 @@ pub enum Lists {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Missing {
     /// Leave keys out where the file read had absent keys (schema metadata
-    /// `msgpack_arrow.missing`; for maps nested in records, `msgpack_arrow.missing_nested`), else
-    /// write nil.
+    /// `msgpack_arrow.missing`; for maps nested in records, `msgpack_arrow.missing_nested`, which
+    /// names the columns where they lacked keys), else write nil.
     #[default]
     Auto,
     /// Every key in every record; a null is nil.

@@ -214,3 +214,26 @@ def test_a_key_first_seen_in_a_later_batch_is_written_there():
     data = b"".join(mn.packb(r) for r in recs)
     back = ma.read_msgpack(ma.write_msgpack(ma.read_arrow(data, batch_size=1), None, layout="auto"))
     assert back.columns == ["a", "n"]
+
+
+def test_nested_key_sets_are_tracked_per_column():
+    # one column's maps lack keys, another's hold explicit nils: each is written back as it was
+    # (the nils of the second are not left out because of the first)
+    recs = [
+        {"s": {"x": 1}, "t": {"p": None, "q": 1}},
+        {"s": {"x": 2, "y": 2}, "t": {"p": None, "q": 2}},
+        {"s": {"y": 3}, "t": {"p": 5, "q": None}},
+    ]
+    data = b"".join(mn.packb(r) for r in recs)
+    table = pa.table(ma.read_arrow(data))
+    assert table.schema.metadata[b"msgpack_arrow.missing_nested"] == b'["s"]'
+    out = ma.write_msgpack(table, None, layout="auto")
+    assert _unpack(out) == recs
+    assert out == data
+    # the same far into a large file, walked in pieces on every thread
+    big = [{"id": i, "m": {"a": i, "b": 1.0}, "n": {"c": None, "d": i}} for i in range(60_000)]
+    big[45_000]["m"] = {"b": 1.0}
+    data = b"".join(mn.packb(r) for r in big)
+    table = pa.table(ma.read_arrow(data))
+    assert table.schema.metadata[b"msgpack_arrow.missing_nested"] == b'["m"]'
+    assert ma.write_msgpack(table, None, layout="auto") == data

@@ -128,14 +128,23 @@ impl Ty {
         self.merge_inner(other)
     }
 
-    /// Whether maps nested below the top level of two rows' types differ in their key sets (then
-    /// some nested map lacked a key that another at its place had). Nil maps are not compared.
-    pub(crate) fn nested_keys_differ(a: &Ty, b: &Ty) -> bool {
-        match (a, b) {
-            (Ty::Struct(x), Ty::Struct(y)) => Ty::fields_differ_deep(x, y),
-            (Ty::List(x, _), Ty::List(y, _)) => Ty::keys_differ_deep(x, y),
-            _ => false,
-        }
+    /// The columns (other than `known`) in which maps nested below the top level of two rows'
+    /// types differ in their key sets (then some nested map lacked a key that another at its place
+    /// had). Nil maps are not compared.
+    pub(crate) fn nested_keys_differ(
+        seen: &Ty,
+        row: &Ty,
+        known: &std::collections::BTreeSet<String>,
+    ) -> Vec<String> {
+        let (Ty::Struct(x), Ty::Struct(y)) = (seen, row) else {
+            return Vec::new();
+        };
+        y.iter()
+            .filter(|(k, t)| {
+                !known.contains(*k) && x.get(*k).is_some_and(|s| Ty::keys_differ_deep(s, t))
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 
     /// [`Ty::nested_keys_differ`] where `a` and `b` are themselves nested (their key sets count).
@@ -542,9 +551,18 @@ pub(crate) struct Inferrer {
     pub openpi_seen: bool,
     /// records: whether maps nested in them are watched for absent keys ([`Ty::nested_keys_differ`])
     pub nested_track: bool,
-    /// a map nested in a record lacked a key another map at its place had: its keys were absent,
-    /// not nil (written back so: [`crate::types::meta::MISSING_NESTED`])
-    pub nested_absent: bool,
+    /// the columns in which a map nested in a record lacked a key another map at its place had:
+    /// their keys were absent, not nil (written back so: [`crate::types::meta::MISSING_NESTED`])
+    pub nested_absent: std::collections::BTreeSet<String>,
+    /// per column of the rows so far (by index), whether it is in `nested_absent`, for the fast
+    /// path, which knows columns by index ([`Inferrer::index_nested`])
+    pub(crate) nested_flagged: Vec<bool>,
+    /// `nested_absent` grew since `nested_flagged` was made
+    pub(crate) nested_dirty: bool,
+    /// the fast path: the column being walked is in `nested_absent`
+    pub(crate) cur_flagged: bool,
+    /// the slow path: a list inside the column being walked held maps of other key sets
+    item_keys_differ: bool,
     /// `columns` layout: where the ranges of each list walked start ([`ListRanges`])
     pub list_ranges: ListRanges,
 }
@@ -566,11 +584,43 @@ impl Inferrer {
             top_keys: FastMap::default(),
             key_paths: Default::default(),
             nested_track: false,
-            nested_absent: false,
+            nested_absent: Default::default(),
+            nested_flagged: Vec::new(),
+            nested_dirty: false,
+            cur_flagged: false,
+            item_keys_differ: false,
             records: false,
             list_columns: FastMap::default(),
             openpi_seen: false,
             list_ranges: FastMap::default(),
+        }
+    }
+
+    /// Note that column `name`'s nested maps had absent keys.
+    pub(crate) fn flag_nested(&mut self, name: &str) {
+        if !self.nested_absent.contains(name) {
+            self.nested_absent.insert(name.to_string());
+            self.nested_dirty = true;
+        }
+    }
+
+    /// Note the columns of `row` whose nested maps' key sets differ from those of the rows before
+    /// (`seen`): a map lacked a key another at its place had.
+    pub(crate) fn note_nested_keys(&mut self, seen: &Ty, row: &Ty) {
+        if self.nested_track {
+            for k in Ty::nested_keys_differ(seen, row, &self.nested_absent) {
+                self.flag_nested(&k);
+            }
+        }
+    }
+
+    /// After the rows' type (`seen`) changed: which of its columns the fast path finds flagged.
+    pub(crate) fn index_nested(&mut self, seen: &Ty) {
+        if let (true, Ty::Struct(cols)) = (std::mem::take(&mut self.nested_dirty), seen) {
+            self.nested_flagged = cols
+                .keys()
+                .map(|k| self.nested_absent.contains(k))
+                .collect();
         }
     }
 
@@ -658,8 +708,8 @@ impl Inferrer {
                     let v = self.value(c, depth + 1);
                     self.key_paths.leave(mark);
                     let v = v?;
-                    if self.nested_track && self.records && !self.nested_absent {
-                        self.nested_absent = Ty::keys_differ_deep(&t, &v);
+                    if self.nested_track && self.records && !self.item_keys_differ {
+                        self.item_keys_differ = Ty::keys_differ_deep(&t, &v);
                     }
                     // a conflict inside a value is the column's: it bubbles up to the top level
                     t = t
@@ -817,6 +867,9 @@ impl Inferrer {
                 let t = self.value(c, depth + 1);
                 if depth == 0 {
                     self.key_paths.stop();
+                    if std::mem::take(&mut self.item_keys_differ) {
+                        self.flag_nested(key);
+                    }
                 } else {
                     self.key_paths.leave(mark);
                 }

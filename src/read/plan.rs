@@ -675,8 +675,11 @@ pub(crate) fn rows_schema(
     if absent && saw_all {
         md.insert(meta::MISSING.to_string(), "absent".to_string());
     }
-    if inf.nested_absent && saw_all {
-        md.insert(meta::MISSING_NESTED.to_string(), "absent".to_string());
+    if !inf.nested_absent.is_empty() && saw_all {
+        md.insert(
+            meta::MISSING_NESTED.to_string(),
+            meta::nested_columns(&inf.nested_absent),
+        );
     }
     let schema = schema.with_metadata(md);
     Ok((Some(schema), given_nd))
@@ -921,13 +924,12 @@ impl RowWalk<'_> {
             }
             .map_err(|e| in_value(e).at_offset(at).at_record(rows as u64))?;
             note_empty_shapes(&t, rows, records, &mut seen.empties);
-            if inf.nested_track && !inf.nested_absent {
-                inf.nested_absent = Ty::nested_keys_differ(&seen.ty, &t);
-            }
+            inf.note_nested_keys(&seen.ty, &t);
             let ty = std::mem::replace(&mut seen.ty, Ty::Null);
             seen.ty = ty
                 .merge_with(t, inf.opts.raw_conflicts)
                 .map_err(|e| in_value(e).at_offset(at).at_record(rows as u64))?;
+            inf.index_nested(&seen.ty);
             self.check_columns(&seen.ty)
                 .map_err(|e| e.at_offset(at).at_record(rows as u64))?;
         } else {

@@ -108,15 +108,21 @@ pub(crate) fn walk(
                 break;
             }
             let differ = rw.layout == Layout::Records && keys_differ(&seen.ty, &pseen.ty);
-            let nested_differ = inf.nested_track
-                && (pinf.nested_absent || Ty::nested_keys_differ(&seen.ty, &pseen.ty));
+            // (nested key sets: those that differ within the piece, then between it and before)
+            let nested = match inf.nested_track {
+                true => Ty::nested_keys_differ(&seen.ty, &pseen.ty, &inf.nested_absent),
+                false => Vec::new(),
+            };
             let ty = match seen.ty.clone().merge_with(pseen.ty, raw) {
                 Ok(t) if rw.check_columns(&t).is_ok() => t,
                 _ => break,
             };
+            for k in pinf.nested_absent.iter().chain(&nested) {
+                inf.flag_nested(k);
+            }
             seen.ty = ty;
+            inf.index_nested(&seen.ty);
             seen.absent |= pseen.absent || differ;
-            inf.nested_absent |= nested_differ;
             for (k, bin) in pinf.top_keys {
                 inf.top_keys.entry(k).or_insert(bin);
             }

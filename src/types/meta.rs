@@ -42,10 +42,32 @@ pub const EXTENSION_METADATA: &str = "ARROW:extension:metadata";
 /// Schema of a `records` file some of whose records lacked some keys (`"absent"`): the writer then
 /// leaves a null out of its record instead of writing nil, so the key sets come back.
 pub const MISSING: &str = "msgpack_arrow.missing";
-/// Schema metadata: `"absent"` where maps nested in the records read lacked keys that others at
-/// their place had (the writer then leaves null fields of nested maps out, as it leaves out the
-/// records' own with [`MISSING`]).
+/// Schema metadata: the columns (a JSON array of names; `"absent"`: every column) in which maps
+/// nested in the records read lacked keys that others at their place had (the writer then leaves
+/// null fields of those columns' nested maps out, as it leaves out the records' own with
+/// [`MISSING`]).
 pub const MISSING_NESTED: &str = "msgpack_arrow.missing_nested";
+
+/// The [`MISSING_NESTED`] value naming `columns`.
+pub fn nested_columns(columns: &std::collections::BTreeSet<String>) -> String {
+    serde_json::Value::from(columns.iter().cloned().collect::<Vec<_>>()).to_string()
+}
+
+/// Which of the columns `names` [`MISSING_NESTED`] `value` names.
+pub fn nested_columns_named<'a>(value: &str, names: impl Iterator<Item = &'a str>) -> Vec<bool> {
+    let listed: Option<std::collections::HashSet<String>> = match value {
+        "absent" => None,
+        v => Some(
+            serde_json::from_str::<Vec<String>>(v)
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+        ),
+    };
+    names
+        .map(|n| listed.as_ref().is_none_or(|l| l.contains(n)))
+        .collect()
+}
 /// Schema: `"openpi"` when the file's ndarrays and numpy scalars were openpi's
 /// `__ndarray__`/`__npgeneric__` maps, so the writer writes them back in that form.
 pub const DIALECT: &str = "msgpack_arrow.dialect";

@@ -262,10 +262,12 @@ impl WriterBuilder {
             Missing::Nil => false,
             Missing::Auto => md.get(meta::MISSING).map(String::as_str) == Some("absent"),
         };
-        let omit_nested = match self.missing {
-            Missing::Omit => true,
-            Missing::Nil => false,
-            Missing::Auto => md.get(meta::MISSING_NESTED).map(String::as_str) == Some("absent"),
+        // per column, whether null fields of its nested maps are left out
+        let names = || schema.fields().iter().map(|f| f.name().as_str());
+        let omit_nested = match (self.missing, md.get(meta::MISSING_NESTED)) {
+            (Missing::Omit, _) => vec![true; schema.fields().len()],
+            (Missing::Auto, Some(v)) => meta::nested_columns_named(v, names()),
+            _ => vec![false; schema.fields().len()],
         };
         Ok(Writer {
             omit,
@@ -311,8 +313,8 @@ pub struct Writer<W: Write> {
     w: W,
     /// records: a null leaves its key out ([`Missing`])
     omit: bool,
-    /// records: a null field of a map inside a record leaves its key out ([`Missing`])
-    omit_nested: bool,
+    /// records: per column, a null field of a map inside it leaves its key out ([`Missing`])
+    omit_nested: Vec<bool>,
     /// with `omit_nested`: per column, the nested fields written so far
     nested_written: Vec<encoder::structs::Written>,
     /// per column, whether the whole table has a value in it ([`WriterBuilder::with_table`])
@@ -658,11 +660,12 @@ impl<W: Write> Writer<W> {
     fn encode_records(&mut self, batch: &RecordBatch, row0: u64) -> Result<()> {
         self.ensure_keys();
         let mut encs = self.encoders(batch, row0)?;
-        if self.omit_nested {
+        if self.omit_nested.contains(&true) {
             // (which nested fields were written carries over from the batches before)
             self.nested_written
                 .resize_with(encs.len(), Default::default);
-            for (e, w) in encs.iter_mut().zip(&self.nested_written) {
+            let cols = encs.iter_mut().zip(&self.nested_written);
+            for ((e, w), _) in cols.zip(&self.omit_nested).filter(|(_, &o)| o) {
                 e.omit_absent(w, None);
             }
         }
@@ -742,7 +745,7 @@ impl<W: Write> Writer<W> {
             }
             self.flush_if(self.flush_at)?;
         }
-        if self.omit_nested {
+        if self.omit_nested.contains(&true) {
             for (e, w) in encs.iter().zip(&mut self.nested_written) {
                 e.omit_written(w);
             }

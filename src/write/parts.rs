@@ -158,7 +158,12 @@ impl<'a> Parts<'a> {
         // the first part holds two rows, so its writer streams (a single row may be wrapped);
         // left-out keys are not cut: which a row holds depends on the rows before it and on how
         // they were batched
-        if !probe.cuttable() || probe.omit || probe.omit_nested || n < 2 || rows < 2 * n {
+        if !probe.cuttable()
+            || probe.omit
+            || probe.omit_nested.contains(&true)
+            || n < 2
+            || rows < 2 * n
+        {
             return Ok(None);
         }
         let ranges: Vec<Range<usize>> = (0..n).map(|i| rows * i / n..rows * (i + 1) / n).collect();

@@ -298,6 +298,9 @@ impl Inferrer {
                 p += n;
             } else {
                 c.set_pos(p);
+                if depth == 0 {
+                    self.cur_flagged = self.nested_flagged.get(k.column).copied().unwrap_or(false);
+                }
                 if !self.fits(ty, c, depth + 1) {
                     return Some(false);
                 }
@@ -416,7 +419,7 @@ impl Inferrer {
             return false;
         }
         // a map nested in a record with fewer keys: the slow path notes absent nested keys once
-        if n < fields.len() && depth > 0 && self.nested_track && !self.nested_absent {
+        if n < fields.len() && depth > 0 && self.nested_track && !self.cur_flagged {
             return false;
         }
         let may_be_special = n <= MAX_SPECIAL_KEYS;
@@ -469,6 +472,9 @@ impl Inferrer {
             }
             words[i / 64] |= bit;
             guess = i + 1;
+            if depth == 0 {
+                self.cur_flagged = self.nested_flagged.get(i).copied().unwrap_or(false);
+            }
             if !self.fits(&fields[i], c, depth + 1) {
                 return false;
             }
