@@ -830,7 +830,8 @@ def scan_msgpack(
                     if predicate is not None:
                         df = df.filter(predicate)
                     if df.columns != want:
-                        df = df.select(want)
+                        # (no column at all keeps the rows' count: select([]) is 0 x 0)
+                        df = df.select(want) if want else df.drop(df.columns)
                     yield df
                     if left == 0:
                         return

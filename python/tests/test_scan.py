@@ -65,6 +65,11 @@ QUERIES = {
     "head_filter_select": lambda lf: lf.head(33).filter(pl.col("score") > 0.5).select("id"),
     "slice": lambda lf: lf.slice(250, 100),
     "len": lambda lf: lf.select(pl.len()),
+    # queries that need no column of the file (Polars asks the source for none)
+    "row_index_only": lambda lf: lf.with_row_index().select("index"),
+    "int_range": lambda lf: lf.select(pl.int_range(pl.len())),
+    "row_index_filter": lambda lf: lf.with_row_index("i").filter(pl.col("i") > 2).select("i"),
+    "cross_join_other_side": lambda lf: lf.join(pl.LazyFrame({"k": [1, 2]}), how="cross").select(pl.col("k").sum(), pl.len()),
     "agg": lambda lf: lf.group_by("label").agg(pl.col("score").sum()).sort("label"),
     "expr": lambda lf: lf.select((pl.col("emb").arr.sum() * 2).alias("s"), "id").filter(pl.col("id") % 3 == 0),
     "tail": lambda lf: lf.tail(3),
