@@ -37,6 +37,7 @@ from ._sources import (
     SchemaOverrides,
     Source,
     _columns,
+    _has_indices,
     _is_path,
     _is_url,
     _one_source,
@@ -271,7 +272,7 @@ def read_msgpack(
     source: Source,
     *,
     layout: Layout = "auto",
-    columns: str | Sequence[str] | None = None,
+    columns: str | Sequence[str | int] | None = None,
     n_rows: int | None = None,
     rows: slice | range | None = None,
     schema: SchemaOverrides | None = None,
@@ -310,8 +311,9 @@ def read_msgpack(
         ``"columns"`` (one map of name -> ndarray/list), ``"values"`` (one column ``value``), or
         ``"auto"`` (decided from the first object).
     columns
-        Only these columns, in this order; the others are skipped without being decoded or
-        typed (records: a type conflict in a column left out is no error).
+        Only these columns, in this order, by name or index (as Polars' readers); the others
+        are skipped without being decoded or typed (records: a type conflict in a column left
+        out is no error). A name the input lacks raises Polars' ``ColumnNotFoundError``.
     n_rows
         Stop after this many rows.
     rows
@@ -440,15 +442,24 @@ def read_msgpack(
     whole_chunks = batch_size is None and batch_bytes is None
     kw["batch_size"] = 65536 if batch_size is None else batch_size
     kw["batch_bytes"] = (16 << 20) if batch_bytes is None else batch_bytes
-    if _is_multi(source):
+    # (column indices are resolved by the scan, which knows the columns before reading)
+    if _is_multi(source) or _has_indices(columns):
         skip, take = _row_range(kw.pop("rows"), kw.pop("n_rows"))
         lf = scan_msgpack(source, **kw, **extra)
         return (lf.slice(skip, take) if skip or take is not None else lf).collect()
     if extra["include_file_paths"] is not None and not _is_path(source):
         raise ValueError("include_file_paths needs a path source (this one is in memory)")
-    df = _to_polars(_read_stream(source, for_polars=True, whole_chunks=whole_chunks, **kw))
+    try:
+        df = _to_polars(_read_stream(source, for_polars=True, whole_chunks=whole_chunks, **kw))
+    except DecodeError as e:
+        # as scan_msgpack and Polars' readers: a column asked for that the input lacks
+        if columns is not None and " not found; the columns are" in str(e):
+            raise pl.exceptions.ColumnNotFoundError(str(e)) from e
+        raise
     path = _path(source) if _is_path(source) else None
-    return _virtual(df, extra["row_index_name"], extra["row_index_offset"], extra["include_file_paths"], path)
+    # the row index numbers the input's rows (rows=slice(5, 8) starts at 5, as a scan's slice)
+    offset = extra["row_index_offset"] + _row_range(rows, None)[0]
+    return _virtual(df, extra["row_index_name"], offset, extra["include_file_paths"], path)
 
 
 def _expand(source: Any, storage_options: dict[str, Any] | None = None) -> list[str | bytes | bytearray | memoryview]:
@@ -629,6 +640,13 @@ def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any
     return found, held
 
 
+def _is_empty_file(source: Any) -> bool:
+    try:
+        return isinstance(source, str) and not _is_url(source) and os.path.getsize(source) == 0
+    except OSError:
+        return False
+
+
 def _remember(key: tuple, found: tuple) -> None:
     """Keep a scan schema in this process (the oldest goes past _SCHEMAS_KEPT)."""
     if len(_schemas) >= _SCHEMAS_KEPT:
@@ -640,7 +658,7 @@ def scan_msgpack(
     source: Source | Sequence[PathLike],
     *,
     layout: Layout = "auto",
-    columns: str | Sequence[str] | None = None,
+    columns: str | Sequence[str | int] | None = None,
     n_rows: int | None = None,
     schema: SchemaOverrides | None = None,
     schema_overrides: SchemaOverrides | None = None,
@@ -690,6 +708,9 @@ def scan_msgpack(
     sources = _expand(source, storage_options)
     if not sources:
         raise FileNotFoundError(f"no input files in {source!r}")
+    if len(sources) > 1:
+        # empty files hold no rows (one a writer just created): the schema comes from the others
+        sources = [s for s in sources if not _is_empty_file(s)] or sources[:1]
     opts = dict(
         layout=layout,
         tensor=tensor,
@@ -716,7 +737,7 @@ def scan_msgpack(
                             batch_size=1, for_polars=True, **opts)
         full_schema, all_columns, empty = first.decoded_schema(), first.columns, _to_polars(first.empty())
         del first
-    base = _columns(columns) if columns is not None else all_columns
+    base = _columns(columns, all_columns) if columns is not None else all_columns
     known = set(all_columns)
     missing = [c for c in base if c not in known]
     if missing:

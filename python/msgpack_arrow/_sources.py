@@ -96,16 +96,26 @@ def _map_rest(f: Any) -> FileRange | None:
     return rest
 
 
-def _columns(columns: str | Sequence[str] | None) -> list[str] | None:
+def _columns(columns: str | Sequence[str | int] | None, names: Sequence[str] | None = None) -> list[str] | None:
+    """`columns` as names; ints (as Polars' readers take) are positions in `names`, the input's
+    columns (where those are not known yet, the caller resolves them later)."""
     if columns is None:
         return None
     if isinstance(columns, str):
         return [columns]
     out = list(columns)
-    for c in out:
-        if not isinstance(c, str):
-            raise TypeError(f"columns must be column names (str), got {type(c).__name__}")
+    for i, c in enumerate(out):
+        if isinstance(c, int) and not isinstance(c, bool) and names is not None:
+            if not -len(names) <= c < len(names):
+                raise IndexError(f"column index {c} is out of range: the input has {len(names)} columns")
+            out[i] = names[c]
+        elif not isinstance(c, str):
+            raise TypeError(f"columns must be column names (str) or indices (int), got {type(c).__name__}")
     return out
+
+
+def _has_indices(columns: Any) -> bool:
+    return not isinstance(columns, (str, type(None))) and any(isinstance(c, int) for c in columns)
 
 
 def _overrides(schema_overrides: SchemaOverrides | None, name: str = "schema_overrides") -> Any:

@@ -144,8 +144,28 @@ def test_options(want):
     with pytest.raises(ma.DecodeError, match="column .x.") as info:
         ma.read_msgpack(mn.packb({"x": 300}), schema_overrides={"x": pl.Int8})  # never a silent null
     assert info.value.column == "x"
-    with pytest.raises(ma.DecodeError):
-        ma.read_msgpack(DATA, columns=["nope"])
+    # a column the input lacks: Polars' error, as scan_msgpack and pl.read_parquet raise
+    for source in (DATA, [DATA]):
+        with pytest.raises(pl.exceptions.ColumnNotFoundError, match="nope"):
+            ma.read_msgpack(source, columns=["nope"])
+    # columns by index, as Polars' readers take them
+    assert_frame_equal(ma.read_msgpack(DATA, columns=[2, 0]), want.select("s", "id"))
+    assert_frame_equal(ma.scan_msgpack(DATA, columns=[-1]).collect(), want.select("s"))
+    with pytest.raises(IndexError):
+        ma.read_msgpack(DATA, columns=[3])
+    # the row index numbers the input's rows, for one source as for a list (and a scan's slice)
+    for source in (DATA, [DATA]):
+        got = ma.read_msgpack(source, rows=slice(5, 8), row_index_name="i")
+        assert got["i"].to_list() == [5, 6, 7] and got["id"].to_list() == [5, 6, 7]
+
+
+def test_an_empty_file_among_many_holds_no_rows(tmp_path):
+    # a writer that just created its file: the schema comes from the other files
+    (tmp_path / "a.msgpack").write_bytes(b"")
+    (tmp_path / "b.msgpack").write_bytes(DATA)
+    want = ma.read_msgpack(DATA)
+    assert_frame_equal(ma.scan_msgpack(str(tmp_path / "*.msgpack")).collect(), want)
+    assert_frame_equal(ma.read_msgpack(tmp_path), want)
 
 
 def test_fixed_shape_tensor_extension():
