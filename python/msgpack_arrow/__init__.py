@@ -36,8 +36,10 @@ from ._sources import (
     PathLike,
     SchemaOverrides,
     Source,
+    _cast,
     _columns,
     _has_indices,
+    _polars_casts,
     _is_path,
     _is_url,
     _one_source,
@@ -335,7 +337,8 @@ def read_msgpack(
         type, so an override also resolves a type conflict: ints and floats, ndarrays of
         different numeric dtypes (converted element by element), any scalar into ``pl.String``
         (as Python's ``str()`` writes it). A value that does not fit the type exactly is an
-        error naming it, never a silent null. Overridden columns lose the numpy dtype recorded
+        error naming it, never a silent null. ``pl.Categorical`` and ``pl.Enum`` columns are
+        read as strings, then cast (a value not in an Enum's categories is Polars' error). Overridden columns lose the numpy dtype recorded
         in their Arrow field metadata.
     tensor
         ``"array"`` (default): ndarrays become ``pl.Array`` (fixed shape) or ``pl.List``
@@ -449,8 +452,11 @@ def read_msgpack(
         return (lf.slice(skip, take) if skip or take is not None else lf).collect()
     if extra["include_file_paths"] is not None and not _is_path(source):
         raise ValueError("include_file_paths needs a path source (this one is in memory)")
+    kw["schema_overrides"], casts = _polars_casts(schema_overrides)
+    kw["schema"], given_casts = _polars_casts(schema)
+    casts.update(given_casts)
     try:
-        df = _to_polars(_read_stream(source, for_polars=True, whole_chunks=whole_chunks, **kw))
+        df = _cast(_to_polars(_read_stream(source, for_polars=True, whole_chunks=whole_chunks, **kw)), casts)
     except DecodeError as e:
         # as scan_msgpack and Polars' readers: a column asked for that the input lacks
         if columns is not None and " not found; the columns are" in str(e):
@@ -725,6 +731,10 @@ def scan_msgpack(
         storage_options=storage_options,
         hold_decompressed=hold_decompressed,
     )
+    # Categorical and Enum: read as String, cast as each frame is made
+    schema_overrides, casts = _polars_casts(schema_overrides)
+    schema, given_casts = _polars_casts(schema)
+    casts.update(given_casts)
     overrides = _overrides(schema_overrides)
     given = _overrides(schema, "schema")
     held = None
@@ -748,6 +758,8 @@ def scan_msgpack(
         pl_schema = pl.Schema([(c, dtypes[c]) for c in base])
     else:
         pl_schema = empty.select(base).schema  # raises Polars' DuplicateError
+    if casts:
+        pl_schema = pl.Schema([(c, casts.get(c, t)) for c, t in pl_schema.items()])
     limit = _n_rows(n_rows)
     virtual = [c for c in (row_index_name, include_file_paths) if c is not None]
     if include_file_paths is not None and not all(isinstance(s, str) for s in sources):
@@ -841,7 +853,7 @@ def scan_msgpack(
                 )
             with _naming(src, len(sources) > 1):
                 for chunk in r:
-                    df = _to_polars(chunk)
+                    df = _cast(_to_polars(chunk), casts)
                     height = df.height
                     if virtual:
                         df = _virtual(df, row_index_name, row0, include_file_paths, src)

@@ -132,6 +132,27 @@ def _overrides(schema_overrides: SchemaOverrides | None, name: str = "schema_ove
     raise TypeError(f"{name} must be a dict of column name -> polars dtype (or a pyarrow schema)")
 
 
+def _polars_casts(types: Any) -> tuple[Any, dict[str, Any]]:
+    """`types` (a ``schema`` or ``schema_overrides`` dict) as the reader takes them, Categorical
+    and Enum read as String, and the casts Polars then makes (as its readers, a value not in an
+    Enum's categories is an error)."""
+    if not isinstance(types, Mapping):
+        return types, {}
+    casts = {
+        k: v() if isinstance(v, type) else v  # (pl.Categorical, the class: its instance)
+        for k, v in types.items()
+        if getattr(v, "base_type", lambda: None)() in (pl.Categorical, pl.Enum)
+    }
+    if not casts:
+        return types, {}
+    return {k: pl.String if k in casts else v for k, v in types.items()}, casts
+
+
+def _cast(df: pl.DataFrame, casts: dict[str, Any]) -> pl.DataFrame:
+    todo = [pl.col(k).cast(v) for k, v in casts.items() if k in df.columns]
+    return df.with_columns(todo) if todo else df
+
+
 def _storage(storage_options: dict[str, Any] | None) -> list[tuple[str, str]] | None:
     """Polars-style ``storage_options`` as the (key, value) strings object_store takes."""
     if storage_options is None:

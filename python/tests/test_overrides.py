@@ -225,3 +225,27 @@ def test_numpy_scalars_beside_plain_values(values, dtype, unified):
     assert got.schema["x"] == dtype and got["x"].to_list() == want
     with pytest.raises(ma.DecodeError, match="does not fit"):
         ma.read_msgpack(dump([{"x": np.int64(3)}, {"x": 2**40}]), schema_overrides={"x": pl.Int32})
+
+
+def test_categorical_and_enum_as_polars_readers_take_them():
+    import msgpack
+
+    values = ["a", "b", "a", None, "c"]
+    data = b"".join(msgpack.packb({"s": v, "n": i}) for i, v in enumerate(values))
+    want = pl.Series("s", values)
+    enum = pl.Enum(["a", "b", "c"])
+    for types in ({"s": pl.Categorical}, {"s": enum}):
+        dtype = types["s"]() if isinstance(types["s"], type) else types["s"]
+        for got in (
+            ma.read_msgpack(data, schema_overrides=types),
+            ma.scan_msgpack(data, schema_overrides=types).collect(),
+            ma.read_msgpack([data, data], schema_overrides=types).head(5),
+        ):
+            assert got.schema["s"] == dtype
+            assert got["s"].cast(pl.String).to_list() == want.to_list()
+        lf = ma.scan_msgpack(data, schema={"s": dtype, "n": pl.Int32})
+        assert lf.collect_schema() == pl.Schema({"s": dtype, "n": pl.Int32})
+        assert lf.filter(pl.col("s") == "a").collect()["n"].to_list() == [0, 2]
+    # as pl.read_ndjson: a value outside an Enum's categories is an error
+    with pytest.raises(pl.exceptions.InvalidOperationError):
+        ma.read_msgpack(data, schema_overrides={"s": pl.Enum(["a", "b"])})
