@@ -870,4 +870,9 @@ def scan_msgpack(
                         return
             _warn_truncation(r, src)
 
-    return pl.io.plugins.register_io_source(io_source, schema=pl_schema)
+    # (what `explain()` shows: the files, not a bare PYTHON SCAN)
+    first = sources[0] if isinstance(sources[0], str) else f"<{type(sources[0]).__name__}>"
+    detail = first if len(sources) == 1 else f"{first} and {len(sources) - 1} more files"
+    return pl.io.plugins.register_io_source(
+        io_source, schema=pl_schema, explain_name="msgpack_arrow", explain_detail=detail
+    )

@@ -29,6 +29,25 @@ impl ArrowStream {
     pub fn new(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
         ArrowStream { schema, batches }
     }
+
+    /// The schema and `batches` as an Arrow IPC stream (field and schema metadata kept).
+    fn ipc<'py>(
+        &self,
+        py: Python<'py>,
+        batches: &[RecordBatch],
+    ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let mut out = Vec::new();
+        let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut out, &self.schema)
+            .map_err(|e| PyValueError::new_err(format!("cannot write the schema: {e}")))?;
+        for b in batches {
+            w.write(b)
+                .map_err(|e| PyValueError::new_err(format!("cannot write a batch: {e}")))?;
+        }
+        w.finish()
+            .map_err(|e| PyValueError::new_err(format!("cannot write the stream: {e}")))?;
+        drop(w);
+        Ok(pyo3::types::PyBytes::new(py, &out))
+    }
 }
 
 #[pymethods]
@@ -36,11 +55,7 @@ impl ArrowStream {
     /// The schema as an Arrow IPC stream with no batches (field and schema metadata kept): what a
     /// remembered scan schema is saved as.
     fn schema_ipc<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-        let mut out = Vec::new();
-        arrow_ipc::writer::StreamWriter::try_new(&mut out, &self.schema)
-            .and_then(|mut w| w.finish())
-            .map_err(|e| PyValueError::new_err(format!("cannot write the schema: {e}")))?;
-        Ok(pyo3::types::PyBytes::new(py, &out))
+        self.ipc(py, &[])
     }
 
     /// An empty stream of the schema [`ArrowStream::schema_ipc`] wrote.
@@ -49,6 +64,27 @@ impl ArrowStream {
         let r = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(data), None)
             .map_err(|e| PyValueError::new_err(format!("not a saved schema: {e}")))?;
         Ok(ArrowStream::new(r.schema(), Vec::new()))
+    }
+
+    /// Pickled (a `scan_msgpack` LazyFrame holds its schema in one, and Polars pickles the
+    /// frame's source to serialize it) as the Arrow IPC stream of its schema and batches.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, pyo3::types::PyBytes>,))> {
+        let this = slf.get();
+        let data = this.ipc(slf.py(), &this.batches)?;
+        Ok((slf.get_type().getattr("from_ipc")?, (data,)))
+    }
+
+    /// The stream [`ArrowStream::__reduce__`] wrote.
+    #[staticmethod]
+    fn from_ipc(data: &[u8]) -> PyResult<Self> {
+        let bad = |e: ArrowError| PyValueError::new_err(format!("not an Arrow IPC stream: {e}"));
+        let r = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(data), None)
+            .map_err(bad)?;
+        let schema = r.schema();
+        let batches = r.collect::<Result<Vec<_>, _>>().map_err(bad)?;
+        Ok(ArrowStream::new(schema, batches))
     }
 
     /// Total number of rows.

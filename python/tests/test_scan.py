@@ -10,6 +10,7 @@ import sys
 import msgpack_numpy as mn
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -255,3 +256,18 @@ def test_a_scan_schema_is_saved_for_later_processes_and_never_stale(tmp_path):
     assert damaged["loaded"] == 0 and damaged["dtypes"] == changed["dtypes"]
     off = _scan_child(p, tmp_path / "off", MSGPACK_ARROW_SCHEMA_CACHE="0")
     assert off["saved"] == off["loaded"] == 0 and not (tmp_path / "off").exists()
+
+
+def test_a_scan_pickles_and_explains_itself(one_file):
+    # as scan_parquet's: a LazyFrame of the scan survives pickle (Polars pickles the source's
+    # schema with it), and explain() names the source and its file
+    import pickle
+
+    lf = ma.scan_msgpack(one_file).filter(pl.col("id") > 5).select("id", "emb")
+    want = lf.collect()
+    assert_frame_equal(pickle.loads(pickle.dumps(lf)).collect(), want)
+    plan = lf.explain()
+    assert "msgpack_arrow" in plan and str(one_file) in plan
+    # read_arrow's stream too, with its batches
+    stream = ma.read_arrow(one_file)
+    assert pa.table(pickle.loads(pickle.dumps(stream))).equals(pa.table(stream))
