@@ -249,3 +249,12 @@ def test_categorical_and_enum_as_polars_readers_take_them():
     # as pl.read_ndjson: a value outside an Enum's categories is an error
     with pytest.raises(pl.exceptions.InvalidOperationError):
         ma.read_msgpack(data, schema_overrides={"s": pl.Enum(["a", "b"])})
+
+
+def test_a_struct_override_lacking_a_field_says_so():
+    data = b"".join(mn.packb({"id": i, "nested": {"a": i, "b": str(i)}}) for i in range(3))
+    with pytest.raises(ma.DecodeError, match="schema_overrides") as e:
+        ma.read_msgpack(data, schema_overrides={"nested": pl.Struct({"a": pl.Int32})})
+    assert e.value.column == "nested" and '"b"' in str(e.value)
+    full = pl.Struct({"a": pl.Int32, "b": pl.String})
+    assert ma.read_msgpack(data, schema_overrides={"nested": full}).schema["nested"] == full

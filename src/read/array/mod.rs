@@ -38,7 +38,10 @@ pub(crate) fn unknown_key(name: &str, ctx: &Ctx) -> ErrorKind {
     ErrorKind::Key(if ctx.given_schema {
         format!("key {name:?} is not in the schema the reader was given")
     } else {
-        format!("key {name:?} is not in the schema, which was inferred from the first rows; infer from more rows (infer_rows=None) or pass a schema")
+        // (a map's field: its struct type may also be a schema_overrides type that lacks it)
+        format!("key {name:?} is not in the schema, which was inferred from the first rows or, for \
+                 a map's fields, given by schema_overrides: infer from more rows (infer_rows=None), \
+                 or give the column's type with every field")
     })
 }
 
