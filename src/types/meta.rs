@@ -68,6 +68,7 @@ pub fn nested_columns_named<'a>(value: &str, names: impl Iterator<Item = &'a str
         .map(|n| listed.as_ref().is_none_or(|l| l.contains(n)))
         .collect()
 }
+
 /// Schema: `"openpi"` when the file's ndarrays and numpy scalars were openpi's
 /// `__ndarray__`/`__npgeneric__` maps, so the writer writes them back in that form.
 pub const DIALECT: &str = "msgpack_arrow.dialect";
