@@ -165,3 +165,19 @@ def test_a_bare_ndarray_or_one_columns_map_is_written_back_in_openpi_too(seed):
     for obj in (sample(rng, dt, (4, 3)), {"obs": sample(rng, dt, (5, 2)), "act": sample(rng, "<f4", (5,))}):
         data = msgpack.packb(obj, default=openpi_encode, use_bin_type=True)
         assert ma.write_msgpack(ma.read_arrow(data), None, layout="auto") == data
+
+
+def test_str_and_bytes_scalars_and_a_width_no_numpy_scalar_has():
+    # numpy's str_/bytes_ scalars are as wide as their values; a dtype declaring a width far past
+    # its value (a 46-byte file asking for 400 GB of padding) is an error, not an allocation
+    recs = [{"s": np.str_("héllo"), "b": np.bytes_(b"ab")}, {"s": np.str_(""), "b": np.bytes_(b"")}]
+    data = b"".join(msgpack.packb(r, default=openpi_encode, use_bin_type=True) for r in recs)
+    want = openpi_decode(data)
+    got = ma.read_msgpack(data)
+    assert got["s"].to_list() == [str(w["s"]) for w in want]
+    assert got["b"].to_list() == [bytes(w["b"]) for w in want]
+    for dtype in ("<U99999999999", "|S99999999999", "<U200000000"):
+        bad = msgpack.packb({"v": {"__npgeneric__": True, "dtype": dtype, "data": "x"}}, use_bin_type=True)
+        with pytest.raises(ma.DecodeError, match="wider than its value") as e:
+            ma.read_msgpack(bad)
+        assert e.value.column == "v" and e.value.offset is not None

@@ -253,26 +253,28 @@ fn entry_form(c: &mut Cursor<'_>, b: &ReaderBuilder, depth: usize) -> Result<Val
         c.skip(depth)?;
         return Ok(ValueForm::Other);
     }
-    c.read_str_or_bin()?;
+    let (key, _) = c.read_str_or_bin()?;
+    // (a bad value found here names its key: the map is a record or a columns map)
+    let in_key = |e: Error| e.prepend_path(&String::from_utf8_lossy(key));
     Ok(match c.peek_kind()? {
         Kind::Array => {
             let l = c.clone().read_array_len()?;
-            c.skip(depth)?;
+            c.skip(depth).map_err(in_key)?;
             ValueForm::List(l)
         }
-        Kind::Map | Kind::Ext => match probe(c, b.dialect, b.npy_ext, depth)? {
+        Kind::Map | Kind::Ext => match probe(c, b.dialect, b.npy_ext, depth).map_err(in_key)? {
             Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => {
                 ValueForm::Ndarray(nd.shape[0])
             }
             // (consumed by the probe: a 0-d array, a numpy scalar, a complex)
             Some(_) => ValueForm::Other,
             None => {
-                c.skip(depth)?;
+                c.skip(depth).map_err(in_key)?;
                 ValueForm::Other
             }
         },
         _ => {
-            c.skip(depth)?;
+            c.skip(depth).map_err(in_key)?;
             ValueForm::Other
         }
     })

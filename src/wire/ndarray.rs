@@ -380,6 +380,9 @@ fn nested_data<'a>(c: &mut Cursor<'a>) -> Result<Option<(&'a [u8], usize)>> {
 /// openpi's numpy scalar, `np.dtype(dtype).type(data)` in Python: `data` (a msgpack bool, int,
 /// float, str or bin, from `obj.item()`) is converted to the bytes of `dtype`, so the scalar reads
 /// like msgpack-numpy's `{nd: False}` one. A value `dtype` cannot hold exactly is an error.
+/// How much wider than its value an openpi `str_`/`bytes_` scalar's dtype may say it is.
+const PAD_SLACK: usize = 64;
+
 fn npgeneric<'a>(c: &mut Cursor<'a>, at: &[usize; 10]) -> Result<Special<'a>> {
     let bad = |c: &Cursor<'a>, pos: usize, msg: String| {
         c.error_at(
@@ -415,6 +418,18 @@ fn npgeneric<'a>(c: &mut Cursor<'a>, at: &[usize; 10]) -> Result<Special<'a>> {
             c,
             data_pos,
             format!("{what} does not fit dtype {}", dt.to_dtype_str()),
+        )
+    };
+    // numpy's str_/bytes_ scalars are exactly as wide as their value: a width far past the value
+    // is no numpy scalar, and its padding would be allocated by a length the input only states
+    let too_wide = |c: &Cursor<'a>, n: usize| {
+        bad(
+            c,
+            type_pos,
+            format!(
+                "dtype {} is wider than its value ({n} long): a numpy scalar is as wide as its value",
+                dt.to_dtype_str()
+            ),
         )
     };
     let mut b: Vec<u8> = match &dt {
@@ -456,8 +471,12 @@ fn npgeneric<'a>(c: &mut Cursor<'a>, at: &[usize; 10]) -> Result<Special<'a>> {
         },
         NumpyDtype::Unicode { chars, .. } => {
             let v = c.read_str().map_err(|_| misfit(c, "a non-str"))?;
-            if v.chars().count() > *chars || v.contains('\0') {
+            let n = v.chars().count();
+            if n > *chars || v.contains('\0') {
                 return Err(misfit(c, &format!("{v:?}")));
+            }
+            if *chars > n + PAD_SLACK {
+                return Err(too_wide(c, n));
             }
             let mut b: Vec<u8> = v.chars().flat_map(|ch| (ch as u32).to_le_bytes()).collect();
             b.resize(4 * chars, 0);
@@ -469,6 +488,9 @@ fn npgeneric<'a>(c: &mut Cursor<'a>, at: &[usize; 10]) -> Result<Special<'a>> {
                 .map_err(|_| misfit(c, "a non-bytes value"))?;
             if v.len() > *len {
                 return Err(misfit(c, &format!("{} bytes", v.len())));
+            }
+            if *len > v.len() + PAD_SLACK {
+                return Err(too_wide(c, v.len()));
             }
             let mut b = v.to_vec();
             b.resize(*len, 0);
