@@ -111,6 +111,25 @@ mod tests {
     }
 
     #[test]
+    fn a_column_name_too_long_for_a_zip_member_is_an_error() {
+        let schema = |n: usize| {
+            Arc::new(Schema::new(vec![Field::new(
+                "k".repeat(n),
+                DataType::Int64,
+                true,
+            )]))
+        };
+        assert!(NpzWriter::try_new(Cursor::new(Vec::new()), schema(65_531)).is_ok());
+        let e = NpzWriter::try_new(Cursor::new(Vec::new()), schema(65_532))
+            .err()
+            .expect("an error, not a panic in the zip writer");
+        assert!(
+            e.to_string().contains("too long for an npz member name"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn header_parse_round_trip() {
         let h = npy_header(">U5", &[2, 3, 4]);
         let parsed = read_npy_header(&mut Cursor::new(&h)).unwrap();

@@ -297,6 +297,14 @@ impl<W: Write + Seek> NpzWriter<W> {
     pub fn try_new(out: W, schema: SchemaRef) -> Result<Self> {
         let mut columns: Vec<NpzColumn> = Vec::with_capacity(schema.fields().len());
         for f in schema.fields() {
+            // (a zip member's name is at most 65,535 bytes: the zip crate panics past it)
+            if f.name().len() + ".npy".len() > u16::MAX as usize {
+                return Err(unsupported(format!(
+                    "column name of {} bytes is too long for an npz member name (at most {})",
+                    f.name().len(),
+                    u16::MAX as usize - ".npy".len()
+                )));
+            }
             if columns.iter().any(|c| c.name == *f.name()) {
                 return Err(unsupported(format!(
                     "column name {:?} appears twice",
