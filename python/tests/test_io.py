@@ -468,3 +468,15 @@ def test_a_compressed_file_object_is_decompressed_whatever_its_size(tmp_path):
     with open(q, "rb") as f:
         f.read(6)
         assert ma.read_msgpack(f).equals(want)
+
+
+def test_two_zlib_streams_or_trailing_bytes_are_an_error_not_dropped():
+    # Python's zlib.compress makes one stream: what follows it is not silently dropped
+    import zlib
+
+    recs = [mn.packb({"id": i, "v": np.full(3, i, dtype="<f8"), "s": str(i)}) for i in range(50)]
+    first, rest = b"".join(recs[:25]), b"".join(recs[25:])
+    assert_frame_equal(ma.read_msgpack(zlib.compress(first + rest)), ma.read_msgpack(DATA))
+    for tail in (zlib.compress(rest), b"junk"):
+        with pytest.raises(ma.DecodeError, match="zlib"):
+            ma.read_msgpack(zlib.compress(first) + tail)

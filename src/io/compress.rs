@@ -78,7 +78,9 @@ impl Codec {
             Codec::Zstd => Box::new(zstd::stream::read::Decoder::new(r)?),
             Codec::Lz4 => Box::new(super::lz4_frames::decoder(r)),
             Codec::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(r))),
-            Codec::Zlib => Box::new(flate2::read::ZlibDecoder::new(BufReader::new(r))),
+            Codec::Zlib => Box::new(ZlibToEnd(flate2::bufread::ZlibDecoder::new(
+                BufReader::new(r),
+            ))),
         };
         Ok(Box::new(Decompressed { codec: self, inner }))
     }
@@ -90,6 +92,27 @@ impl Codec {
             Codec::Gzip => "gzip",
             Codec::Zlib => "zlib",
         }
+    }
+}
+
+/// A zlib stream that must end the input: flate2 stops at the stream's end, and what follows (a
+/// second stream, `zlib(a) + zlib(b)`, or other bytes) would be dropped without a word.
+struct ZlibToEnd<R: io::BufRead>(flate2::bufread::ZlibDecoder<R>);
+
+impl<R: io::BufRead> Read for ZlibToEnd<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.0.read(buf)?;
+        if n == 0 && !buf.is_empty() && !self.0.get_mut().fill_buf()?.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "bytes follow the end of the zlib stream at byte {} (a second stream or \
+                     trailing data: one zlib stream is read, not several)",
+                    self.0.total_in()
+                ),
+            ));
+        }
+        Ok(n)
     }
 }
 
@@ -494,6 +517,33 @@ mod tests {
         }
         let plain = arrow_buffer::Buffer::from_vec(data.clone());
         assert!(matches!(open_buffer(plain).unwrap(), Input::Buffer(_)));
+    }
+
+    #[test]
+    fn bytes_after_a_zlib_stream_are_an_error() {
+        let pack = |d: &[u8]| {
+            let mut w = CompressedWriter::new(Vec::new(), Some(Codec::Zlib)).unwrap();
+            w.write_all(d).unwrap();
+            w.finish().unwrap()
+        };
+        let (a, b) = (pack(b"first part"), pack(b"second part"));
+        let mut whole = Vec::new();
+        Codec::Zlib
+            .decoder(Box::new(std::io::Cursor::new(a.clone())))
+            .unwrap()
+            .read_to_end(&mut whole)
+            .unwrap();
+        assert_eq!(whole, b"first part");
+        for tail in [b, b"junk".to_vec()] {
+            let mut r = Codec::Zlib
+                .decoder(Box::new(std::io::Cursor::new([a.clone(), tail].concat())))
+                .unwrap();
+            let e = r.read_to_end(&mut Vec::new()).unwrap_err();
+            assert!(
+                e.to_string().contains(&format!("at byte {}", a.len())),
+                "{e}"
+            );
+        }
     }
 
     fn read_all(input: Input) -> Vec<u8> {
