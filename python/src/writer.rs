@@ -715,11 +715,25 @@ struct PyFileWriter {
 impl Write for PyFileWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         Python::attach(|py| {
-            self.file
+            let got = self
+                .file
                 .bind(py)
                 .call_method1("write", (PyBytes::new(py, buf),))
-                .map(|_| buf.len())
-                .map_err(std::io::Error::other)
+                .map_err(std::io::Error::other)?;
+            // the count written: a raw file may take part of the buffer (`write_all` then goes
+            // on with the rest; 0 is an error there); None, as many ad hoc writers return, is all
+            if got.is_none() {
+                return Ok(buf.len());
+            }
+            match got.extract::<i64>() {
+                Ok(n) if (0..=buf.len() as i64).contains(&n) => Ok(n as usize),
+                _ => Err(std::io::Error::other(format!(
+                    "the file object's write() of {} bytes returned {}, not a count of bytes \
+                     written",
+                    buf.len(),
+                    got.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+                ))),
+            }
         })
     }
 

@@ -480,3 +480,32 @@ def test_two_zlib_streams_or_trailing_bytes_are_an_error_not_dropped():
     for tail in (zlib.compress(rest), b"junk"):
         with pytest.raises(ma.DecodeError, match="zlib"):
             ma.read_msgpack(zlib.compress(first) + tail)
+
+
+def test_a_file_object_that_takes_part_of_each_write():
+    # a raw file (non-blocking pipe, socket) may take part of a buffer and say how much: the rest
+    # is written after it; a count that cannot be is an error, never bytes silently lost
+    class Partial(io.RawIOBase):
+        def __init__(self, take):
+            self.buf, self.take = bytearray(), take
+
+        def writable(self):
+            return True
+
+        def write(self, b):
+            n = self.take(len(b))
+            if isinstance(n, int) and n > 0:
+                self.buf += bytes(b)[:n]
+            return n
+
+    df = ma.read_msgpack(DATA)
+    want = ma.write_msgpack(df, None)
+    f = Partial(lambda n: min(n, 7))
+    ma.write_msgpack(df, f)
+    assert bytes(f.buf) == want
+    f = Partial(lambda n: min(n, 5))
+    ma.sink_msgpack(df.lazy(), f)
+    assert bytes(f.buf) == want
+    for bad in (lambda n: 0, lambda n: -5, lambda n: n + 1, lambda n: "x"):
+        with pytest.raises((ma.EncodeError, OSError, ValueError)):
+            ma.write_msgpack(df, Partial(bad))
