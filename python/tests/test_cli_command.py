@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import msgpack_numpy as mn
@@ -207,3 +208,28 @@ def test_inputs_whose_nested_keys_differ_in_kind_convert_together(tmp_path):
     r = run("convert", "-q", str(a), str(c), "-o", str(tmp_path / "ac.msgpack"))
     assert r.returncode != 0 and "schema differs" in r.stderr, r.stderr
     assert not (tmp_path / "ac.msgpack").exists()
+
+
+def test_npz_arrays_with_a_zero_length_axis_keep_their_rows(tmp_path):
+    # np.savez of a (5, 0) array beside a (5,) one: 5 rows of empty lists, not 0 rows; a header
+    # declaring rows no byte backs (2**40 of them) is refused, as in msgpack
+    import numpy as np
+
+    src = tmp_path / "zw.npz"
+    np.savez(src, x=np.zeros((5, 0), "<f4"), y=np.arange(5), z=np.zeros((5, 3, 0), "<i2"))
+    out = tmp_path / "zw.msgpack"
+    r = run("convert", "-q", str(src), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    got = mn.unpackb(out.read_bytes())
+    want = np.load(src)
+    for k in ("x", "y", "z"):
+        assert got[k].shape == want[k].shape and got[k].dtype == want[k].dtype, k
+        assert np.array_equal(got[k], want[k])
+    assert ma.read_msgpack(out).height == 5
+    bad = tmp_path / "bad.npz"
+    with zipfile.ZipFile(bad, "w") as z:
+        header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 0), }"
+        header = header + " " * (63 - (10 + len(header)) % 64) + "\n"
+        z.writestr("x.npy", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+    r = run("convert", "-q", str(bad), "-o", str(tmp_path / "bad.msgpack"))
+    assert r.returncode != 0 and "refused" in r.stderr, r.stderr

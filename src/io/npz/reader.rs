@@ -8,6 +8,7 @@ use crate::io::npz::header::read_npy_header;
 use crate::io::BatchIter;
 use crate::options::TensorMode;
 use crate::types::arrow::record_batch;
+use crate::types::nest::nest_fixed;
 use crate::types::{fixed_size_list, meta, NpTimeUnit, NumpyDtype};
 use arrow_array::types::{Date32Type, DurationMicrosecondType};
 use arrow_array::{
@@ -153,6 +154,18 @@ pub(crate) fn read_member(
             h.shape
         ))));
     };
+    // an axis of length 0 under others (a (5, 0) array has 5 rows): entries no data byte backs,
+    // bounded as the msgpack reader bounds them
+    if count == 0 {
+        let unbacked = h
+            .shape
+            .iter()
+            .take_while(|&&d| d > 0)
+            .try_fold(1usize, |a, &d| a.checked_mul(d));
+        if unbacked.is_none_or(|n| n as u128 > crate::wire::ndarray::MAX_EMPTY_ENTRIES) {
+            return Err(Error::new(crate::read::array::too_many_unbacked()));
+        }
+    }
     let have = limit.saturating_sub(h.header_len as u64);
     if nbytes as u64 > have {
         return Err(Error::new(ErrorKind::Truncated {
@@ -190,7 +203,8 @@ pub(crate) fn read_member(
         match tensor {
             TensorMode::Extension if numeric => {
                 let n = tail.iter().product();
-                leaf = wrap_fsl(leaf, n)?;
+                let t = fixed_size_list(leaf.data_type().clone(), n)?;
+                leaf = nest_fixed(&t, leaf, None, rows)?;
                 md.insert(
                     meta::EXTENSION_NAME.into(),
                     "arrow.fixed_shape_tensor".into(),
@@ -201,25 +215,18 @@ pub(crate) fn read_member(
                 );
             }
             _ => {
-                for &d in tail.iter().rev() {
-                    leaf = wrap_fsl(leaf, d)?;
-                }
+                // (nest_fixed keeps the row count where an axis is 0: its lists hold no values)
+                let t = tail
+                    .iter()
+                    .rev()
+                    .try_fold(leaf.data_type().clone(), |t, &d| fixed_size_list(t, d))?;
+                leaf = nest_fixed(&t, leaf, None, rows)?;
             }
         }
     }
     debug_assert_eq!(leaf.len(), rows);
     let field = Field::new(key, leaf.data_type().clone(), true).with_metadata(md);
     Ok((field, leaf))
-}
-
-pub(crate) fn wrap_fsl(values: ArrayRef, n: usize) -> Result<ArrayRef> {
-    let DataType::FixedSizeList(item, size) = fixed_size_list(values.data_type().clone(), n)?
-    else {
-        unreachable!("fixed_size_list returns a FixedSizeList")
-    };
-    Ok(Arc::new(FixedSizeListArray::try_new(
-        item, size, values, None,
-    )?))
 }
 
 /// Reorder a Fortran-order array's elements into C order.
