@@ -160,7 +160,9 @@ mod tests {
     }
 
     fn fsl(values: ArrayRef, n: usize) -> ArrayRef {
-        wrap_fsl(values, n).unwrap()
+        let rows = values.len() / n;
+        let t = crate::types::fixed_size_list(values.data_type().clone(), n).unwrap();
+        crate::types::nest::nest_fixed(&t, values, None, rows).unwrap()
     }
 
     fn write_npz(batches: &[RecordBatch]) -> Vec<u8> {
