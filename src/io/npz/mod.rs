@@ -120,9 +120,9 @@ mod tests {
             )]))
         };
         assert!(NpzWriter::try_new(Cursor::new(Vec::new()), schema(65_531)).is_ok());
-        let e = NpzWriter::try_new(Cursor::new(Vec::new()), schema(65_532))
-            .err()
-            .expect("an error, not a panic in the zip writer");
+        let Err(e) = NpzWriter::try_new(Cursor::new(Vec::new()), schema(65_532)) else {
+            panic!("an error, not a panic in the zip writer");
+        };
         assert!(
             e.to_string().contains("too long for an npz member name"),
             "{e}"
