@@ -64,12 +64,8 @@ fn export_array(
     let a = if &t == a.data_type() {
         a.clone()
     } else {
-        // not `safe`: a value that does not fit (seconds beyond the milliseconds range) is an error
-        let opts = arrow_cast::CastOptions {
-            safe: false,
-            ..Default::default()
-        };
-        arrow_cast::cast_with_options(a, &t, &opts).map_err(compute_err)?
+        // a value that does not fit (seconds beyond the milliseconds range) is an error
+        crate::types::arrow::cast_exact(a, &t, None).map_err(compute_err)?
     };
     let (array, schema) = to_ffi(&a.to_data()).map_err(compute_err)?;
     // SAFETY: arrow-rs' and polars-arrow's C Data Interface structs are both `#[repr(C)]`

@@ -145,7 +145,9 @@ impl Blobs {
                     if &t == a.data_type() {
                         a
                     } else {
-                        arrow_cast::cast(&a, &t)?
+                        // seconds past the range of milliseconds: an error, never a null
+                        msgpack_arrow::types::arrow::cast_exact(&a, &t, Some(0))
+                            .map_err(|e| located(e, row0))?
                     }
                 }
                 (Some(t), _) => {

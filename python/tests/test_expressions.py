@@ -543,3 +543,22 @@ def test_a_given_dtype_resolves_conflicts_whatever_the_chunks():
     assert mixed.msgpack.decode(pl.String).to_list() == ["1", "x", "2.5"]
     with pytest.raises(ma.DecodeError, match="type conflict"):
         mixed.msgpack.decode()
+
+
+def test_seconds_past_the_range_of_milliseconds_are_an_error_on_every_path():
+    # Polars has no seconds: a <M8[s] value is given as milliseconds, and one whose milliseconds
+    # overflow is an error on every path, never a null
+    import struct
+
+    ok = {"nd": True, "type": "<M8[s]", "kind": b"", "shape": [1], "data": struct.pack("<q", 1_700_000_000)}
+    bad = dict(ok, data=struct.pack("<q", -(2**63) + 1))
+    good = msgpack.packb({"v": ok}, use_bin_type=True)
+    data = msgpack.packb({"v": bad}, use_bin_type=True)
+    assert ma.read_msgpack(good * 2)["v"].dtype == pl.Array(pl.Datetime("ms"), 1)
+    assert ma.read_msgpack(good * 2)["v"].to_list() == [[dt.datetime(2023, 11, 14, 22, 13, 20)]] * 2
+    with pytest.raises(ma.DecodeError) as e:
+        ma.read_msgpack(good + data)
+    assert e.value.column == "v"
+    with pytest.raises(ma.DecodeError) as e:
+        pl.Series("x", [good, data]).msgpack.decode()
+    assert e.value.record == 1

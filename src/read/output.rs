@@ -9,6 +9,7 @@ use arrow_schema::{DataType, Schema, SchemaRef};
 
 use super::Reader;
 use crate::error::{Error, ErrorKind, Result};
+use crate::types::arrow::cast_exact;
 use crate::types::arrow::record_batch;
 use crate::types::{extension, meta, polars_compatible_type};
 
@@ -101,8 +102,7 @@ impl Reader {
             cols.push(match t {
                 None => c.clone(),
                 Some(t) => {
-                    let out = arrow_cast::cast_with_options(c, t, &opts)
-                        .map_err(|e| Error::from(e).prepend_path(f.name()))?;
+                    let out = cast_exact(c, t, None).map_err(|e| e.prepend_path(f.name()))?;
                     // a cast to a narrower float makes a number too big for it infinite
                     if infinities(out.as_ref()) > infinities(c.as_ref()) {
                         return Err(Error::new(ErrorKind::Inexact(format!(

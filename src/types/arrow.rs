@@ -225,6 +225,39 @@ pub fn polars_compatible_type(t: &DataType) -> DataType {
     }
 }
 
+/// `a` cast to `t` where every value fits exactly (`safe: false`: an overflow, e.g. seconds past
+/// the range of milliseconds, is an error, never a null); the error names the first index that
+/// does not fit (found by halving, only once the whole cast failed): as the record `first + i`
+/// when `first` is given, else in the message.
+pub fn cast_exact(a: &ArrayRef, t: &DataType, first: Option<u64>) -> Result<ArrayRef> {
+    let opts = arrow_cast::CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    let cast = |a: &ArrayRef| arrow_cast::cast_with_options(a, t, &opts);
+    cast(a).map_err(|e| {
+        // the shortest prefix that fails ends at the first value that does not fit
+        let (mut lo, mut hi) = (0, a.len());
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            match cast(&a.slice(0, mid)) {
+                Ok(_) => lo = mid,
+                Err(_) => hi = mid,
+            }
+        }
+        let at = hi.saturating_sub(1);
+        match first {
+            Some(r) => {
+                crate::error::Error::new(ErrorKind::Inexact(format!("does not fit {t}: {e}")))
+                    .at_record(r + at as u64)
+            }
+            None => crate::error::Error::new(ErrorKind::Inexact(format!(
+                "value {at} of the batch does not fit {t}: {e}"
+            ))),
+        }
+    })
+}
+
 /// A short, readable name of a field's type, numpy-style for tensors: `f32[768]`,
 /// `u8[32, 32, 3]`, `f32[*, 4]` (the ragged axes of an ndarray column as `*`), `list[str]`,
 /// `struct{a: i64, b: f64[2]}`, `datetime[us, UTC]`. Used where people read schemas (`schema`,
