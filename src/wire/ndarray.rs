@@ -576,10 +576,13 @@ impl<'a> NdArray<'a> {
                 return Err(c.error_at(
                     0,
                     ErrorKind::UnsupportedDtype(format!(
-                        "{s} with kind {:?}: an object array written before msgpack_numpy 0.4.8 \
-                         (or by srsly), whose data is memory addresses in the writing process, \
-                         not values: no reader can recover them",
-                        String::from_utf8_lossy(self.kind.unwrap_or_default())
+                        "{s} {}: an object array written before msgpack_numpy 0.4.8 (or by \
+                         srsly), whose data is memory addresses in the writing process, not \
+                         values: no reader can recover them",
+                        match self.kind {
+                            Some(k) => format!("with kind {:?}", String::from_utf8_lossy(k)),
+                            None => "with no kind".to_string(),
+                        }
                     )),
                 ));
             }
