@@ -264,7 +264,7 @@ def test_an_object_array_written_before_msgpack_numpy_0_4_8_is_not_called_a_pick
             with pytest.raises(ma.DecodeError, match="before msgpack_numpy 0.4.8") as e:
                 ma.read_msgpack(data, **kw)
             assert "pickle" not in str(e.value) and e.value.column == "x" and e.value.offset is not None
-            assert ("with no kind" if kind is None else 'with kind ""') in str(e.value)
+            assert ("with no kind" if kind is None else "with kind ''") in str(e.value)
     with pytest.raises(ma.DecodeError, match="before msgpack_numpy 0.4.8"):
         ma.read_msgpack(msgpack.packb(old, use_bin_type=True))
 

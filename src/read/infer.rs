@@ -563,6 +563,10 @@ pub(crate) struct Inferrer {
     pub(crate) cur_flagged: bool,
     /// the slow path: a list inside the column being walked held maps of other key sets
     item_keys_differ: bool,
+    /// the fast path: the record's column being walked (by index)
+    pub(crate) cur_col: usize,
+    /// per column of the records, the last given value skipped ([`crate::wire::skip_memo::SkipMemo`])
+    pub(crate) skip_memos: Vec<crate::wire::skip_memo::SkipMemo>,
     /// `columns` layout: where the ranges of each list walked start ([`ListRanges`])
     pub list_ranges: ListRanges,
 }
@@ -589,6 +593,8 @@ impl Inferrer {
             nested_dirty: false,
             cur_flagged: false,
             item_keys_differ: false,
+            cur_col: 0,
+            skip_memos: Vec::new(),
             records: false,
             list_columns: FastMap::default(),
             openpi_seen: false,

@@ -45,6 +45,9 @@ pub enum Kind {
     Ext,
 }
 
+/// What [`Cursor::skip`] has left to skip at each level above (inline up to 32 levels).
+type SkipStack = smallvec::SmallVec<[usize; 32]>;
+
 /// A cursor over msgpack bytes. `base` is the absolute offset of `buf[0]` in the input, so errors
 /// name positions in the whole file.
 #[derive(Clone)]
@@ -468,7 +471,7 @@ impl<'a> Cursor<'a> {
     #[inline]
     fn enter(
         &mut self,
-        pending: &mut Vec<usize>,
+        pending: &mut SkipStack,
         left: &mut usize,
         n: usize,
         start: usize,
@@ -483,10 +486,16 @@ impl<'a> Cursor<'a> {
         Ok(())
     }
 
+    /// Where the last value [`Cursor::skip`] stepped over starts (at any depth: after a map,
+    /// its last item).
+    pub(crate) fn last_value_start(&self) -> usize {
+        self.vstart
+    }
+
     /// Skip one value of any type, checking lengths; nesting is bounded by `max_depth`.
     pub fn skip(&mut self, max_depth: usize) -> Result<()> {
         // An explicit stack of "values still to skip" keeps deep nesting off the call stack.
-        let mut pending: Vec<usize> = Vec::new();
+        let mut pending = SkipStack::new();
         let mut left = 1usize;
         loop {
             while left == 0 {

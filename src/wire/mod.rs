@@ -15,5 +15,6 @@ pub(crate) mod ndarray;
 pub(crate) mod npy;
 pub(crate) mod pad;
 pub(crate) mod pyrepr;
+pub(crate) mod skip_memo;
 pub mod sniff;
 pub(crate) mod write;

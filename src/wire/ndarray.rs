@@ -580,7 +580,7 @@ impl<'a> NdArray<'a> {
                          srsly), whose data is memory addresses in the writing process, not \
                          values: no reader can recover them",
                         match self.kind {
-                            Some(k) => format!("with kind {:?}", String::from_utf8_lossy(k)),
+                            Some(k) => format!("with kind '{}'", String::from_utf8_lossy(k)),
                             None => "with no kind".to_string(),
                         }
                     )),

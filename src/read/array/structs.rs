@@ -4,6 +4,7 @@ use super::*;
 use crate::error::{ErrorKind, Result};
 use crate::wire::cursor::{Cursor, Kind};
 use crate::wire::keys::key_eq;
+use crate::wire::skip_memo::SkipMemo;
 use arrow_array::*;
 use arrow_buffer::NullBufferBuilder;
 use arrow_schema::Fields;
@@ -29,6 +30,9 @@ pub(crate) struct StructDecoder {
     pub(crate) nulls: NullBufferBuilder,
     pub(crate) len: usize,
     pub(crate) ctx: Ctx,
+    /// per field, with a projection: the last value of a field projected out, to skip the next
+    /// one by its bytes ([`SkipMemo`])
+    pub(crate) skip_memos: Vec<SkipMemo>,
 }
 
 impl StructDecoder {
@@ -73,7 +77,12 @@ impl StructDecoder {
             .enumerate()
             .map(|(i, n)| (n.clone(), i))
             .collect();
+        let skip_memos = match projection {
+            Some(_) => vec![SkipMemo::default(); fields.len()],
+            None => Vec::new(),
+        };
         Ok(StructDecoder {
+            skip_memos,
             stamp: vec![0; fields.len()],
             filled: vec![0; fields.len()],
             fields,
@@ -161,7 +170,10 @@ impl StructDecoder {
                         .map_err(|e| e.prepend_path(self.fields[col].name()))?;
                     self.filled[col] = self.len + 1;
                 }
-                None => c.skip(self.ctx.max_depth)?,
+                None => match self.skip_memos.get_mut(col) {
+                    Some(m) => m.skip(c, self.ctx.max_depth)?,
+                    None => c.skip(self.ctx.max_depth)?,
+                },
             }
         }
         self.len += 1;

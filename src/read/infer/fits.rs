@@ -300,6 +300,7 @@ impl Inferrer {
                 c.set_pos(p);
                 if depth == 0 {
                     self.cur_flagged = self.nested_flagged.get(k.column).copied().unwrap_or(false);
+                    self.cur_col = k.column;
                 }
                 if !self.fits(ty, c, depth + 1) {
                     return Some(false);
@@ -367,10 +368,10 @@ impl Inferrer {
         };
         match (kind, acc) {
             // which given columns hold ndarrays is known once one row shows it
-            (_, Ty::Given(true)) => c.skip(self.opts.max_depth).is_ok(),
+            (_, Ty::Given(true)) => self.skip_given(c, depth),
             // until then a value fits unless it is the first ndarray (only maps and the npy
             // extension can be): what `given_value` says of it, without its allocations
-            (_, Ty::Given(false)) => !self.is_ndarray(c) && c.skip(self.opts.max_depth).is_ok(),
+            (_, Ty::Given(false)) => !self.is_ndarray(c) && self.skip_given(c, depth),
             // a raw column takes any value the slow path can read (not one it refuses, such as a
             // str that is not UTF-8)
             (_, Ty::Raw) => self.value(c, depth).is_ok(),
@@ -474,12 +475,26 @@ impl Inferrer {
             guess = i + 1;
             if depth == 0 {
                 self.cur_flagged = self.nested_flagged.get(i).copied().unwrap_or(false);
+                self.cur_col = i;
             }
             if !self.fits(&fields[i], c, depth + 1) {
                 return false;
             }
         }
         true
+    }
+
+    /// A given column's value skipped (a record's: by the last one's bytes,
+    /// [`crate::wire::skip_memo::SkipMemo`]).
+    fn skip_given(&mut self, c: &mut Cursor<'_>, depth: usize) -> bool {
+        if depth != 1 {
+            return c.skip(self.opts.max_depth).is_ok();
+        }
+        let i = self.cur_col;
+        if self.skip_memos.len() <= i {
+            self.skip_memos.resize_with(i + 1, Default::default);
+        }
+        self.skip_memos[i].skip(c, self.opts.max_depth).is_ok()
     }
 
     /// An ndarray with a header seen before (or learnt now) whose dtype and shape fit `acc`.
