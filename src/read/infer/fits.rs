@@ -176,8 +176,20 @@ fn nd_fits(
             .iter()
             .zip(shape)
             .all(|(a, b)| b.is_none_or(|b| b == *a))
-        && *native == crate::types::buffers::native(dt)
+        && native_eq(native, dt)
         && !widths
+}
+
+/// `native == buffers::native(dt)`, without making a copy of `dt` (a structured dtype's fields
+/// were cloned and freed for every row).
+fn native_eq(native: &NumpyDtype, dt: &NumpyDtype) -> bool {
+    match dt {
+        NumpyDtype::Struct(_)
+        | NumpyDtype::Bool
+        | NumpyDtype::Bytes { .. }
+        | NumpyDtype::Void { .. } => native == dt,
+        _ => *native == crate::types::buffers::native(dt),
+    }
 }
 
 /// Where the ndarray map at `c` has its `shape` value (start, end) and its `data` value (start),
