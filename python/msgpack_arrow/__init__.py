@@ -338,8 +338,8 @@ def read_msgpack(
         different numeric dtypes (converted element by element), any scalar into ``pl.String``
         (as Python's ``str()`` writes it). A value that does not fit the type exactly is an
         error naming it, never a silent null. ``pl.Categorical`` and ``pl.Enum`` columns are
-        read as strings, then cast (a value not in an Enum's categories is Polars' error). Overridden columns lose the numpy dtype recorded
-        in their Arrow field metadata.
+        read as strings, then cast (a value not in an Enum's categories is Polars' error).
+        Overridden columns lose the numpy dtype recorded in their Arrow field metadata.
     tensor
         ``"array"`` (default): ndarrays become ``pl.Array`` (fixed shape) or ``pl.List``
         (ragged). ``"extension"``: Arrow's canonical tensor extension types (meant for
