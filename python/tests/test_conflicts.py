@@ -72,3 +72,19 @@ def test_python_and_numpy_complex_conflict_however_many_rows_are_typed(numpy_val
         with pytest.raises(ma.DecodeError) as e:
             ma.read_msgpack(data, infer_rows=infer_rows)
         assert e.value.record == 1 and e.value.column == "x"
+
+
+@pytest.mark.parametrize("rows, switch", [(100, 50), (80_000, 70_000)])
+def test_a_structured_dtype_that_changes_is_a_conflict_however_far_in(rows, switch):
+    # the fast walk remembers which column dtype a structured header matched: a later header of
+    # other field names (same item size) is still told apart, in one walk or in pieces
+    a = np.dtype([("x", "<f4"), ("y", "<i4")])
+    b = np.dtype([("x", "<f4"), ("z", "<i4")])
+    data = b"".join(mn.packb({"id": i, "s": np.full(8, i, a if i < switch else b)}) for i in range(rows))
+    with pytest.raises(ma.DecodeError, match="type conflict") as e:
+        ma.read_msgpack(data)
+    assert e.value.column == "s" and e.value.record == switch
+    same = b"".join(mn.packb({"id": i, "s": np.full(8, i, a)}) for i in range(rows))
+    got = ma.read_msgpack(same)["s"].to_list()
+    want = np.stack([np.full(8, i, a) for i in range(rows)]).tolist()
+    assert [[(d["x"], d["y"]) for d in row] for row in got] == want

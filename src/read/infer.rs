@@ -649,6 +649,8 @@ impl Inferrer {
 
     /// Type of the value at the cursor (consumed).
     pub(crate) fn value(&mut self, c: &mut Cursor<'_>, depth: usize) -> Result<Ty> {
+        // (the type this value makes is merged into the rows' so far, which then moves)
+        self.forget_dtype_matches();
         if depth >= self.opts.max_depth {
             return Err(c.error(ErrorKind::TooDeep(self.opts.max_depth)));
         }
@@ -836,6 +838,7 @@ impl Inferrer {
 
     /// A user map (not an ndarray) at the cursor → Struct.
     pub(crate) fn map(&mut self, c: &mut Cursor<'_>, depth: usize) -> Result<Ty> {
+        self.forget_dtype_matches();
         // a nested map keyed by integers is data, not a record: an Arrow Map
         if depth > 0 {
             let mut d = c.clone();

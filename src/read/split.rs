@@ -103,6 +103,7 @@ pub(crate) fn walk(
         if pos == first {
             *inf = pinf;
             *seen = RowsSeen { rows: 0, ..pseen };
+            inf.forget_dtype_matches();
         } else {
             if regrouping_may_differ(&seen.ty, &pseen.ty) {
                 break;
@@ -122,6 +123,7 @@ pub(crate) fn walk(
             }
             seen.ty = ty;
             inf.index_nested(&seen.ty);
+            inf.forget_dtype_matches();
             seen.absent |= pseen.absent || differ;
             for (k, bin) in pinf.top_keys {
                 inf.top_keys.entry(k).or_insert(bin);
