@@ -537,6 +537,8 @@ pub(crate) struct Inferrer {
     dtypes: Vec<(Vec<u8>, NumpyDtype)>,
     /// ndarray headers already checked by [`Inferrer::fits_row`]
     headers: Vec<NdHeader>,
+    /// some header holds a structured dtype match ([`Inferrer::forget_dtype_matches`])
+    dtype_matched: bool,
     /// the keys of a record that fitted, for [`Inferrer::fits_row`] to compare the next ones with
     row_template: Option<RowTemplate>,
     /// top-level keys (column names) as first seen: `true` if that key was msgpack bin
@@ -584,6 +586,7 @@ impl Inferrer {
             given: GivenKeys::default(),
             dtypes: Vec::new(),
             headers: Vec::new(),
+            dtype_matched: false,
             row_template: None,
             top_keys: FastMap::default(),
             key_paths: Default::default(),

@@ -506,7 +506,10 @@ impl Inferrer {
     /// Forget which column dtypes the headers matched (by address): the types walked may change
     /// (the slow path is about to infer a value, or pieces' types were merged).
     pub(crate) fn forget_dtype_matches(&mut self) {
-        self.headers.iter_mut().for_each(|h| h.matched = 0);
+        // (called for every value the slow path walks: nothing to do unless a match was kept)
+        if std::mem::take(&mut self.dtype_matched) {
+            self.headers.iter_mut().for_each(|h| h.matched = 0);
+        }
     }
 
     /// A given column's value skipped (a record's: by the last one's bytes,
@@ -553,6 +556,7 @@ impl Inferrer {
         if fits {
             if matches!(dt, NumpyDtype::Struct(_)) {
                 h.matched = at;
+                self.dtype_matched = true;
             }
             c.set_pos(c.pos() + h.prefix.len() + h.data_len);
         }
