@@ -452,9 +452,7 @@ def read_msgpack(
         return (lf.slice(skip, take) if skip or take is not None else lf).collect()
     if extra["include_file_paths"] is not None and not _is_path(source):
         raise ValueError("include_file_paths needs a path source (this one is in memory)")
-    kw["schema_overrides"], casts = _polars_casts(schema_overrides)
-    kw["schema"], given_casts = _polars_casts(schema)
-    casts.update(given_casts)
+    kw["schema_overrides"], kw["schema"], casts = _polars_casts(schema_overrides, schema)
     try:
         df = _cast(_to_polars(_read_stream(source, for_polars=True, whole_chunks=whole_chunks, **kw)), casts)
     except DecodeError as e:
@@ -732,9 +730,7 @@ def scan_msgpack(
         hold_decompressed=hold_decompressed,
     )
     # Categorical and Enum: read as String, cast as each frame is made
-    schema_overrides, casts = _polars_casts(schema_overrides)
-    schema, given_casts = _polars_casts(schema)
-    casts.update(given_casts)
+    schema_overrides, schema, casts = _polars_casts(schema_overrides, schema)
     overrides = _overrides(schema_overrides)
     given = _overrides(schema, "schema")
     held = None

@@ -132,20 +132,24 @@ def _overrides(schema_overrides: SchemaOverrides | None, name: str = "schema_ove
     raise TypeError(f"{name} must be a dict of column name -> polars dtype (or a pyarrow schema)")
 
 
-def _polars_casts(types: Any) -> tuple[Any, dict[str, Any]]:
-    """`types` (a ``schema`` or ``schema_overrides`` dict) as the reader takes them, Categorical
-    and Enum read as String, and the casts Polars then makes (as its readers, a value not in an
-    Enum's categories is an error)."""
-    if not isinstance(types, Mapping):
-        return types, {}
-    casts = {
-        k: v() if isinstance(v, type) else v  # (pl.Categorical, the class: its instance)
-        for k, v in types.items()
-        if getattr(v, "base_type", lambda: None)() in (pl.Categorical, pl.Enum)
-    }
-    if not casts:
-        return types, {}
-    return {k: pl.String if k in casts else v for k, v in types.items()}, casts
+def _polars_casts(schema_overrides: Any, schema: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """``schema_overrides`` and ``schema`` (dicts) as the reader takes them, Categorical and Enum
+    read as String, and the casts Polars then makes (as its readers, a value not in an Enum's
+    categories is an error)."""
+    casts: dict[str, Any] = {}
+
+    def split(types: Any) -> Any:
+        if not isinstance(types, Mapping):
+            return types
+        mine = {
+            k: v() if isinstance(v, type) else v  # (pl.Categorical, the class: its instance)
+            for k, v in types.items()
+            if getattr(v, "base_type", lambda: None)() in (pl.Categorical, pl.Enum)
+        }
+        casts.update(mine)
+        return {k: pl.String if k in mine else v for k, v in types.items()} if mine else types
+
+    return split(schema_overrides), split(schema), casts
 
 
 def _cast(df: pl.DataFrame, casts: dict[str, Any]) -> pl.DataFrame:
