@@ -6,7 +6,9 @@
 //! With an index, a read that starts at row `a` ([`crate::ReaderBuilder::with_skip_rows`]) maps
 //! the file and goes straight to byte `offsets[a]` instead of walking the rows before it. Every
 //! record it reads is checked against the index first (each must end exactly where the next
-//! starts), so an index that does not match its file is an error naming it, never wrong rows.
+//! starts), and an index older than its file (the file was written again after it) is checked
+//! against the whole file before it is used: an index that does not match its file is an error
+//! naming it, never wrong rows.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -129,6 +131,44 @@ pub fn load(path: &Path, len: u64) -> Result<Option<Vec<u64>>> {
     Ok(Some(offsets))
 }
 
+/// `offsets` (the index of the file at `path`, as [`load`] read it) checked against `data` when
+/// the file was modified after its index was written: every boundary, by walking the file (what
+/// a read without an index costs). A file of the same length whose records moved (rewritten in
+/// place, a copy put over it) would otherwise be read from the wrong byte, giving shifted rows.
+/// An index as new as its file is trusted for the rows before a read's window.
+pub(crate) fn check_not_stale(
+    path: &Path,
+    data: &[u8],
+    offsets: &[u64],
+    max_depth: usize,
+) -> Result<()> {
+    let index = sidecar(path);
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    match (modified(path), modified(&index)) {
+        (Some(file), Some(idx)) if file <= idx => return Ok(()),
+        _ => {}
+    }
+    let actual = offsets_of(data, max_depth).map_err(|e| e.in_file(path))?;
+    match actual.iter().zip(offsets).position(|(a, b)| a != b) {
+        None if actual.len() == offsets.len() => Ok(()),
+        Some(i) => Err(bad(
+            &index,
+            format!(
+                "record {i} starts at byte {}, the index (older than the file) says {}",
+                actual[i], offsets[i]
+            ),
+        )),
+        None => Err(bad(
+            &index,
+            format!(
+                "the file holds {} records, the index (older than the file) {}",
+                actual.len() - 1,
+                offsets.len() - 1
+            ),
+        )),
+    }
+}
+
 /// The layout a file with this index is read in, when the index can take a read to a row: a
 /// stream of at least two records or values (one object, or a columns map, has no rows of its
 /// own to jump to).
@@ -239,6 +279,50 @@ mod tests {
         // cut inside the last object: an error naming it
         let e = offsets_of(&data[..7], 8).unwrap_err();
         assert!(e.to_string().contains("record 3"), "{e}");
+    }
+
+    #[test]
+    fn an_index_older_than_its_file_is_checked_against_all_of_it() {
+        use std::time::Duration;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("d.msgpack");
+        // 1, 2, [3]: records at 0, 1, 2; the index misses the boundary at byte 1
+        std::fs::write(&p, [0x01, 0x02, 0x91, 0x03]).unwrap();
+        let put = |v: &[u64]| {
+            let b: Vec<u8> = v.iter().flat_map(|o| o.to_be_bytes()).collect();
+            std::fs::write(sidecar(&p), b).unwrap();
+        };
+        let touch = |later: bool| {
+            let t = std::fs::metadata(sidecar(&p)).unwrap().modified().unwrap();
+            let t = if later {
+                t + Duration::from_secs(10)
+            } else {
+                t - Duration::from_secs(10)
+            };
+            let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+            f.set_modified(t).unwrap();
+        };
+        let data = std::fs::read(&p).unwrap();
+        put(&[0, 2, 4]);
+        touch(false);
+        check_not_stale(&p, &data, &[0, 2, 4], 8).unwrap();
+        touch(true);
+        let e = check_not_stale(&p, &data, &[0, 2, 4], 8)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("record 1 starts at byte 1") && e.contains("d.msgpack.offsets"),
+            "{e}"
+        );
+        // what a read from row 2 gives: the error, not the row [3] as row 1 of a shifted file
+        let Err(e) = ReaderBuilder::new().with_skip_rows(1).build_from_path(&p) else {
+            panic!("a stale index is refused");
+        };
+        let e = e.to_string();
+        assert!(e.contains("older than the file"), "{e}");
+        put(&[0, 1, 2, 4]);
+        touch(true);
+        check_not_stale(&p, &data, &[0, 1, 2, 4], 8).unwrap();
     }
 
     #[test]

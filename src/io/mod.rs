@@ -54,6 +54,7 @@ impl crate::ReaderBuilder {
     pub fn build_from_input_of(self, input: Input, path: &Path) -> Result<crate::Reader> {
         if let (Input::Mmap(m), true) = (&input, self.skip_rows() > 0) {
             if let Some(offsets) = index::load(path, m.len() as u64)? {
+                index::check_not_stale(path, m, &offsets, self.max_depth())?;
                 if let Some(layout) = index::indexed_layout(&self, m, &offsets) {
                     let Input::Mmap(m) = input else {
                         unreachable!("matched above")
