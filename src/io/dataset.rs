@@ -99,7 +99,14 @@ pub fn convert_dataset(
         Some(c) => format!("{ext} partitioned by {c}\n"),
         None => format!("{ext}\n"),
     };
-    check_layout(dir, &state, &layout, opts.overwrite)?;
+    check_layout(
+        dir,
+        &state,
+        &layout,
+        ext,
+        opts.partition_by.as_deref(),
+        opts.overwrite,
+    )?;
     let mut read = read.clone();
     read.reader = read.reader.with_threads(Some(1));
     let results: Vec<Result<bool>> = inputs
@@ -146,6 +153,9 @@ pub fn convert_dataset(
             report.skipped += 1;
         }
     }
+    // every input is in: the dataset is complete, and readers of the directory (Polars reads
+    // every file under it) see its data files only
+    std::fs::remove_dir_all(&state).map_err(|e| Error::from(e).in_file(&state))?;
     Ok(report)
 }
 
@@ -160,32 +170,120 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// A dataset keeps one layout: a re-run with another one is refused (it would leave the old
-/// files beside the new ones, which no reader of the directory can tell apart).
-fn check_layout(dir: &Path, state: &Path, layout: &str, overwrite: bool) -> Result<()> {
+/// files beside the new ones, which no reader of the directory can tell apart). While a run is
+/// under way the layout is kept in the state directory; a complete dataset has none (a dotted
+/// directory makes `pl.scan_parquet(dir)` fail), and its layout is told from its files.
+fn check_layout(
+    dir: &Path,
+    state: &Path,
+    layout: &str,
+    ext: &str,
+    partition_by: Option<&str>,
+    overwrite: bool,
+) -> Result<()> {
     let file = state.join(LAYOUT_FILE);
-    match std::fs::read_to_string(&file) {
-        Ok(old) if old == layout => Ok(()),
-        Ok(old) => Err(usage(format!(
-            "{} holds a dataset written as {}, not {}; write to another directory or remove it first{}",
-            dir.display(),
-            old.trim(),
-            layout.trim(),
-            if overwrite { " (--overwrite replaces files of the same layout only)" } else { "" }
-        ))),
-        Err(_) => {
-            let occupied = std::fs::read_dir(dir)
-                .map_err(|e| Error::from(e).in_file(dir))?
-                .filter_map(|e| e.ok())
-                .any(|e| e.file_name() != STATE_DIR);
-            if occupied {
+    let (old, done) = match std::fs::read_to_string(&file) {
+        Ok(old) => (Some(old), Vec::new()),
+        Err(_) => match written_layout(dir)? {
+            Written::Empty => (None, Vec::new()),
+            Written::Layout(old, stems) => (Some(old), stems),
+            Written::Foreign => {
                 return Err(usage(format!(
                     "{} is not empty and was not written by convert --dataset; give an empty or new directory",
                     dir.display()
-                )));
+                )))
             }
-            write_atomic(&file, layout.as_bytes())
+        },
+    };
+    if let Some(old) = &old {
+        if old != layout {
+            return Err(usage(format!(
+                "{} holds a dataset written as {}, not {}; write to another directory or remove it first{}",
+                dir.display(),
+                old.trim(),
+                layout.trim(),
+                if overwrite { " (--overwrite replaces files of the same layout only)" } else { "" }
+            )));
+        }
+        if file.exists() {
+            return Ok(());
         }
     }
+    // a partitioned input is done when its marker is: those of a complete dataset are its files'
+    if partition_by.is_some() {
+        for stem in done.iter().filter(|s| s.ends_with(&format!(".{ext}"))) {
+            let stem = &stem[..stem.len() - ext.len() - 1];
+            write_atomic(&state.join(format!("{stem}.done")), b"")?;
+        }
+    }
+    write_atomic(&file, layout.as_bytes())
+}
+
+/// What a directory without a state directory holds.
+enum Written {
+    Empty,
+    /// a complete dataset: its layout (as [`convert_dataset`] records it) and the names of the
+    /// files in its partitions
+    Layout(String, Vec<String>),
+    Foreign,
+}
+
+/// The layout of a complete dataset, told from its files: `*.EXT` files only, or `COLUMN=value`
+/// directories (one column) of `*.EXT` files only, EXT one that a dataset is written in.
+fn written_layout(dir: &Path) -> Result<Written> {
+    let list = |d: &Path| -> Result<Vec<(String, bool)>> {
+        std::fs::read_dir(d)
+            .map_err(|e| Error::from(e).in_file(d))?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name() != STATE_DIR)
+            .map(|e| {
+                let t = e
+                    .file_type()
+                    .map_err(|x| Error::from(x).in_file(&e.path()))?;
+                Ok((e.file_name().to_string_lossy().into_owned(), t.is_dir()))
+            })
+            .collect()
+    };
+    let ext_of = |name: &str| name.rsplit_once('.').map(|(_, e)| e.to_string());
+    let one_ext = |files: &[(String, bool)]| -> Option<String> {
+        let mut exts = files.iter().map(|(n, d)| if *d { None } else { ext_of(n) });
+        let first = exts.next()??;
+        let ours = ["parquet", "arrow", "npz", "msgpack"].contains(&first.as_str());
+        (ours && exts.all(|e| e.as_deref() == Some(&first))).then_some(first)
+    };
+    let top = list(dir)?;
+    if top.is_empty() {
+        return Ok(Written::Empty);
+    }
+    if let Some(ext) = one_ext(&top) {
+        return Ok(Written::Layout(format!("{ext}\n"), Vec::new()));
+    }
+    let mut column = None;
+    let mut ext = None;
+    let mut files = Vec::new();
+    for (name, is_dir) in &top {
+        let Some((c, _)) = name.split_once('=').filter(|_| *is_dir) else {
+            return Ok(Written::Foreign);
+        };
+        if column.get_or_insert_with(|| c.to_string()) != c {
+            return Ok(Written::Foreign);
+        }
+        let inner = list(&dir.join(name))?;
+        match (one_ext(&inner), &ext) {
+            (Some(e), None) => ext = Some(e),
+            (Some(e), Some(x)) if &e == x => {}
+            _ => return Ok(Written::Foreign),
+        }
+        files.extend(inner.into_iter().map(|(n, _)| n));
+    }
+    let column = percent_encoding::percent_decode_str(&column.expect("not empty"))
+        .decode_utf8_lossy()
+        .into_owned();
+    let ext = ext.expect("not empty");
+    Ok(Written::Layout(
+        format!("{ext} partitioned by {column}\n"),
+        files,
+    ))
 }
 
 /// Whether a column can name a partition directory: a scalar (not a list, struct or binary).
@@ -208,22 +306,24 @@ fn partitionable(t: &DataType) -> bool {
     )
 }
 
-/// A partition value as one safe path segment.
+/// What a partition value escapes in its directory name: what no path segment may hold (`/`,
+/// `\\`, controls), what hive readers take as syntax (`=`, `:` on some file systems) and `%`
+/// itself, so that distinct values never share a directory (`a/b` and `a_b` did) and pyarrow's
+/// and Polars' hive readers give back the value itself (they unescape `%XX`).
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+    .add(b'/')
+    .add(b'\\')
+    .add(b'%')
+    .add(b'=')
+    .add(b':');
+
+/// A partition value as one path segment of its own: escaped, and `.` or `..` with their dots
+/// escaped too (they name a directory already).
 fn segment(value: &str) -> String {
-    let safe: String = value
-        .chars()
-        .map(|c| {
-            if matches!(c, '/' | '\\' | '\0') {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect();
-    if safe == "." || safe == ".." {
-        format!("_{safe}")
-    } else {
-        safe
+    match value {
+        "." => "%2E".to_string(),
+        ".." => "%2E%2E".to_string(),
+        v => percent_encoding::utf8_percent_encode(v, SEGMENT).to_string(),
     }
 }
 
@@ -289,7 +389,7 @@ fn write_partitions(
                     "parquet"
                 };
                 let target = dir
-                    .join(format!("{col}={safe}"))
+                    .join(format!("{}={safe}", segment(col)))
                     .join(format!("{stem}.{ext}"));
                 let parent = target.parent().expect("a partition directory");
                 std::fs::create_dir_all(parent).map_err(|e| Error::from(e).in_file(parent))?;
@@ -393,6 +493,41 @@ mod tests {
         // the same layout again: resumes (skips the complete output)
         let r = run(&[i], &out, &DatasetOptions::default()).unwrap();
         assert_eq!((r.converted, r.skipped), (0, 1));
+    }
+
+    #[test]
+    fn a_complete_dataset_holds_its_files_only_and_a_rerun_still_skips_them() {
+        let d = tempfile::tempdir().unwrap();
+        let inputs = [input(d.path(), "a.msgpack"), input(d.path(), "b.msgpack")];
+        let out = d.path().join("ds");
+        let by_id = DatasetOptions {
+            partition_by: Some("id".into()),
+            ..Default::default()
+        };
+        let r = run(&inputs[..1], &out, &by_id).unwrap();
+        assert_eq!(r.converted, 1);
+        // what Polars' scan of the directory lists: the partitions only
+        let mut names: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["id=1", "id=2"]);
+        // told from its files: the same layout resumes (a is done), another is refused
+        let r = run(&inputs, &out, &by_id).unwrap();
+        assert_eq!((r.converted, r.skipped), (1, 1));
+        assert!(out.join("id=1").join("b.parquet").exists());
+        let by_emb = DatasetOptions {
+            partition_by: Some("other".into()),
+            ..Default::default()
+        };
+        let e = run(&inputs, &out, &by_emb).unwrap_err().to_string();
+        assert!(e.contains("written as parquet partitioned by id"), "{e}");
+        let e = run(&inputs, &out, &DatasetOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("written as parquet partitioned by id"), "{e}");
+        assert!(!out.join(STATE_DIR).exists());
     }
 
     #[test]
