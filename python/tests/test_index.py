@@ -8,6 +8,7 @@ read (the rows a slice must give)."""
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -97,6 +98,12 @@ def test_write_index_matches_python_msgpack_and_reads_straight_to_the_row(tmp_pa
     broken = bytearray(data)
     broken[unpacker_offsets(data)[3]] = 0xC1
     p.write_bytes(bytes(broken))  # same size: the index still ends where the file does
+    # the file is newer than its index now: the index is checked against all of it first
+    with pytest.raises(ma.DecodeError, match="record 3"):
+        ma.read_msgpack(p, rows=slice(10, 15))
+    # an index as new as its file is trusted: the read starts at row 10's byte
+    index = Path(str(p) + ".offsets")
+    os.utime(index, ns=(index.stat().st_atime_ns, p.stat().st_mtime_ns + 10**9))
     got = ma.read_msgpack(p, rows=slice(10, 15))
     assert got["id"].to_list() == list(range(10, 15))
     Path(str(p) + ".offsets").unlink()

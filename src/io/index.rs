@@ -17,7 +17,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::io::atomic::AtomicFile;
 use crate::options::Layout;
 use crate::read::plan::{plan_first, Container};
-use crate::read::source::mmap_buffer;
 use crate::wire::cursor::Cursor;
 use crate::ReaderBuilder;
 
@@ -185,11 +184,13 @@ pub(crate) fn indexed_layout(b: &ReaderBuilder, data: &[u8], offsets: &[u64]) ->
 }
 
 impl ReaderBuilder {
-    /// A mapped file with an index, read in `layout` from row [`ReaderBuilder::skip_rows`] on:
-    /// the bytes of the rows asked for, checked record by record against the index first.
+    /// A file (mapped, or read whole) with an index, read in `layout` from row
+    /// [`ReaderBuilder::skip_rows`] on: the bytes of the rows asked for, checked record by record
+    /// against the index first.
     pub(crate) fn build_indexed(
         self,
-        map: memmap2::Mmap,
+        map: arrow_buffer::Buffer,
+        mapped: bool,
         offsets: &[u64],
         index: &Path,
         layout: Layout,
@@ -217,9 +218,11 @@ impl ReaderBuilder {
             }
         }
         let (a, b) = (offsets[from] as usize, offsets[to] as usize);
-        let buf = mmap_buffer(map).slice_with_length(a, b - a);
+        let buf = map.slice_with_length(a, b - a);
         let me = self.with_layout(layout).with_skip_rows(0);
-        me.releasing_input().build_from_buffer(buf)
+        // (a mapped file's pages are dropped behind the decoder; dropped heap pages read as zeros)
+        let me = if mapped { me.releasing_input() } else { me };
+        me.build_from_buffer(buf)
     }
 }
 

@@ -52,14 +52,22 @@ impl crate::ReaderBuilder {
     /// further in ([`ReaderBuilder::with_skip_rows`]) of a plain file with a record index
     /// ([`index`]) goes straight to its first row.
     pub fn build_from_input_of(self, input: Input, path: &Path) -> Result<crate::Reader> {
-        if let (Input::Mmap(m), true) = (&input, self.skip_rows() > 0) {
-            if let Some(offsets) = index::load(path, m.len() as u64)? {
-                index::check_not_stale(path, m, &offsets, self.max_depth())?;
-                if let Some(layout) = index::indexed_layout(&self, m, &offsets) {
-                    let Input::Mmap(m) = input else {
-                        unreachable!("matched above")
+        let bytes = match &input {
+            Input::Mmap(m) => Some(&m[..]),
+            Input::Buffer(b) => Some(b.as_slice()),
+            Input::Stream(_) => None,
+        };
+        if let (Some(data), true) = (bytes, self.skip_rows() > 0) {
+            if let Some(offsets) = index::load(path, data.len() as u64)? {
+                index::check_not_stale(path, data, &offsets, self.max_depth())?;
+                if let Some(layout) = index::indexed_layout(&self, data, &offsets) {
+                    let (buf, mapped) = match input {
+                        Input::Mmap(m) => (crate::read::source::mmap_buffer(m), true),
+                        Input::Buffer(b) => (b, false),
+                        Input::Stream(_) => unreachable!("matched above"),
                     };
-                    return self.build_indexed(m, &offsets, &index::sidecar(path), layout);
+                    let index = index::sidecar(path);
+                    return self.build_indexed(buf, mapped, &offsets, &index, layout);
                 }
             }
         }
@@ -678,7 +686,7 @@ fn open_msgpack(path: &Path, opts: &ReadOptions, size: Option<u64>) -> Result<Ta
     use crate::Reader;
     let builder = opts.reader.clone();
     let input = compress::open_input_with(path, opts.progress.clone(), &opts.storage)?;
-    let streamed = !matches!(input, Input::Mmap(_));
+    let streamed = matches!(input, Input::Stream(_));
     let reader: Reader = builder.build_from_input_of(input, path)?;
     let schema = reader.schema();
     let layout = Some(reader.layout());
