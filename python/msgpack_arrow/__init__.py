@@ -196,7 +196,9 @@ def read_arrow(
 ) -> ArrowStream:
     """Read msgpack-numpy into Arrow record batches.
 
-    Takes the same arguments as :func:`read_msgpack`. The result has ``__arrow_c_stream__``, so
+    Takes the same arguments as :func:`read_msgpack`; several files (a list, a directory, a
+    glob) are read one after another, each with the first one's columns and types (else an
+    error naming the file and what differs). The result has ``__arrow_c_stream__``, so
     ``pyarrow.table(obj)``, ``pl.DataFrame(obj)`` and any Arrow PyCapsule consumer take it without
     a copy (as often as needed). Unlike a Polars DataFrame it keeps the Arrow field metadata
     that records the exact numpy dtypes, so ``write_msgpack(read_arrow(f), ..., layout="auto")``
@@ -208,7 +210,32 @@ def read_arrow(
     >>> t.schema.field("x").type
     FixedSizeListType(fixed_size_list<item: int16>[3])
     """
+    if _is_multi(source):
+        return _read_arrow_many(source, _kw(locals()))
     return _read_stream(source, for_polars=False, **_kw(locals()))
+
+
+def _read_arrow_many(source: Any, kw: dict) -> ArrowStream:
+    """Several files (a list, a directory, a glob) as one stream, as the CLI's ``convert`` reads
+    them: each in turn, with the same columns and types as the first (or an error naming the
+    file and what differs; ``schema=`` makes them agree); empty files hold no rows. ``n_rows`` and
+    ``rows`` count across the files, and files after the last row asked for are not read."""
+    skip, take = _row_range(kw.pop("rows"), kw.pop("n_rows"))
+    sources = _expand(source)
+    if not sources:
+        raise FileNotFoundError(f"no input files in {source!r}")
+    sources = [s for s in sources if not _is_empty_file(s)] or sources[:1]
+    want = None if take is None else skip + take
+    streams, names = [], []
+    for src in sources:
+        if want is not None and want <= 0 and streams:
+            break
+        s = _read_stream(src, for_polars=False, n_rows=want, **kw)
+        streams.append(s)
+        names.append(src if isinstance(src, str) else f"<{type(src).__name__}>")
+        if want is not None:
+            want -= s.num_rows
+    return ArrowStream.concat(streams, names, skip, take)
 
 
 def _kw(args: dict) -> dict:

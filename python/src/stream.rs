@@ -87,6 +87,64 @@ impl ArrowStream {
         Ok(ArrowStream::new(schema, batches))
     }
 
+    /// The rows `offset..offset + length` of `streams` one after another (several files read
+    /// as one: `read_arrow(glob)`), in the first stream's schema. Each other stream must have its
+    /// columns and types (metadata and nested field names may differ); `names` name them in the
+    /// error that says what differs.
+    #[staticmethod]
+    #[pyo3(signature = (streams, names, offset = 0, length = None))]
+    fn concat(
+        streams: Vec<PyRef<'_, ArrowStream>>,
+        names: Vec<String>,
+        offset: usize,
+        length: Option<usize>,
+    ) -> PyResult<Self> {
+        let Some(first) = streams.first() else {
+            return Err(PyValueError::new_err("no stream to concatenate"));
+        };
+        let schema = first.schema.clone();
+        let name = |i: usize| names.get(i).map_or("?", String::as_str);
+        let (mut skip, mut left) = (offset, length.unwrap_or(usize::MAX));
+        let mut batches = Vec::new();
+        for (i, s) in streams.iter().enumerate() {
+            if let Some(diff) = msgpack_arrow::io::convert::schema_difference(&schema, &s.schema) {
+                return Err(PyValueError::new_err(format!(
+                    "{}: schema differs from the first input {}: {diff}",
+                    name(i),
+                    name(0)
+                )));
+            }
+            for b in &s.batches {
+                let n = b.num_rows();
+                if skip >= n {
+                    skip -= n;
+                    continue;
+                }
+                if left == 0 {
+                    break;
+                }
+                let k = (n - skip).min(left);
+                let b = b.slice(skip, k);
+                (skip, left) = (0, left - k);
+                let b = if b.schema() == schema {
+                    b
+                } else {
+                    let cols = b
+                        .columns()
+                        .iter()
+                        .zip(schema.fields())
+                        .map(|(c, f)| msgpack_arrow::types::extension::retype(c, f.data_type()))
+                        .collect();
+                    let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(k));
+                    RecordBatch::try_new_with_options(schema.clone(), cols, &opts)
+                        .map_err(|e| PyValueError::new_err(format!("{}: {e}", name(i))))?
+                };
+                batches.push(b);
+            }
+        }
+        Ok(ArrowStream::new(schema, batches))
+    }
+
     /// Total number of rows.
     #[getter]
     fn num_rows(&self) -> usize {

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
 
+import msgpack
 import msgpack_numpy as mn
 import numpy as np
 import polars as pl
@@ -271,3 +273,28 @@ def test_a_scan_pickles_and_explains_itself(one_file):
     # read_arrow's stream too, with its batches
     stream = ma.read_arrow(one_file)
     assert pa.table(pickle.loads(pickle.dumps(stream))).equals(pa.table(stream))
+
+
+def test_read_arrow_takes_several_files_as_one_stream_byte_exact(tmp_path):
+    # shards of one table, an empty file among them: read as one stream, written back they are
+    # the shards' bytes one after another; rows= and n_rows count across the files
+    cuts = [0, 7, 7, 20, 31]
+    for k, (lo, hi) in enumerate(zip(cuts, cuts[1:])):
+        (tmp_path / f"part{k}.msgpack").write_bytes(records(lo, hi))
+    whole = records(0, 31)
+    s = ma.read_arrow(str(tmp_path / "part*.msgpack"))
+    assert s.num_rows == 31
+    assert ma.write_msgpack(s, layout="auto") == whole
+    want = list(msgpack.Unpacker(io.BytesIO(whole), object_hook=mn.decode))
+    t = pa.table(ma.read_arrow(sorted(tmp_path.glob("part*.msgpack")), rows=slice(5, 23)))
+    assert t["id"].to_pylist() == [r["id"] for r in want[5:23]]
+    got = np.stack(t["emb"].to_numpy(zero_copy_only=False))
+    np.testing.assert_array_equal(got, np.stack([r["emb"] for r in want[5:23]]))
+    assert pa.table(ma.read_arrow(tmp_path, n_rows=9))["id"].to_pylist() == list(range(9))
+    # a file of other types is named, with what differs
+    other = {"id": "x", "label": "l", "score": 1.0, "emb": np.zeros(4, "<f4")}
+    (tmp_path / "part9.msgpack").write_bytes(mn.packb(other))
+    with pytest.raises(ValueError, match=r"part9\.msgpack: schema differs .*\"id\""):
+        ma.read_arrow(str(tmp_path / "part*.msgpack"))
+    with pytest.raises(FileNotFoundError):
+        ma.read_arrow(str(tmp_path / "none*.msgpack"))
