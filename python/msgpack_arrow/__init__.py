@@ -671,6 +671,39 @@ def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any
     return found, held
 
 
+#: Files this small are read together with their neighbours by a scan (_small_runs), at most
+#: this many at once.
+_SMALL_FILE = 1 << 20
+_SMALL_RUN = 1024
+
+
+def _small_runs(sources: list[Any], most_bytes: int) -> list[list[Any]]:
+    """``sources`` in order, cut into runs: local files under ``_SMALL_FILE`` bytes together (up
+    to ``most_bytes`` or ``_SMALL_RUN`` files a run), any other source a run of its own."""
+    runs: list[list[Any]] = []
+    run: list[Any] = []
+    size = 0
+    for s in sources:
+        try:
+            n = os.path.getsize(s) if isinstance(s, str) and not _is_url(s) else None
+        except OSError:
+            n = None
+        if n is None or n >= _SMALL_FILE:
+            if run:
+                runs.append(run)
+            runs.append([s])
+            run, size = [], 0
+            continue
+        if run and (size + n > most_bytes or len(run) >= _SMALL_RUN):
+            runs.append(run)
+            run, size = [], 0
+        run.append(s)
+        size += n
+    if run:
+        runs.append(run)
+    return runs
+
+
 def _is_empty_file(source: Any) -> bool:
     try:
         return isinstance(source, str) and not _is_url(source) and os.path.getsize(source) == 0
@@ -845,53 +878,89 @@ def scan_msgpack(
         budgets = [n for n in (limit, n_rows) if n is not None]
         left = min(budgets) if budgets else None
         row0 = row_index_offset  # the row index counts rows read, before the predicate
-        for src in sources:
-            if left == 0:
-                return
-            # every file is read with the first one's schema; a key it lacks is an error (as
-            # Polars' scan_parquet: extra columns raise), not a column silently lost. The
-            # caller's schema: its types convert values, and other keys are skipped (as Polars'
-            # scan_ndjson with a schema)
-            bytes_ = None
-            if src is sources[0]:
+
+        def shape(df: pl.DataFrame, src: Any) -> pl.DataFrame:
+            """A frame as the query wants it: virtual columns, predicate, columns."""
+            if virtual:
+                df = _virtual(df, row_index_name, row0, include_file_paths, src)
+            if predicate is not None:
+                df = df.filter(predicate)
+            if df.columns != want:
+                # (no column at all keeps the rows' count: select([]) is 0 x 0)
+                df = df.select(want) if want else df.drop(df.columns)
+            return df
+
+        # runs of small files are read together (at once on the thread pool, one frame per run)
+        # where every row is wanted and no column names the file: a reader and a frame per file
+        # cost more than its rows (2,000 files of 12 KB: 213 -> 100 ms)
+        together = left is None and on_truncated == "error" and include_file_paths is None
+        groups = _small_runs(sources, batch_bytes) if together else [[s] for s in sources]
+        for group in groups:
+            if len(group) > 1 and not (first_bytes and group[0] is sources[0]):
                 try:
-                    bytes_ = first_bytes.pop()  # (one query takes them, whichever comes first)
-                except IndexError:
-                    pass
-            if bytes_ is not None:
-                bytes_.last_read()
-            with _naming(src, len(sources) > 1):
-                r = _reader(
-                    src if bytes_ is None else bytes_,
-                    columns=read,
-                    schema=full_schema,
-                    schema_inferred=given is None,
-                    strict_schema=given is None,
-                    schema_overrides=overrides,
-                    for_polars=True,
-                    n_rows=left,
-                    batch_size=batch_size,
-                    batch_bytes=batch_bytes,
-                    **opts,
-                )
-            with _naming(src, len(sources) > 1):
-                for chunk in r:
-                    df = _cast(_to_polars(chunk), casts)
+                    r = _reader(
+                        group[0],
+                        columns=read,
+                        schema=full_schema,
+                        schema_inferred=given is None,
+                        strict_schema=given is None,
+                        schema_overrides=overrides,
+                        for_polars=True,
+                        batch_size=batch_size,
+                        batch_bytes=batch_bytes,
+                        **opts,
+                    )
+                    stream, _ = r.read_with(group[1:])
+                except (MsgpackArrowError, ValueError, OSError):
+                    pass  # read one by one below: the error is raised naming its file
+                else:
+                    df = _cast(_to_polars(stream), casts)
                     height = df.height
-                    if virtual:
-                        df = _virtual(df, row_index_name, row0, include_file_paths, src)
+                    df = shape(df, None)
                     row0 += height
-                    if left is not None:
-                        left -= height
-                    if predicate is not None:
-                        df = df.filter(predicate)
-                    if df.columns != want:
-                        # (no column at all keeps the rows' count: select([]) is 0 x 0)
-                        df = df.select(want) if want else df.drop(df.columns)
                     yield df
-                    if left == 0:
-                        return
-            _warn_truncation(r, src)
+                    continue
+            for src in group:
+                if left == 0:
+                    return
+                # every file is read with the first one's schema; a key it lacks is an error (as
+                # Polars' scan_parquet: extra columns raise), not a column silently lost. The
+                # caller's schema: its types convert values, and other keys are skipped (as
+                # Polars' scan_ndjson with a schema)
+                bytes_ = None
+                if src is sources[0]:
+                    try:
+                        bytes_ = first_bytes.pop()  # (one query takes them, whichever comes first)
+                    except IndexError:
+                        pass
+                if bytes_ is not None:
+                    bytes_.last_read()
+                with _naming(src, len(sources) > 1):
+                    r = _reader(
+                        src if bytes_ is None else bytes_,
+                        columns=read,
+                        schema=full_schema,
+                        schema_inferred=given is None,
+                        strict_schema=given is None,
+                        schema_overrides=overrides,
+                        for_polars=True,
+                        n_rows=left,
+                        batch_size=batch_size,
+                        batch_bytes=batch_bytes,
+                        **opts,
+                    )
+                with _naming(src, len(sources) > 1):
+                    for chunk in r:
+                        df = _cast(_to_polars(chunk), casts)
+                        height = df.height
+                        df = shape(df, src)
+                        row0 += height
+                        if left is not None:
+                            left -= height
+                        yield df
+                        if left == 0:
+                            return
+                _warn_truncation(r, src)
 
     # (what `explain()` shows: the files, not a bare PYTHON SCAN)
     first = sources[0] if isinstance(sources[0], str) else f"<{type(sources[0]).__name__}>"

@@ -287,6 +287,9 @@ pub struct PyReader {
     layout: Layout,
     reason: String,
     done: bool,
+    /// what made the reader (projection included): more files read as this one
+    /// ([`PyReader::read_with`])
+    builder: ReaderBuilder,
 }
 
 #[pymethods]
@@ -369,10 +372,12 @@ impl PyReader {
         let builder = builder
             .with_polars_types(for_polars)
             .with_numpy_extension(numpy_extension);
+        let builder = builder.with_projection(columns);
+        let kept = builder.clone();
         let reader = py
             .detach(|| {
                 guarded(|| {
-                    let reader = source.build(builder.with_projection(columns))?;
+                    let reader = source.build(builder)?;
                     for f in reader.schema().fields() {
                         check_c_names(f.name(), f.data_type())?;
                     }
@@ -387,6 +392,7 @@ impl PyReader {
             reason: reader.layout_reason().to_string(),
             inner: Mutex::new(Some(reader)),
             done: false,
+            builder: kept,
         })
     }
 
@@ -451,16 +457,68 @@ impl PyReader {
 
     /// Every remaining batch, as one `ArrowStream`. Checks for Ctrl-C between batches.
     fn read_all(&mut self, py: Python<'_>) -> PyResult<ArrowStream> {
+        Ok(ArrowStream::new(self.schema.clone(), self.rest(py)?))
+    }
+
+    /// The remaining rows of this reader's input and all rows of the files at `paths`, read as
+    /// this one is (same options and schema), the files at once on the thread pool: one batch,
+    /// and the rows each input gave (this one first). For many small files, where a reader and a
+    /// frame per file cost Polars and Python more than decoding it (`scan_msgpack`'s glob of
+    /// small files). An error in any file is raised without naming it: read them one by one
+    /// to have it named.
+    fn read_with(
+        &mut self,
+        py: Python<'_>,
+        paths: Vec<String>,
+    ) -> PyResult<(ArrowStream, Vec<usize>)> {
+        use rayon::prelude::*;
+        let own = self.rest(py)?;
+        let (builder, schema) = (&self.builder, &self.schema);
+        let others = py
+            .detach(|| {
+                guarded(|| {
+                    Ok(paths
+                        .par_iter()
+                        .map(|p| {
+                            let r = builder.clone().build_from_path(p)?;
+                            if r.schema() != *schema {
+                                return Err(msgpack_arrow::Error::new(
+                                    msgpack_arrow::ErrorKind::Usage(format!(
+                                        "{p}: another schema than the files read with it"
+                                    )),
+                                ));
+                            }
+                            r.collect::<msgpack_arrow::Result<Vec<_>>>()
+                        })
+                        .collect::<msgpack_arrow::Result<Vec<_>>>()?)
+                })
+            })
+            .map_err(|f| to_pyerr(py, Op::Decode, f))?;
+        let counts = std::iter::once(&own)
+            .chain(&others)
+            .map(|bs| bs.iter().map(RecordBatch::num_rows).sum())
+            .collect();
+        let all: Vec<RecordBatch> = own
+            .into_iter()
+            .chain(others.into_iter().flatten())
+            .collect();
+        let one = arrow_select::concat::concat_batches(schema, &all)
+            .map_err(|e| PyValueError::new_err(format!("cannot join the files' rows: {e}")))?;
+        Ok((ArrowStream::new(schema.clone(), vec![one]), counts))
+    }
+}
+
+impl PyReader {
+    /// Every remaining batch. Checks for Ctrl-C between batches.
+    fn rest(&mut self, py: Python<'_>) -> PyResult<Vec<RecordBatch>> {
         let mut batches = Vec::new();
         while let Some(b) = self.next_batch(py)? {
             batches.push(b);
             py.check_signals()?;
         }
-        Ok(ArrowStream::new(self.schema.clone(), batches))
+        Ok(batches)
     }
-}
 
-impl PyReader {
     /// Decode the next batch with the GIL released (the core slices it to what `n_rows` leaves).
     fn next_batch(&mut self, py: Python<'_>) -> PyResult<Option<RecordBatch>> {
         if self.done {

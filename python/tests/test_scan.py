@@ -298,3 +298,26 @@ def test_read_arrow_takes_several_files_as_one_stream_byte_exact(tmp_path):
         ma.read_arrow(str(tmp_path / "part*.msgpack"))
     with pytest.raises(FileNotFoundError):
         ma.read_arrow(str(tmp_path / "none*.msgpack"))
+
+
+def test_a_glob_of_small_files_reads_as_each_file_does(tmp_path):
+    # 300 files of 0..8 rows, read together in runs (one reader and frame per run): the rows
+    # msgpack_numpy gives, the row index counting across them, a filter; a bad file is named
+    lo = 0
+    for k in range(300):
+        hi = lo + k % 9
+        (tmp_path / f"f{k:03d}.msgpack").write_bytes(records(lo, hi))
+        lo = hi
+    whole = b"".join((tmp_path / f"f{k:03d}.msgpack").read_bytes() for k in range(300))
+    want = list(msgpack.Unpacker(io.BytesIO(whole), object_hook=mn.decode))
+    glob = str(tmp_path / "f*.msgpack")
+    df = ma.scan_msgpack(glob, row_index_name="i").collect()
+    assert df["id"].to_list() == [r["id"] for r in want] and df["i"].to_list() == list(range(lo))
+    np.testing.assert_array_equal(df["emb"].to_numpy(), np.stack([r["emb"] for r in want]))
+    assert df["label"].to_list() == [r["label"] for r in want]
+    got = ma.scan_msgpack(glob).filter(pl.col("id") % 3 == 0).select("id").collect()
+    assert got["id"].to_list() == [r["id"] for r in want if r["id"] % 3 == 0]
+    (tmp_path / "f150.msgpack").write_bytes(records(0, 2)[:-3])
+    with pytest.raises(ma.DecodeError, match="f150.msgpack") as e:
+        ma.scan_msgpack(glob).collect()
+    assert e.value.path.endswith("f150.msgpack")
