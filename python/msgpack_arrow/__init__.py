@@ -227,14 +227,26 @@ def _read_arrow_many(source: Any, kw: dict) -> ArrowStream:
     sources = [s for s in sources if not _is_empty_file(s)] or sources[:1]
     want = None if take is None else skip + take
     streams, names = [], []
-    for src in sources:
-        if want is not None and want <= 0 and streams:
-            break
-        s = _read_stream(src, for_polars=False, n_rows=want, **kw)
-        streams.append(s)
-        names.append(src if isinstance(src, str) else f"<{type(src).__name__}>")
-        if want is not None:
-            want -= s.num_rows
+    # runs of small files read at once, as scan_msgpack's (every row wanted, errors fatal)
+    together = want is None and kw["on_truncated"] == "error"
+    for run in _small_runs(sources, kw["batch_bytes"]) if together else [[s] for s in sources]:
+        if len(run) > 1:
+            try:
+                s, _ = _stream_reader(run[0], for_polars=False, n_rows=None, **kw).read_with(run[1:])
+            except (MsgpackArrowError, ValueError, OSError):
+                pass  # one by one below: an error is raised naming its file
+            else:
+                streams.append(s)
+                names.append(f"{run[0]} (and {len(run) - 1} more files)")
+                continue
+        for src in run:
+            if want is not None and want <= 0 and streams:
+                break
+            s = _read_stream(src, for_polars=False, n_rows=want, **kw)
+            streams.append(s)
+            names.append(src if isinstance(src, str) else f"<{type(src).__name__}>")
+            if want is not None:
+                want -= s.num_rows
     return ArrowStream.concat(streams, names, skip, take)
 
 
@@ -259,25 +271,30 @@ def _row_range(rows: slice | range | None, n_rows: int | None) -> tuple[int, int
     return start, take
 
 
-def _read_stream(source, *, for_polars: bool, n_rows, rows=None, schema=None, schema_overrides, **kw) -> ArrowStream:
+def _read_stream(source, *, for_polars: bool, n_rows, rows=None, **kw) -> ArrowStream:
     src = _one_source(source)
-    skip, n_rows = _row_range(rows, n_rows)
     with _naming(src):
-        r = _reader(
-            src,
-            schema=_overrides(schema, "schema"),
-            schema_inferred=False,
-            schema_overrides=_overrides(schema_overrides),
-            n_rows=n_rows,
-            skip_rows=skip,
-            for_polars=for_polars,
-            # every batch is kept: decoded while the schema walk goes on
-            eager=True,
-            **kw,
-        )
+        r = _stream_reader(src, for_polars=for_polars, n_rows=n_rows, rows=rows, **kw)
         out = r.read_all()
     _warn_truncation(r, src)
     return out
+
+
+def _stream_reader(src, *, for_polars: bool, n_rows, rows=None, schema=None, schema_overrides, **kw) -> Reader:
+    """The reader of :func:`_read_stream` (every batch kept)."""
+    skip, n_rows = _row_range(rows, n_rows)
+    return _reader(
+        src,
+        schema=_overrides(schema, "schema"),
+        schema_inferred=False,
+        schema_overrides=_overrides(schema_overrides),
+        n_rows=n_rows,
+        skip_rows=skip,
+        for_polars=for_polars,
+        # every batch is kept: decoded while the schema walk goes on
+        eager=True,
+        **kw,
+    )
 
 
 def _to_polars(stream: Any) -> pl.DataFrame:
