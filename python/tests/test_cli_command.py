@@ -233,3 +233,28 @@ def test_npz_arrays_with_a_zero_length_axis_keep_their_rows(tmp_path):
         z.writestr("x.npy", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
     r = run("convert", "-q", str(bad), "-o", str(tmp_path / "bad.msgpack"))
     assert r.returncode != 0 and "refused" in r.stderr, r.stderr
+
+
+def test_convert_of_many_small_files_keeps_their_order_and_names_a_bad_one(tmp_path):
+    # 120 files of 0..6 rows, decoded in runs at once: the output is every file's rows in order
+    import pyarrow.feather as feather
+
+    want = []
+    for k in range(120):
+        rows = [{"id": len(want) + j, "x": np.full(3, k + j, "<f4"), "s": f"f{k}"} for j in range(k % 7)]
+        want.extend(rows)
+        (tmp_path / f"f{k:03d}.msgpack").write_bytes(b"".join(mn.packb(r) for r in rows))
+    for k in range(0, 120, 7):
+        (tmp_path / f"f{k:03d}.msgpack").unlink()  # (empty files are no msgpack input)
+    out = tmp_path / "all.feather"
+    r = run("convert", "-q", str(tmp_path / "f*.msgpack"), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    t = feather.read_table(out)
+    assert t["id"].to_pylist() == [w["id"] for w in want]
+    assert t["s"].to_pylist() == [w["s"] for w in want]
+    np.testing.assert_array_equal(np.stack(t["x"].to_numpy(zero_copy_only=False)), np.stack([w["x"] for w in want]))
+    (tmp_path / "f060.msgpack").write_bytes((tmp_path / "f060.msgpack").read_bytes()[:-5])
+    out.unlink()
+    r = run("convert", "-q", str(tmp_path / "f*.msgpack"), "-o", str(out))
+    assert r.returncode == 1 and "f060.msgpack" in r.stderr, r.stderr
+    assert not out.exists()

@@ -210,10 +210,18 @@ pub fn convert(
     let mut rows = 0u64;
     let mut truncated = Vec::new();
     let mut pending = Some(first);
+    let mut ahead = std::collections::VecDeque::new();
     for (i, path) in inputs.iter().enumerate() {
+        if ahead.is_empty() && pending.is_none() {
+            ahead.extend(read_small_run(&inputs[i..], read));
+        }
         let table = match pending.take() {
             Some(t) => t,
-            None => open_table(path, read).map_err(|e| e.in_file(path))?,
+            None => match ahead.pop_front() {
+                Some(t) => t,
+                None => open_table(path, read),
+            }
+            .map_err(|e| e.in_file(path))?,
         };
         if i > 0 {
             if let Some(diff) = schema_difference(&schema, &table.schema) {
@@ -279,6 +287,54 @@ pub fn convert(
         truncated,
         zones_dropped,
     })
+}
+
+/// Inputs this small are decoded with their neighbours, at once on the thread pool, at most
+/// [`SMALL_RUN_FILES`] or [`SMALL_RUN_BYTES`] a run.
+const SMALL_INPUT: u64 = 1 << 20;
+const SMALL_RUN_FILES: usize = 1024;
+const SMALL_RUN_BYTES: u64 = 16 << 20;
+
+/// The tables of the small local files that `inputs` starts with (two or more; else none),
+/// decoded at once on the thread pool, in order: each holds its decoded batches (up to its
+/// first error, which it then gives). Why: one file at a time, 2,000 files of 12 KB took four
+/// times one file of their rows, opening and typing each alone on one core.
+fn read_small_run(inputs: &[PathBuf], read: &ReadOptions) -> Vec<Result<super::Table>> {
+    use rayon::prelude::*;
+    let mut total = 0;
+    let run = inputs
+        .iter()
+        .take(SMALL_RUN_FILES)
+        .take_while(|p| {
+            let local = !is_stdio(p) && !super::is_url(p);
+            match std::fs::metadata(p) {
+                Ok(m) if local && m.is_file() && m.len() < SMALL_INPUT => {
+                    total += m.len();
+                    total <= SMALL_RUN_BYTES
+                }
+                _ => false,
+            }
+        })
+        .count();
+    if run < 2 {
+        return Vec::new();
+    }
+    inputs[..run]
+        .par_iter()
+        .map(|p| {
+            let mut t = open_table(p, read)?;
+            let mut batches = Vec::new();
+            for b in t.batches.by_ref() {
+                let failed = b.is_err();
+                batches.push(b);
+                if failed {
+                    break;
+                }
+            }
+            t.batches = Box::new(batches.into_iter());
+            Ok(t)
+        })
+        .collect()
 }
 
 /// The top-level columns with a time zone that a msgpack output drops: every Timestamp with one,
