@@ -250,6 +250,10 @@ def test_convert_of_many_small_files_keeps_their_order_and_names_a_bad_one(tmp_p
     r = run("convert", "-q", str(tmp_path / "f*.msgpack"), "-o", str(out))
     assert r.returncode == 0, r.stderr
     t = feather.read_table(out)
+    # (the inputs' small batches are joined: one record batch, not one per file)
+    import pyarrow as pa
+
+    assert pa.ipc.open_file(out).num_record_batches == 1
     assert t["id"].to_pylist() == [w["id"] for w in want]
     assert t["s"].to_pylist() == [w["s"] for w in want]
     np.testing.assert_array_equal(np.stack(t["x"].to_numpy(zero_copy_only=False)), np.stack([w["x"] for w in want]))
