@@ -692,6 +692,7 @@ def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any
 #: this many at once.
 _SMALL_FILE = 1 << 20
 _SMALL_RUN = 1024
+_COMPRESSED = (".zst", ".zstd", ".gz", ".lz4")
 
 
 def _small_runs(sources: list[Any], most_bytes: int) -> list[list[Any]]:
@@ -702,7 +703,9 @@ def _small_runs(sources: list[Any], most_bytes: int) -> list[list[Any]]:
     size = 0
     for s in sources:
         try:
-            n = os.path.getsize(s) if isinstance(s, str) and not _is_url(s) else None
+            # (a compressed file's size says nothing of what it holds)
+            plain = isinstance(s, str) and not _is_url(s) and not s.lower().endswith(_COMPRESSED)
+            n = os.path.getsize(s) if plain else None
         except OSError:
             n = None
         if n is None or n >= _SMALL_FILE:

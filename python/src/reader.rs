@@ -480,7 +480,9 @@ impl PyReader {
                     Ok(paths
                         .par_iter()
                         .map(|p| {
-                            let r = builder.clone().build_from_path(p)?;
+                            // (every row of the other files: a window is this reader's own)
+                            let b = builder.clone().with_n_rows(None).with_skip_rows(0);
+                            let r = b.build_from_path(p)?;
                             if r.schema() != *schema {
                                 return Err(msgpack_arrow::Error::new(
                                     msgpack_arrow::ErrorKind::Usage(format!(

@@ -315,8 +315,9 @@ pub fn open_input_with(
         return Ok(Input::Stream(decompress_by_magic(count(Box::new(file)))?));
     }
     if meta.len() < READ_BELOW {
+        // (not counted here: a read of bytes in memory reports its progress as a mapped one)
         let mut bytes = Vec::with_capacity(meta.len() as usize);
-        count(Box::new(file))
+        (&file)
             .read_to_end(&mut bytes)
             .map_err(|e| io_error(path, e))?;
         return open_buffer(arrow_buffer::Buffer::from_vec(bytes));

@@ -368,7 +368,8 @@ fn read_small_run(inputs: &[PathBuf], read: &ReadOptions) -> Vec<Result<super::T
         .iter()
         .take(SMALL_RUN_FILES)
         .take_while(|p| {
-            let local = !is_stdio(p) && !super::is_url(p);
+            // (a compressed file's size says nothing of what it holds)
+            let local = !is_stdio(p) && !super::is_url(p) && Codec::from_path(p).is_none();
             match std::fs::metadata(p) {
                 Ok(m) if local && m.is_file() && m.len() < SMALL_INPUT => {
                     total += m.len();

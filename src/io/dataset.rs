@@ -154,8 +154,16 @@ pub fn convert_dataset(
         }
     }
     // every input is in: the dataset is complete, and readers of the directory (Polars reads
-    // every file under it) see its data files only
-    std::fs::remove_dir_all(&state).map_err(|e| Error::from(e).in_file(&state))?;
+    // every file under it) see its data files only. Not where a partitioned input of an earlier
+    // run failed part way (its files without a marker): a later run must redo it
+    if opts.partition_by.is_none() || all_marked(dir, &state, ext)? {
+        match std::fs::remove_dir_all(&state) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::from(e).in_file(&state))
+            }
+            _ => {}
+        }
+    }
     Ok(report)
 }
 
@@ -217,6 +225,18 @@ fn check_layout(
         }
     }
     write_atomic(&file, layout.as_bytes())
+}
+
+/// Every partition file in `dir` belongs to an input whose marker is in `state`.
+fn all_marked(dir: &Path, state: &Path, ext: &str) -> Result<bool> {
+    Ok(match written_layout(dir)? {
+        Written::Layout(_, files) => files.iter().all(|f| {
+            let stem = f.strip_suffix(&format!(".{ext}")).unwrap_or(f);
+            state.join(format!("{stem}.done")).exists()
+        }),
+        Written::Empty => true,
+        Written::Foreign => false,
+    })
 }
 
 /// What a directory without a state directory holds.
@@ -327,6 +347,23 @@ fn segment(value: &str) -> String {
     }
 }
 
+/// A column name as the key of its partition directories: `/ \\ = %` and controls escaped, the
+/// rest as it is (Polars' hive reader unescapes values, not keys: `température` stays itself).
+fn key_segment(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if matches!(c, '/' | '\\' | '=' | '%') || c.is_control() {
+            let mut b = [0u8; 4];
+            for byte in c.encode_utf8(&mut b).bytes() {
+                out.push_str(&format!("%{byte:02X}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// One input into `dir/COLUMN=value/<stem>.<ext>` files; all appear together at the end.
 fn write_partitions(
     input: &Path,
@@ -389,7 +426,7 @@ fn write_partitions(
                     "parquet"
                 };
                 let target = dir
-                    .join(format!("{}={safe}", segment(col)))
+                    .join(format!("{}={safe}", key_segment(col)))
                     .join(format!("{stem}.{ext}"));
                 let parent = target.parent().expect("a partition directory");
                 std::fs::create_dir_all(parent).map_err(|e| Error::from(e).in_file(parent))?;
@@ -528,6 +565,17 @@ mod tests {
             .to_string();
         assert!(e.contains("written as parquet partitioned by id"), "{e}");
         assert!(!out.join(STATE_DIR).exists());
+    }
+
+    #[test]
+    fn partition_keys_escape_only_what_a_path_or_hive_reader_cannot_take() {
+        assert_eq!(key_segment("a/b=c%d\\e\n"), "a%2Fb%3Dc%25d%5Ce%0A");
+        assert_eq!(key_segment("température"), "température");
+        assert_eq!(segment("température"), "temp%C3%A9rature"); // values: as pyarrow writes
+        assert_eq!(
+            (segment("."), segment("..")),
+            ("%2E".into(), "%2E%2E".into())
+        );
     }
 
     #[test]

@@ -59,8 +59,8 @@ impl crate::ReaderBuilder {
         };
         if let (Some(data), true) = (bytes, self.skip_rows() > 0) {
             if let Some(offsets) = index::load(path, data.len() as u64)? {
-                index::check_not_stale(path, data, &offsets, self.max_depth())?;
                 if let Some(layout) = index::indexed_layout(&self, data, &offsets) {
+                    index::check_not_stale(path, data, &offsets, self.max_depth())?;
                     let (buf, mapped) = match input {
                         Input::Mmap(m) => (crate::read::source::mmap_buffer(m), true),
                         Input::Buffer(b) => (b, false),
