@@ -126,19 +126,8 @@ impl ArrowStream {
                 let k = (n - skip).min(left);
                 let b = b.slice(skip, k);
                 (skip, left) = (0, left - k);
-                let b = if b.schema() == schema {
-                    b
-                } else {
-                    let cols = b
-                        .columns()
-                        .iter()
-                        .zip(schema.fields())
-                        .map(|(c, f)| msgpack_arrow::types::extension::retype(c, f.data_type()))
-                        .collect();
-                    let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(k));
-                    RecordBatch::try_new_with_options(schema.clone(), cols, &opts)
-                        .map_err(|e| PyValueError::new_err(format!("{}: {e}", name(i))))?
-                };
+                let b = msgpack_arrow::io::convert::in_schema(b, &schema)
+                    .map_err(|e| PyValueError::new_err(format!("{}: {e}", name(i))))?;
                 batches.push(b);
             }
         }

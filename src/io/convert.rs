@@ -149,6 +149,22 @@ pub fn schema_difference(a: &Schema, b: &Schema) -> Option<String> {
     None
 }
 
+/// A batch of a later file in the first file's `schema`, which [`schema_difference`] found it
+/// to have: they may differ in metadata or nested field names only (nested field metadata too),
+/// so the same buffers are put in the first file's types.
+pub fn in_schema(batch: RecordBatch, schema: &arrow_schema::SchemaRef) -> Result<RecordBatch> {
+    if batch.schema() == *schema {
+        return Ok(batch);
+    }
+    let cols = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| retype(c, f.data_type()))
+        .collect();
+    record_batch(schema, cols, batch.num_rows())
+}
+
 /// A column name given twice would make an output that Polars and pyarrow refuse to read.
 pub fn check_unique_columns(schema: &Schema) -> Result<()> {
     let mut seen = std::collections::HashSet::new();
@@ -235,19 +251,7 @@ pub fn convert(
         }
         for batch in table.batches {
             let batch = batch.map_err(|e| e.in_file(path))?;
-            // Later files may differ from the first in metadata or nested field names only.
-            let batch = if batch.schema() != schema {
-                // (nested field metadata too: the same buffers in the first file's types)
-                let cols = batch
-                    .columns()
-                    .iter()
-                    .zip(schema.fields())
-                    .map(|(c, f)| retype(c, f.data_type()))
-                    .collect();
-                record_batch(&schema, cols, batch.num_rows()).map_err(|e| e.in_file(path))?
-            } else {
-                batch
-            };
+            let batch = in_schema(batch, &schema).map_err(|e| e.in_file(path))?;
             rows += batch.num_rows() as u64;
             // Feather: the small batches of small inputs are joined before they are written (a
             // record batch per 12 KB input made a 2,000-file output of 2,000 batches)
