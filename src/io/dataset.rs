@@ -134,7 +134,7 @@ pub fn convert_dataset(
                     Ok(true)
                 }
                 Some(col) => {
-                    let marker = state.join(format!("{stem}.done"));
+                    let marker = marker(&state, &stem);
                     if marker.exists() && !opts.overwrite {
                         return Ok(false);
                     }
@@ -219,12 +219,19 @@ fn check_layout(
     }
     // a partitioned input is done when its marker is: those of a complete dataset are its files'
     if partition_by.is_some() {
-        for stem in done.iter().filter(|s| s.ends_with(&format!(".{ext}"))) {
-            let stem = &stem[..stem.len() - ext.len() - 1];
-            write_atomic(&state.join(format!("{stem}.done")), b"")?;
+        for stem in done
+            .iter()
+            .filter_map(|f| f.strip_suffix(&format!(".{ext}")))
+        {
+            write_atomic(&marker(state, stem), b"")?;
         }
     }
     write_atomic(&file, layout.as_bytes())
+}
+
+/// Where the state directory marks the input `stem` of a partitioned dataset as converted.
+fn marker(state: &Path, stem: &str) -> PathBuf {
+    state.join(format!("{stem}.done"))
 }
 
 /// Every partition file in `dir` belongs to an input whose marker is in `state`.
@@ -232,7 +239,7 @@ fn all_marked(dir: &Path, state: &Path, ext: &str) -> Result<bool> {
     Ok(match written_layout(dir)? {
         Written::Layout(_, files) => files.iter().all(|f| {
             let stem = f.strip_suffix(&format!(".{ext}")).unwrap_or(f);
-            state.join(format!("{stem}.done")).exists()
+            marker(state, stem).exists()
         }),
         Written::Empty => true,
         Written::Foreign => false,
