@@ -237,3 +237,26 @@ def test_nested_key_sets_are_tracked_per_column():
     table = pa.table(ma.read_arrow(data))
     assert table.schema.metadata[b"msgpack_arrow.missing_nested"] == b'["m"]'
     assert ma.write_msgpack(table, None, layout="auto") == data
+
+
+def test_wide_tables_read_in_batches_as_wide_as_they_are():
+    # a table of more than 256 columns is read in batches of fewer than 65,536 rows (at most
+    # 2**24 values each), on every thread where the walk cut its batches that short; where the
+    # columns came only after a long first batch, one batch after another. Reference: msgpack.
+    import msgpack
+
+    rng = np.random.default_rng(5)
+    sparse = [
+        {f"k{j}": int(j * 7 + i) for j in sorted(rng.choice(2000, 40, replace=False))} for i in range(12_000)
+    ]
+    late = [{"id": i, "x": float(i)} for i in range(66_000)]
+    late += [{"id": i, **{f"c{j}": j + i for j in range(300)}} for i in range(66_000, 66_100)]
+    for recs in (sparse, late):
+        data = b"".join(msgpack.packb(r) for r in recs)
+        got = ma.read_msgpack(data)
+        assert got.height == len(recs)
+        want = pl.from_dicts(recs, schema=got.schema)
+        assert got.equals(want)
+        arrow = pa.table(ma.read_arrow(data))
+        assert max(b.num_rows for b in arrow.to_batches()) * arrow.num_columns <= 1 << 24
+        assert arrow.to_pylist()[-1] == {c: recs[-1].get(c) for c in arrow.column_names}

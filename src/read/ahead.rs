@@ -82,8 +82,9 @@ pub(crate) fn plan_ahead(b: &ReaderBuilder, input: &Buffer) -> Result<(Plan, Ahe
     let (tx, rx) = mpsc::channel();
     let plan = rayon::in_place_scope(|s| {
         let mut walked = |w: WalkedBatch| {
-            // a wide table is cut into smaller batches than the walk's (Reader::from_plan)
-            if !b.walk_batches_fit(w.schema.fields().len()) {
+            // a batch longer than a read of its width takes (columns came after the walk cut
+            // it): the read decodes those rows in batches of its own (Reader::from_plan)
+            if w.rows > b.batch_rows(w.schema.fields().len()) {
                 if b.release_input {
                     release_pages(data, w.start, w.end);
                 }

@@ -538,7 +538,14 @@ impl ReaderBuilder {
     /// values of `columns` columns; a wider table is read in smaller batches than the walk's
     /// ([`Reader::from_plan`]), so batches the walk hands on are not the read's.
     fn walk_batches_fit(&self, columns: usize) -> bool {
-        columns.max(1) * self.batch_size <= MAX_BATCH_CELLS
+        self.batch_rows(columns) == self.batch_size
+    }
+
+    /// Rows per batch of a table `columns` wide: `batch_size`, fewer where that many rows would
+    /// hold more than [`MAX_BATCH_CELLS`] values.
+    pub(crate) fn batch_rows(&self, columns: usize) -> usize {
+        self.batch_size
+            .min((MAX_BATCH_CELLS / columns.max(1)).max(1))
     }
 
     /// What every batch decoder is told of the read; `input`: the buffer its rows lie in, where
@@ -738,10 +745,16 @@ impl Reader {
                     RowDecoder::new(p.layout, &full, b.projection.as_deref(), &ctx)?;
                 let _ = dec_schema;
                 // a wide table: fewer rows per batch, so a batch holds at most MAX_BATCH_CELLS
-                // values whatever the width (the batch starts the plan found are then unused)
-                let cols = projected.fields().len().max(1);
-                let batch_size = b.batch_size.min((MAX_BATCH_CELLS / cols).max(1));
-                let starts_fit = batch_size == b.batch_size;
+                // values whatever the width. The walk cut its batches as wide as the rows before
+                // each cut: where columns came later, a batch of it may be too long, and the
+                // rows are then decoded one batch after another instead.
+                let batch_size = b.batch_rows(projected.fields().len());
+                let total = p.rows.unwrap_or(0);
+                let starts_fit = p
+                    .batch_rows
+                    .iter()
+                    .zip(p.batch_rows.iter().skip(1).chain(std::iter::once(&total)))
+                    .all(|(r0, r1)| r1.saturating_sub(*r0) <= batch_size);
                 Ok(Reader {
                     schema: Arc::new(projected.clone()),
                     layout: p.layout,
@@ -759,12 +772,8 @@ impl Reader {
                         schema: Arc::new(projected),
                         par: {
                             let threads = b.decode_threads();
-                            // the starts cover every row (the last batch is not longer than one)
-                            let whole = p.batch_rows.last().is_some_and(|&r0| {
-                                p.rows.unwrap_or(0).saturating_sub(r0) <= b.batch_size
-                            });
-                            (threads > 1 && p.batch_starts.len() > 1 && whole && starts_fit).then(
-                                || Parallel {
+                            (threads > 1 && p.batch_starts.len() > 1 && starts_fit).then(|| {
+                                Parallel {
                                     threads,
                                     starts: p.batch_starts.clone(),
                                     rows: p.batch_rows.clone(),
@@ -775,8 +784,8 @@ impl Reader {
                                     projection: b.projection.clone(),
                                     ctx: ctx.clone(),
                                     ahead,
-                                },
-                            )
+                                }
+                            })
                         },
                     })),
                     truncation: None,

@@ -556,7 +556,7 @@ fn plan_single(
                 // a mapped file: this walk over every row would otherwise keep the whole file
                 // resident until decoding drops it again
                 released = release_behind(release_walk, data, released, c.pos());
-                if starts_batch(&p, b, c.pos(), seen.rows, seen.last_len) {
+                if starts_batch(&p, b, c.pos(), &seen, seen.last_len) {
                     if !hand_on(&p, c.pos(), &seen, &inf) {
                         return Err(Error::from(std::io::Error::other("the read was stopped")));
                     }
@@ -798,11 +798,12 @@ pub(crate) fn starts_batch(
     p: &Plan,
     b: &ReaderBuilder,
     pos: usize,
-    rows: usize,
+    seen: &RowsSeen,
     last_len: usize,
 ) -> bool {
     let (row0, pos0) = (p.batch_rows.last(), p.batch_starts.last());
-    row0.is_none_or(|&r0| rows - r0 >= b.batch_size)
+    let rows = seen.rows;
+    row0.is_none_or(|&r0| rows - r0 >= b.batch_rows(seen.width(b)))
         || pos0.is_some_and(|&s0| pos - s0 >= b.batch_bytes)
         || last_len >= row_alone_bytes(b.batch_bytes)
 }
@@ -828,6 +829,15 @@ pub(crate) struct RowsSeen {
 }
 
 impl RowsSeen {
+    /// The columns of the rows so far (a given schema's; one for `values`): what a batch of
+    /// rows is as wide as.
+    fn width(&self, b: &ReaderBuilder) -> usize {
+        match (&b.schema, &self.ty) {
+            (Some(s), _) => s.fields().len(),
+            (None, Ty::Struct(cols)) => cols.len(),
+            _ => 1,
+        }
+    }
     pub(crate) fn new(layout: Layout) -> Self {
         RowsSeen {
             ty: if layout == Layout::Records {

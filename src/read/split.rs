@@ -134,7 +134,7 @@ pub(crate) fn walk(
         let mut s = pos;
         for step in row_steps {
             s += step as usize;
-            if starts_batch(p, b, s, seen.rows, last_row.map_or(0, |r| s - r)) {
+            if starts_batch(p, b, s, seen, last_row.map_or(0, |r| s - r)) {
                 p.batch_starts.push(s);
                 p.batch_rows.push(seen.rows);
             }
