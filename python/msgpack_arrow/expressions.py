@@ -190,10 +190,10 @@ class MsgpackExprNamespace:
         ``List`` values become ndarrays of their dtype, ``Struct`` values maps, strings str.
         Null rows stay null.
 
-        The plugin is built without Polars' Categorical/Enum, Decimal and 128-bit integer types
-        (Polars then reports "the plugin panicked" when the query runs) and numpy has no Time
-        type: cast such columns first (``.cast(pl.String)``), or use ``Series.msgpack.encode()``,
-        which writes Categorical/Enum as strings.
+        The plugin is built without Polars' Categorical/Enum, Decimal, 128-bit integer and
+        Object types, and numpy has no Time type: such a column is an error naming it when the
+        query is planned. Cast it first (``.cast(pl.String)``), or use
+        ``Series.msgpack.encode()``, which writes Categorical/Enum as strings.
 
         >>> import msgpack_numpy as mn
         >>> df = pl.DataFrame({"x": [[1.0, 2.0]]}, schema={"x": pl.Array(pl.Float32, 2)})
@@ -256,5 +256,8 @@ class MsgpackSeriesNamespace:
                 "msgpack.encode: an Object column holds Python objects, not values msgpack-numpy "
                 "can write (convert them first)"
             )
+        from ._write import _check_writable  # (the writer imports this module)
+
+        _check_writable(self._s.to_frame())
         out = pl.DataFrame(_internal.encode_blobs(_frame(self._s))).to_series(0)
         return out.cast(pl.Binary) if out.dtype != pl.Binary else out

@@ -15,8 +15,10 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3_polars::derive::polars_expr;
+use pyo3_polars::export::polars_arrow::datatypes as pl_ffi_types;
 use pyo3_polars::export::polars_arrow::ffi as pl_ffi;
 use pyo3_polars::export::polars_core::prelude::*;
+use pyo3_polars::export::polars_ffi::version_0 as pl_ffi_series;
 use serde::Deserialize;
 
 use crate::blobs::{self, Blobs};
@@ -79,7 +81,7 @@ fn decode_output(inputs: &[Field], kwargs: DecodeKwargs) -> PolarsResult<Field> 
 }
 
 #[polars_expr(output_type_func_with_kwargs = decode_output)]
-fn msgpack_decode(inputs: &[Series], kwargs: DecodeKwargs) -> PolarsResult<Series> {
+fn msgpack_decode_series(inputs: &[Series], kwargs: DecodeKwargs) -> PolarsResult<Series> {
     guarded("msgpack.decode", || {
         let s = &inputs[0];
         check_binary("msgpack.decode", s.field().as_ref())?;
@@ -113,8 +115,8 @@ fn msgpack_decode(inputs: &[Series], kwargs: DecodeKwargs) -> PolarsResult<Serie
     })
 }
 
-/// Whether `encode` writes this dtype (numpy's types; the plugin is built without Polars'
-/// categorical, decimal and object types, which Polars then reports as a plugin panic).
+/// Whether `encode` writes this dtype (numpy's types; the types this build cannot even import
+/// are refused before, by [`unsupported`]).
 fn encodable(t: &DataType) -> bool {
     match t {
         DataType::List(inner) | DataType::Array(inner, _) => encodable(inner),
@@ -141,7 +143,7 @@ fn encode_output(inputs: &[Field]) -> PolarsResult<Field> {
 }
 
 #[polars_expr(output_type_func = encode_output)]
-fn msgpack_encode(inputs: &[Series]) -> PolarsResult<Series> {
+fn msgpack_encode_series(inputs: &[Series]) -> PolarsResult<Series> {
     guarded("msgpack.encode", || {
         let s = &inputs[0];
         let name = s.name().as_str();
@@ -162,4 +164,185 @@ fn msgpack_encode(inputs: &[Series]) -> PolarsResult<Series> {
             out.cast(&DataType::Binary)
         }
     })
+}
+
+// The entry points Polars calls (`msgpack_decode`, `msgpack_encode`). The functions
+// `#[polars_expr]` makes turn every input field into a polars-core dtype first, which panics for
+// the dtypes this build leaves out (Categorical, Enum, Decimal, Int128, objects and other
+// extensions): Polars then only says "the plugin panicked". The field functions below look at
+// the Arrow types first and name the column and its type instead; Polars asks for the output
+// field while planning, so the expression itself is never called on such a column.
+
+/// What in an input's Arrow type this build's polars-core cannot import (it has no categorical,
+/// decimal, 128-bit or object dtypes), as Polars names it; `None` when it imports.
+fn unsupported(t: &pl_ffi_types::ArrowDataType) -> Option<String> {
+    use pl_ffi_types::ArrowDataType as A;
+    match t {
+        A::Null
+        | A::Boolean
+        | A::Int8
+        | A::Int16
+        | A::Int32
+        | A::Int64
+        | A::UInt8
+        | A::UInt16
+        | A::UInt32
+        | A::UInt64
+        | A::Float16
+        | A::Float32
+        | A::Float64
+        | A::Date32
+        | A::Date64
+        | A::Timestamp(..)
+        | A::Duration(_)
+        | A::Time32(_)
+        | A::Time64(_)
+        | A::Utf8
+        | A::LargeUtf8
+        | A::Utf8View
+        | A::Binary
+        | A::LargeBinary
+        | A::BinaryView => None,
+        // Polars has no fixed-size binary dtype: it hands Python objects (pl.Object) to a plugin
+        // as 8-byte pointers, which would be written as if they were bytes
+        A::FixedSizeBinary(_) => Some("Object (Python objects)".into()),
+        A::Dictionary(_, _, false) => Some("Categorical".into()),
+        A::Dictionary(_, _, true) => Some("Enum".into()),
+        A::Decimal(p, s) | A::Decimal32(p, s) | A::Decimal64(p, s) | A::Decimal256(p, s) => {
+            Some(format!("Decimal({p}, {s})"))
+        }
+        A::Int128 => Some("Int128".into()),
+        A::UInt128 => Some("UInt128".into()),
+        A::List(f) | A::LargeList(f) | A::FixedSizeList(f, _) | A::Map(f, _) => {
+            unsupported(&f.dtype).map(|inner| format!("List of {inner}"))
+        }
+        A::Struct(fields) => fields.iter().find_map(|f| {
+            unsupported(&f.dtype)
+                .map(|inner| format!("Struct whose field {:?} is {inner}", f.name.as_str()))
+        }),
+        other => Some(format!("{other:?}")),
+    }
+}
+
+/// `false` (with the error set for Polars) when an input field is of a type the plugin cannot
+/// take.
+///
+/// # Safety
+/// `field` points at `len` valid C Data Interface schemas (Polars' call).
+unsafe fn inputs_importable(what: &str, field: *const pl_ffi::ArrowSchema, len: usize) -> bool {
+    // SAFETY: as the caller promises
+    let fields = unsafe { std::slice::from_raw_parts(field, len) };
+    for f in fields {
+        // SAFETY: a valid schema (polars-arrow imports every Arrow type)
+        let Ok(f) = (unsafe { pl_ffi::import_field_from_c(f) }) else {
+            continue;
+        };
+        if let Some(t) = unsupported(&f.dtype) {
+            let hint = match what {
+                "msgpack.decode" => "expected binary (one msgpack-numpy blob per row)",
+                _ => "numpy has no dtype for it; cast it first (e.g. .cast(pl.String))",
+            };
+            pyo3_polars::derive::_update_last_error(PolarsError::InvalidOperation(
+                format!("{what}: column {:?} is {t}: {hint}", f.name.as_str()).into(),
+            ));
+            return false;
+        }
+    }
+    true
+}
+
+/// # Safety
+/// Polars' plugin call: valid schemas in, an empty schema to fill.
+#[no_mangle]
+pub unsafe extern "C" fn _polars_plugin_field_msgpack_encode(
+    field: *mut pl_ffi::ArrowSchema,
+    len: usize,
+    return_value: *mut pl_ffi::ArrowSchema,
+    kwargs_ptr: *const u8,
+    kwargs_len: usize,
+) {
+    // SAFETY: Polars' arguments, passed on as they came
+    unsafe {
+        if inputs_importable("msgpack.encode", field, len) {
+            _polars_plugin_field_msgpack_encode_series(
+                field,
+                len,
+                return_value,
+                kwargs_ptr,
+                kwargs_len,
+            )
+        }
+    }
+}
+
+/// # Safety
+/// Polars' plugin call.
+#[no_mangle]
+pub unsafe extern "C" fn _polars_plugin_msgpack_encode(
+    e: *mut pl_ffi_series::SeriesExport,
+    input_len: usize,
+    kwargs_ptr: *const u8,
+    kwargs_len: usize,
+    return_value: *mut pl_ffi_series::SeriesExport,
+    context: *mut pl_ffi_series::CallerContext,
+) {
+    // SAFETY: Polars' arguments, passed on as they came
+    unsafe {
+        _polars_plugin_msgpack_encode_series(
+            e,
+            input_len,
+            kwargs_ptr,
+            kwargs_len,
+            return_value,
+            context,
+        )
+    }
+}
+
+/// # Safety
+/// Polars' plugin call: valid schemas in, an empty schema to fill.
+#[no_mangle]
+pub unsafe extern "C" fn _polars_plugin_field_msgpack_decode(
+    field: *mut pl_ffi::ArrowSchema,
+    len: usize,
+    return_value: *mut pl_ffi::ArrowSchema,
+    kwargs_ptr: *const u8,
+    kwargs_len: usize,
+) {
+    // SAFETY: Polars' arguments, passed on as they came
+    unsafe {
+        if inputs_importable("msgpack.decode", field, len) {
+            _polars_plugin_field_msgpack_decode_series(
+                field,
+                len,
+                return_value,
+                kwargs_ptr,
+                kwargs_len,
+            )
+        }
+    }
+}
+
+/// # Safety
+/// Polars' plugin call.
+#[no_mangle]
+pub unsafe extern "C" fn _polars_plugin_msgpack_decode(
+    e: *mut pl_ffi_series::SeriesExport,
+    input_len: usize,
+    kwargs_ptr: *const u8,
+    kwargs_len: usize,
+    return_value: *mut pl_ffi_series::SeriesExport,
+    context: *mut pl_ffi_series::CallerContext,
+) {
+    // SAFETY: Polars' arguments, passed on as they came
+    unsafe {
+        _polars_plugin_msgpack_decode_series(
+            e,
+            input_len,
+            kwargs_ptr,
+            kwargs_len,
+            return_value,
+            context,
+        )
+    }
 }

@@ -428,10 +428,29 @@ def test_encode_errors_are_not_crashes():
     with pytest.raises(ma.EncodeError, match="null") as e:
         df["a"].msgpack.encode()
     assert e.value.record == 0
-    # dtypes the plugin is not built for: an error, not a crash
+    # dtypes the plugin is not built for: an error naming the column and its type when the query
+    # is planned (not "the plugin panicked"), and Object columns are not written as their
+    # pointers
     cat = pl.DataFrame({"c": ["x", "y"]}, schema={"c": pl.Categorical})
-    with pytest.raises(pl.exceptions.PolarsError):
+    with pytest.raises(pl.exceptions.ComputeError, match='column "c" is Categorical'):
         cat.select(pl.col("c").msgpack.encode())
+    odd = {
+        "Enum": pl.Series(["a"], dtype=pl.Enum(["a", "b"])),
+        r"Decimal\(10, 2\)": pl.Series([1], dtype=pl.Decimal(10, 2)),
+        "Int128": pl.Series([1], dtype=pl.Int128),
+        "List of Int128": pl.Series([[1]], dtype=pl.List(pl.Int128)),
+        'Struct whose field "a" is Categorical': pl.Series([{"a": "x"}], dtype=pl.Struct({"a": pl.Categorical})),
+        "Object": pl.Series([object()], dtype=pl.Object),
+    }
+    for what, s in odd.items():
+        frame = s.alias("c").to_frame()
+        with pytest.raises(pl.exceptions.ComputeError, match=f'msgpack.encode: column "c" is {what}'):
+            frame.select(pl.col("c").msgpack.encode())
+        with pytest.raises(pl.exceptions.ComputeError, match=f'column "c" is {what}.*expected binary'):
+            frame.lazy().select(pl.col("c").msgpack.decode(pl.Int64)).collect_schema()
+    for s in (pl.Series("c", [1], dtype=pl.Int128), pl.Series("c", [1], dtype=pl.Decimal(10, 2))):
+        with pytest.raises(ma.EncodeError, match="cannot write column 'c'"):
+            s.msgpack.encode()
     assert mn.unpackb(cat.select(pl.col("c").cast(pl.String).msgpack.encode()).item(0, 0), raw=False) == "x"
     assert [mn.unpackb(b, raw=False) for b in cat["c"].msgpack.encode()] == ["x", "y"]
 
