@@ -388,12 +388,13 @@ pub(crate) fn resolve_tensor(
             }
         }
     }
-    let t = arrays
-        .first()
-        .map(|a| a.data_type().to_string())
-        .unwrap_or_default();
-    let dt = native_dtype(&leaves, structs)
-        .ok_or_else(|| unsupported(format!("Arrow {t} has no numpy dtype")))?;
+    let dt = native_dtype(&leaves, structs).ok_or_else(|| {
+        let t = arrays.first().map(|a| a.data_type().to_string());
+        unsupported(format!(
+            "Arrow {} has no numpy dtype",
+            t.unwrap_or_default()
+        ))
+    })?;
     let ts = arrays
         .iter()
         .map(|a| Tensor::new(a, &dt, lists))
