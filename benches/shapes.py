@@ -93,10 +93,7 @@ def make_scalars(d: Path, n: int) -> None:
 
 
 def make_more(d: Path, n: int) -> None:
-    """Five more shapes, each with its Feather file: a `values` stream of `n` float64s, `n // 5`
-    records holding a bool[128] ndarray, `n // 10` records holding a float32 ndarray of 1 to 50
-    elements (ragged), `n // 10` records of 50 scalars (25 int, 25 float), and a dict of five lists
-    of `n // 10` (a columns map whose columns are lists, not ndarrays)."""
+    """More shapes of `n` (or a fraction of `n`) rows, each with its Feather file: see `made`."""
     import msgpack
     import msgpack_numpy as mn
     import numpy as np
@@ -121,6 +118,10 @@ def make_more(d: Path, n: int) -> None:
         "sparse": lambda: b"".join(
             pk.pack({f"k{j}": int(j * 7 + i) for j in sorted(rng.choice(2000, 200, replace=False))})
             for i in range(n // 50)
+        ),
+        # feature tables: 400 float keys in every record (wider than one batch of 65,536 rows holds)
+        "dense_wide": lambda: b"".join(
+            pk.pack({f"f{j}": float(v) for j, v in enumerate(rng.random(400))}) for _ in range(n // 50)
         ),
         # 200 int keys a record, in another order in every record (maps built from sets, Go maps)
         "shuffled": lambda: b"".join(
@@ -425,6 +426,8 @@ def main() -> None:
          "d = mn.unpackb(open(P, 'rb').read(), raw=False); d['emb'] = np.stack(d['emb']); pl.DataFrame(d)"),
         ("sparse", f"{scalars // 50:,} records of 200 int keys out of 2,000 (a 2,000-column table)",
          "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))), infer_schema_length=None)"),
+        ("dense_wide", f"{scalars // 50:,} records of 400 float keys (a 400-column table)",
+         "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))))"),
         ("shuffled", f"{scalars // 40:,} records of 200 int keys, in another order in each",
          "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))))"),
         ("long_strings", f"{scalars // 20:,} records {{id, a, text}} of a 1.5 KB text (1,000 distinct)",
@@ -541,8 +544,13 @@ def main() -> None:
     env1 = dict(os.environ, RAYON_NUM_THREADS="1")
     pairs = [(py(s, "ma.read_msgpack(T)", 1, env1)[0], py(s, "ma.read_msgpack(T)", 1)[0]) for _ in range(R)]
     t1, t2 = min(p[0] for p in pairs), min(p[1] for p in pairs)
+    sw = f"W = {str(work / 'dense_wide.msgpack')!r}"
+    pairs = [(py(sw, "ma.read_msgpack(W)", 1, env1)[0], py(sw, "ma.read_msgpack(W)", 1)[0]) for _ in range(R)]
+    w1, w2 = min(p[0] for p in pairs), min(p[1] for p in pairs)
     rep.lines += ["## Cores", "", f"`read_msgpack(T)` in a fresh process: 1 thread {ms(t1)} ms, {os.cpu_count()} threads {ms(t2)} ms: "
-                  f"**{t1 / t2:.2f}×**.", ""]
+                  f"**{t1 / t2:.2f}×**.", "",
+                  f"The 400-column records (`dense_wide`): 1 thread {ms(w1)} ms, {os.cpu_count()} threads {ms(w2)} ms: "
+                  f"**{w1 / w2:.2f}×**.", ""]
 
     up1 = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     head = ["# Shapes: msgpack-arrow beside its peers", "",
