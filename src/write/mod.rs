@@ -913,17 +913,14 @@ pub fn write_batches(batches: &[RecordBatch], layout: Layout) -> Result<Vec<u8>>
         .build(std::io::sink(), first.schema())?;
     // Encode straight into the final buffer, reserved once (no chunk copies).
     w.flush_at = usize::MAX;
+    // (the data the rows use: a column decoded without a copy sits in the whole input)
     let estimate: usize = batches
         .iter()
-        .map(|b| {
-            b.columns()
-                .iter()
-                .map(|c| c.get_buffer_memory_size())
-                .sum::<usize>()
-                + b.num_rows() * 16
-        })
+        .map(|b| crate::types::arrow::data_bytes(b) + b.num_rows() * 16)
         .sum();
     w.out.buf.reserve(estimate);
+    let spare = w.out.buf.spare_capacity_mut();
+    crate::types::buffers::advise_huge_range(spare.as_mut_ptr().cast(), spare.len());
     for b in batches {
         w.write(b)?;
     }

@@ -123,6 +123,8 @@ pub(crate) fn write_at_once(
     };
     // zeroed pages come from the kernel as they are: no pass over them before the fill
     let mut out = vec![0u8; parts.bytes().unwrap_or_default()];
+    // ... in huge pages where the output is big (faulting 4 KiB pages in cost more than the fill)
+    crate::types::buffers::advise_huge_range(out.as_mut_ptr(), out.len());
     let mut fill = parts.fill(&b, schema, &mut out)?;
     while fill.step(usize::MAX)? {}
     fill.finish_filled()?;
