@@ -230,6 +230,20 @@ fn unsupported(t: &pl_ffi_types::ArrowDataType) -> Option<String> {
 /// # Safety
 /// `field` points at `len` valid C Data Interface schemas (Polars' call).
 unsafe fn inputs_importable(what: &str, field: *const pl_ffi::ArrowSchema, len: usize) -> bool {
+    // a panic must not unwind out of the `extern "C"` caller (it would abort Python): on one,
+    // the generated function decides, which catches its own
+    // SAFETY: as the caller promises
+    catch_unwind(AssertUnwindSafe(|| unsafe {
+        check_inputs(what, field, len)
+    }))
+    .unwrap_or(true)
+}
+
+/// [`inputs_importable`] without its guard.
+///
+/// # Safety
+/// As [`inputs_importable`].
+unsafe fn check_inputs(what: &str, field: *const pl_ffi::ArrowSchema, len: usize) -> bool {
     // SAFETY: as the caller promises
     let fields = unsafe { std::slice::from_raw_parts(field, len) };
     for f in fields {

@@ -534,9 +534,8 @@ impl ReaderBuilder {
         }))
     }
 
-    /// Whether the batches the walk cuts (`batch_size` rows) hold at most [`MAX_BATCH_CELLS`]
-    /// values of `columns` columns; a wider table is read in smaller batches than the walk's
-    /// ([`Reader::from_plan`]), so batches the walk hands on are not the read's.
+    /// Whether batches of `batch_size` rows hold at most [`MAX_BATCH_CELLS`] values of
+    /// `columns` columns (the piped read cuts batches of `batch_size` rows).
     fn walk_batches_fit(&self, columns: usize) -> bool {
         self.batch_rows(columns) == self.batch_size
     }

@@ -803,7 +803,7 @@ pub(crate) fn starts_batch(
 ) -> bool {
     let (row0, pos0) = (p.batch_rows.last(), p.batch_starts.last());
     let rows = seen.rows;
-    row0.is_none_or(|&r0| rows - r0 >= b.batch_rows(seen.width(b)))
+    row0.is_none_or(|&r0| rows - r0 >= b.batch_rows(seen.width(b, p.layout)))
         || pos0.is_some_and(|&s0| pos - s0 >= b.batch_bytes)
         || last_len >= row_alone_bytes(b.batch_bytes)
 }
@@ -829,12 +829,16 @@ pub(crate) struct RowsSeen {
 }
 
 impl RowsSeen {
-    /// The columns of the rows so far (a given schema's; one for `values`): what a batch of
-    /// rows is as wide as.
-    fn width(&self, b: &ReaderBuilder) -> usize {
-        match (&b.schema, &self.ty) {
-            (Some(s), _) => s.fields().len(),
-            (None, Ty::Struct(cols)) => cols.len(),
+    /// How many columns a read of the rows so far gives: what a batch of them is as wide as
+    /// (the projection's, a given schema's, the records' keys so far; one for `values`).
+    fn width(&self, b: &ReaderBuilder, layout: Layout) -> usize {
+        if layout != Layout::Records {
+            return 1;
+        }
+        match (&b.projection, &b.schema, &self.ty) {
+            (Some(p), _, _) => p.len(),
+            (None, Some(s), _) => s.fields().len(),
+            (None, None, Ty::Struct(cols)) => cols.len(),
             _ => 1,
         }
     }

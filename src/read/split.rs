@@ -10,7 +10,9 @@
 //! when the walk of the piece before it ends exactly where it starts, which makes that place a
 //! row start. The pieces' types are merged in file order: merging is associative, so this is the
 //! type a walk over the rows one by one gives. Batch starts are found again from each row's
-//! offset, so the batches are those of a walk on one thread too. Where anything does not hold
+//! offset, so the batches are those of a walk on one thread too, except in a records table of
+//! more than 256 columns whose columns grow within a piece: its batches are cut as wide as the
+//! whole piece's rows (shorter, never longer, than one thread's). Where anything does not hold
 //! (a wrong guess, an error in a piece, a conflict between pieces) the walk goes on one row at a
 //! time from the end of the last piece that held: errors name the same row and offset as without
 //! pieces.
