@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import glob as _glob
 import hashlib
+import inspect
 import os
 import stat as _stat
 import re
@@ -47,6 +48,7 @@ from ._sources import (
     _path,
     _storage,
 )
+from . import _unify
 from ._write import sink_msgpack, write_msgpack
 from .exceptions import DecodeError, EncodeError, MsgpackArrowError, TimeZoneWarning, TruncatedInputWarning, _Positioned
 
@@ -145,6 +147,20 @@ def _naming(source: Any, in_message: bool = False) -> Iterator[None]:
         raise
 
 
+@contextlib.contextmanager
+def _first_file_types(later: bool) -> Iterator[None]:
+    """A later file of a scan whose keys or types the first file's schema lacks: the error says
+    where that schema came from (the reader's own message speaks of a schema it was given)."""
+    try:
+        yield
+    except DecodeError as e:
+        msg = e.args[0] if e.args else ""
+        if not later or not ("type conflict" in msg or "not in the schema the reader was given" in msg):
+            raise
+        hint = "every file is read with the first one's columns and types; schema= gives others"
+        raise type(e)(f"{msg} ({hint})", e.offset, e.record, e.column, e.path) from None
+
+
 def _is_multi(source: Any) -> bool:
     """A list of sources, a directory or a glob pattern (several files, read as scan_msgpack does)."""
     if isinstance(source, (list, tuple)):
@@ -197,8 +213,9 @@ def read_arrow(
     """Read msgpack-numpy into Arrow record batches.
 
     Takes the same arguments as :func:`read_msgpack`; several files (a list, a directory, a
-    glob) are read one after another, each with the first one's columns and types (else an
-    error naming the file and what differs). The result has ``__arrow_c_stream__``, so
+    glob) are read one after another, each with the first one's columns and types, or typed
+    together as :func:`read_msgpack` types them where they differ (else an error naming the
+    file and what differs). The result has ``__arrow_c_stream__``, so
     ``pyarrow.table(obj)``, ``pl.DataFrame(obj)`` and any Arrow PyCapsule consumer take it without
     a copy (as often as needed). Unlike a Polars DataFrame it keeps the Arrow field metadata
     that records the exact numpy dtypes, so ``write_msgpack(read_arrow(f), ..., layout="auto")``
@@ -211,8 +228,48 @@ def read_arrow(
     FixedSizeListType(fixed_size_list<item: int16>[3])
     """
     if _is_multi(source):
-        return _read_arrow_many(source, _kw(locals()))
+        kw = _kw(locals())
+        try:
+            return _read_arrow_many(source, dict(kw))
+        except (MsgpackArrowError, ValueError):
+            together = _types_together(source, kw)
+            if together is None:
+                raise
+            return _read_arrow_many(source, {**kw, "schema": together})
     return _read_stream(source, for_polars=False, **_kw(locals()))
+
+
+def _types_together(source: Any, kw: dict) -> dict[str, Any] | None:
+    """After a read of several files failed: the columns and types of all of them as one
+    concatenated file would have them (``_unify``), to read them again with; ``None`` where that
+    cannot help (a schema given, one file, files of one schema, a file that does not read at
+    all): the first error stands. Types no one column holds are an error naming the file."""
+    if kw.get("schema") is not None or kw.get("schema_overrides") is not None:
+        return None
+    sources = [s for s in _expand(source, kw.get("storage_options")) if not _is_empty_file(s)]
+    if len(sources) < 2:
+        return None
+    takes = inspect.signature(scan_msgpack).parameters
+    one = {k: v for k, v in kw.items() if k in takes and k not in ("columns", "n_rows", "rows")}
+    try:
+        schemas = [dict(scan_msgpack(s, **one).collect_schema()) for s in sources]
+    except (MsgpackArrowError, ValueError, OSError, pl.exceptions.PolarsError):
+        return None
+    if all(s == schemas[0] for s in schemas[1:]):
+        return None
+    together: dict[str, Any] = {}
+    for src, s in zip(sources, schemas):
+        try:
+            together = _unify.unify_columns([together, s])
+        except _unify.Conflict as c:
+            name = src if isinstance(src, str) else f"<{type(src).__name__}>"
+            raise DecodeError(
+                f"{name}: column {c.column!r} is {c.here} here but {c.before} in the files before it, "
+                "and no one type holds both (schema= or schema_overrides= gives one)",
+                column=c.column,
+                path=src if isinstance(src, str) else None,
+            ) from None
+    return together
 
 
 def _read_arrow_many(source: Any, kw: dict) -> ArrowStream:
@@ -351,7 +408,11 @@ def read_msgpack(
         read from its position to its end (``open(path, "rb")`` of a plain file over 1 MiB is
         memory-mapped; other objects are read whole first). The object is left at its end. A list of paths, a glob
         (``"dumps/*.msgpack"``) or a directory (its msgpack files) is read as
-        ``scan_msgpack(source, ...).collect()``: rows of every file, in sorted order.
+        ``scan_msgpack(source, ...).collect()``: rows of every file, in sorted order. Where
+        a later file does not fit the first one's columns and types, the files are typed
+        together as one concatenated file would be (ints and floats widen to Float64, a column
+        nil in one file takes another's type, ndarrays of other shapes become lists, keys first
+        seen later are columns null before), unless ``schema``/``schema_overrides`` is given.
     layout
         How the file becomes rows: ``"records"`` (a stream of maps, one row each),
         ``"columns"`` (one map of name -> ndarray/list), ``"values"`` (one column ``value``), or
@@ -492,8 +553,19 @@ def read_msgpack(
     # (column indices are resolved by the scan, which knows the columns before reading)
     if _is_multi(source) or _has_indices(columns):
         skip, take = _row_range(kw.pop("rows"), kw.pop("n_rows"))
-        lf = scan_msgpack(source, **kw, **extra)
-        return (lf.slice(skip, take) if skip or take is not None else lf).collect()
+
+        def collect(kw: dict) -> pl.DataFrame:
+            lf = scan_msgpack(source, **kw, **extra)
+            return (lf.slice(skip, take) if skip or take is not None else lf).collect()
+
+        try:
+            return collect(kw)
+        except DecodeError:
+            # files whose types differ (a scan takes the first one's): typed together
+            together = _types_together(source, kw) if _is_multi(source) else None
+            if together is None:
+                raise
+            return collect({**kw, "schema": together})
     if extra["include_file_paths"] is not None and not _is_path(source):
         raise ValueError("include_file_paths needs a path source (this one is in memory)")
     kw["schema_overrides"], kw["schema"], casts = _polars_casts(schema_overrides, schema)
@@ -958,9 +1030,10 @@ def scan_msgpack(
                         pass
                 if bytes_ is not None:
                     bytes_.last_read()
-                with _naming(src, len(sources) > 1):
+                later = src is not sources[0] and given is None
+                with _naming(src, len(sources) > 1), _first_file_types(later):
                     r = open_reader(src if bytes_ is None else bytes_, left)
-                with _naming(src, len(sources) > 1):
+                with _naming(src, len(sources) > 1), _first_file_types(later):
                     for chunk in r:
                         df = _cast(_to_polars(chunk), casts)
                         height = df.height

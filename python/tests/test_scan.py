@@ -294,7 +294,7 @@ def test_read_arrow_takes_several_files_as_one_stream_byte_exact(tmp_path):
     # a file of other types is named, with what differs
     other = {"id": "x", "label": "l", "score": 1.0, "emb": np.zeros(4, "<f4")}
     (tmp_path / "part9.msgpack").write_bytes(mn.packb(other))
-    with pytest.raises(ValueError, match=r"part9\.msgpack: schema differs .*\"id\""):
+    with pytest.raises(ValueError, match=r"part9\.msgpack: column 'id' is String here but Int64"):
         ma.read_arrow(str(tmp_path / "part*.msgpack"))
     with pytest.raises(FileNotFoundError):
         ma.read_arrow(str(tmp_path / "none*.msgpack"))
@@ -321,3 +321,34 @@ def test_a_glob_of_small_files_reads_as_each_file_does(tmp_path):
     with pytest.raises(ma.DecodeError, match="f150.msgpack") as e:
         ma.scan_msgpack(glob).collect()
     assert e.value.path.endswith("f150.msgpack")
+
+
+def test_shards_that_differ_as_rows_of_one_file_may_are_typed_together(tmp_path):
+    # shard 1: ints, a column only ever nil; shard 2: floats, strings in that column and a key
+    # the first lacks. read_msgpack and read_arrow give what one file of
+    # both shards' rows gives: each value as msgpack_numpy reads it, in the types the rows unify to
+    recs = [
+        [{"a": 1, "b": None, "v": np.arange(3, dtype="<f4")} for _ in range(3)],
+        [{"a": 2.5, "b": "x", "v": np.arange(3, dtype="<f4") + 1, "c": True} for _ in range(2)],
+    ]
+    for k, rs in enumerate(recs):
+        (tmp_path / f"s{k}.msgpack").write_bytes(b"".join(mn.packb(r) for r in rs))
+    glob = str(tmp_path / "s*.msgpack")
+    want = [mn.unpackb(mn.packb(r), raw=False) for rs in recs for r in rs]
+    schema = {"a": pl.Float64, "b": pl.String, "v": pl.Array(pl.Float32, 3), "c": pl.Boolean}
+    for got in (ma.read_msgpack(glob), pl.DataFrame(ma.read_arrow(glob))):
+        assert dict(got.schema) == schema
+        for w, g in zip(want, got.to_dicts(), strict=True):
+            assert g == {"a": float(w["a"]), "b": w["b"], "v": w["v"].tolist(), "c": w.get("c")}
+    one = b"".join(mn.packb(r) for rs in recs for r in rs)
+    assert_frame_equal(ma.read_msgpack(glob), ma.read_msgpack(one))
+    # a scan keeps the first file's schema, and says so
+    with pytest.raises(ma.DecodeError, match=r"s1\.msgpack: .*first one's columns and types"):
+        ma.scan_msgpack(glob).collect()
+    # types one file could not hold either (or ndarrays of other shapes): the error, naming the file
+    (tmp_path / "s2.msgpack").write_bytes(mn.packb({"a": "text"}))
+    (tmp_path / "s3.msgpack").write_bytes(mn.packb({"a": 1, "v": np.arange(4, dtype="<f4")}))
+    with pytest.raises(ma.DecodeError, match=r"s2\.msgpack"):
+        ma.read_msgpack(glob)
+    with pytest.raises(ValueError, match=r"s2\.msgpack"):
+        ma.read_arrow(glob)
