@@ -265,98 +265,52 @@ unsafe fn check_inputs(what: &str, field: *const pl_ffi::ArrowSchema, len: usize
     true
 }
 
-/// # Safety
-/// Polars' plugin call: valid schemas in, an empty schema to fill.
-#[no_mangle]
-pub unsafe extern "C" fn _polars_plugin_field_msgpack_encode(
-    field: *mut pl_ffi::ArrowSchema,
-    len: usize,
-    return_value: *mut pl_ffi::ArrowSchema,
-    kwargs_ptr: *const u8,
-    kwargs_len: usize,
-) {
-    // SAFETY: Polars' arguments, passed on as they came
-    unsafe {
-        if inputs_importable("msgpack.encode", field, len) {
-            _polars_plugin_field_msgpack_encode_series(
-                field,
-                len,
-                return_value,
-                kwargs_ptr,
-                kwargs_len,
-            )
+/// The two entry points Polars calls for one expression (`$what`): its output field, checked
+/// first, and its evaluation, each passed on to the function `#[polars_expr]` made.
+macro_rules! checked_entry_points {
+    ($what:literal, $field:ident => $field_made:ident, $expr:ident => $expr_made:ident) => {
+        /// # Safety
+        /// Polars' plugin call: valid schemas in, an empty schema to fill.
+        #[no_mangle]
+        pub unsafe extern "C" fn $field(
+            field: *mut pl_ffi::ArrowSchema,
+            len: usize,
+            return_value: *mut pl_ffi::ArrowSchema,
+            kwargs_ptr: *const u8,
+            kwargs_len: usize,
+        ) {
+            // SAFETY: Polars' arguments, passed on as they came
+            unsafe {
+                if inputs_importable($what, field, len) {
+                    $field_made(field, len, return_value, kwargs_ptr, kwargs_len)
+                }
+            }
         }
-    }
-}
 
-/// # Safety
-/// Polars' plugin call.
-#[no_mangle]
-pub unsafe extern "C" fn _polars_plugin_msgpack_encode(
-    e: *mut pl_ffi_series::SeriesExport,
-    input_len: usize,
-    kwargs_ptr: *const u8,
-    kwargs_len: usize,
-    return_value: *mut pl_ffi_series::SeriesExport,
-    context: *mut pl_ffi_series::CallerContext,
-) {
-    // SAFETY: Polars' arguments, passed on as they came
-    unsafe {
-        _polars_plugin_msgpack_encode_series(
-            e,
-            input_len,
-            kwargs_ptr,
-            kwargs_len,
-            return_value,
-            context,
-        )
-    }
-}
-
-/// # Safety
-/// Polars' plugin call: valid schemas in, an empty schema to fill.
-#[no_mangle]
-pub unsafe extern "C" fn _polars_plugin_field_msgpack_decode(
-    field: *mut pl_ffi::ArrowSchema,
-    len: usize,
-    return_value: *mut pl_ffi::ArrowSchema,
-    kwargs_ptr: *const u8,
-    kwargs_len: usize,
-) {
-    // SAFETY: Polars' arguments, passed on as they came
-    unsafe {
-        if inputs_importable("msgpack.decode", field, len) {
-            _polars_plugin_field_msgpack_decode_series(
-                field,
-                len,
-                return_value,
-                kwargs_ptr,
-                kwargs_len,
-            )
+        /// # Safety
+        /// Polars' plugin call.
+        #[no_mangle]
+        pub unsafe extern "C" fn $expr(
+            e: *mut pl_ffi_series::SeriesExport,
+            input_len: usize,
+            kwargs_ptr: *const u8,
+            kwargs_len: usize,
+            return_value: *mut pl_ffi_series::SeriesExport,
+            context: *mut pl_ffi_series::CallerContext,
+        ) {
+            // SAFETY: Polars' arguments, passed on as they came
+            unsafe { $expr_made(e, input_len, kwargs_ptr, kwargs_len, return_value, context) }
         }
-    }
+    };
 }
 
-/// # Safety
-/// Polars' plugin call.
-#[no_mangle]
-pub unsafe extern "C" fn _polars_plugin_msgpack_decode(
-    e: *mut pl_ffi_series::SeriesExport,
-    input_len: usize,
-    kwargs_ptr: *const u8,
-    kwargs_len: usize,
-    return_value: *mut pl_ffi_series::SeriesExport,
-    context: *mut pl_ffi_series::CallerContext,
-) {
-    // SAFETY: Polars' arguments, passed on as they came
-    unsafe {
-        _polars_plugin_msgpack_decode_series(
-            e,
-            input_len,
-            kwargs_ptr,
-            kwargs_len,
-            return_value,
-            context,
-        )
-    }
-}
+checked_entry_points!(
+    "msgpack.encode",
+    _polars_plugin_field_msgpack_encode => _polars_plugin_field_msgpack_encode_series,
+    _polars_plugin_msgpack_encode => _polars_plugin_msgpack_encode_series
+);
+checked_entry_points!(
+    "msgpack.decode",
+    _polars_plugin_field_msgpack_decode => _polars_plugin_field_msgpack_decode_series,
+    _polars_plugin_msgpack_decode => _polars_plugin_msgpack_decode_series
+);
