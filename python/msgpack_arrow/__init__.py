@@ -269,6 +269,19 @@ def _types_together(source: Any, kw: dict) -> dict[str, Any] | None:
                 column=c.column,
                 path=src if isinstance(src, str) else None,
             ) from None
+    for src, s in zip(sources, schemas):
+        for name in _unify.widened_ints(s, together):
+            # ints past 2^53 (rare) looked at one by one: rounding them would change the data
+            col = pl.col(name)
+            big = scan_msgpack(src, **one).select(col.filter((col > 2**53) | (col < -(2**53)))).collect()
+            v = _unify.inexact_int(big.to_series().to_list())
+            if v is not None:
+                raise DecodeError(
+                    f"{src}: column {name!r} holds {v}, which no Float64 holds exactly, and floats in "
+                    f"other files (schema_overrides={{{name!r}: pl.String}} keeps the digits, pl.Float64 rounds)",
+                    column=name,
+                    path=src if isinstance(src, str) else None,
+                )
     return together
 
 

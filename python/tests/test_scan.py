@@ -345,6 +345,13 @@ def test_shards_that_differ_as_rows_of_one_file_may_are_typed_together(tmp_path)
     # a scan keeps the first file's schema, and says so
     with pytest.raises(ma.DecodeError, match=r"s1\.msgpack: .*first one's columns and types"):
         ma.scan_msgpack(glob).collect()
+    # ints beside floats widen only where a float64 holds them exactly, as in one file
+    (tmp_path / "t0.msgpack").write_bytes(mn.packb({"n": 0.5}) * 2)
+    (tmp_path / "t1.msgpack").write_bytes(mn.packb({"n": 2**53 + 2}) * 2)
+    assert ma.read_msgpack(str(tmp_path / "t*.msgpack"))["n"].to_list() == [0.5, 0.5, 2.0**53 + 2, 2.0**53 + 2]
+    (tmp_path / "t1.msgpack").write_bytes(mn.packb({"n": 2**53 + 1}) * 2)
+    with pytest.raises(ma.DecodeError, match=r"t1\.msgpack: column 'n' holds 9007199254740993, which no Float64"):
+        ma.read_msgpack(str(tmp_path / "t*.msgpack"))
     # types one file could not hold either (or ndarrays of other shapes): the error, naming the file
     (tmp_path / "s2.msgpack").write_bytes(mn.packb({"a": "text"}))
     (tmp_path / "s3.msgpack").write_bytes(mn.packb({"a": 1, "v": np.arange(4, dtype="<f4")}))
