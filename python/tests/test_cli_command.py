@@ -202,12 +202,14 @@ def test_inputs_whose_nested_keys_differ_in_kind_convert_together(tmp_path):
     rows = list(mn.Unpacker(open(tmp_path / "ab.msgpack", "rb"), raw=False))
     # one column, one key kind: the first input's (bytes)
     assert [r["x"] for r in rows] == [{b"k": k, "n": [i % 3]} for i, k in enumerate([0, 1, 2, 0, -1, -2])]
-    # a struct of other keys (of the same types) is another type: refused, not relabelled
+    # a struct of other keys (of the same types) is not relabelled as the first's: the inputs are
+    # typed together as one file of both would be, every key a field, null where a map lacks it
     c = tmp_path / "c.msgpack"
     c.write_bytes(mn.packb({"id": 0, "x": {"z": 1, "m": [2]}}))
-    r = run("convert", "-q", str(a), str(c), "-o", str(tmp_path / "ac.msgpack"))
-    assert r.returncode != 0 and "schema differs" in r.stderr, r.stderr
-    assert not (tmp_path / "ac.msgpack").exists()
+    r = run("convert", "-q", str(a), str(c), "-o", str(tmp_path / "ac.parquet"))
+    assert r.returncode == 0, r.stderr
+    got = pl.read_parquet(tmp_path / "ac.parquet")["x"].to_list()
+    assert got == [{"k": i, "n": [i], "z": None, "m": None} for i in range(3)] + [{"k": None, "n": None, "z": 1, "m": [2]}]
 
 
 def test_npz_arrays_with_a_zero_length_axis_keep_their_rows(tmp_path):
@@ -261,4 +263,33 @@ def test_convert_of_many_small_files_keeps_their_order_and_names_a_bad_one(tmp_p
     out.unlink()
     r = run("convert", "-q", str(tmp_path / "f*.msgpack"), "-o", str(out))
     assert r.returncode == 1 and "f060.msgpack" in r.stderr, r.stderr
+    assert not out.exists()
+
+
+def test_convert_types_shards_together_as_one_file(tmp_path):
+    # shards differing as rows of one file may (ints then floats, a column nil in the first, a
+    # key first seen later, a key a later shard lacks): one output in the types their rows
+    # unify to, each value as msgpack_numpy reads it
+    shards = [
+        [{"a": 1, "n": None, "v": np.arange(2, dtype="<f4"), "gone": 1} for _ in range(2)],
+        [{"a": 0.25, "n": "x", "v": np.ones(2, dtype="<f4"), "new": True}],
+    ]
+    paths = []
+    for k, rs in enumerate(shards):
+        p = tmp_path / f"s{k}.msgpack"
+        p.write_bytes(b"".join(mn.packb(r) for r in rs))
+        paths.append(str(p))
+    out = tmp_path / "out.parquet"
+    r = run("convert", "-q", *paths, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    got = pl.read_parquet(out)
+    assert dict(got.schema) == {"a": pl.Float64, "n": pl.String, "v": pl.Array(pl.Float32, 2), "gone": pl.Int64, "new": pl.Boolean}
+    rows = [mn.unpackb(mn.packb(r), raw=False) for rs in shards for r in rs]
+    for w, g in zip(rows, got.to_dicts(), strict=True):
+        assert g == {"a": float(w["a"]), "n": w["n"], "v": w["v"].tolist(), "gone": w.get("gone"), "new": w.get("new")}
+    # no one type for a column: an error naming the shard, and no output
+    (tmp_path / "s2.msgpack").write_bytes(mn.packb({"a": "text"}))
+    out.unlink()
+    r = run("convert", "-q", *paths, str(tmp_path / "s2.msgpack"), "-o", str(out))
+    assert r.returncode != 0 and "s2.msgpack" in r.stderr and '"a" is Utf8 here' in r.stderr, r.stderr
     assert not out.exists()

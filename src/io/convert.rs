@@ -242,6 +242,13 @@ pub fn convert(
         };
         if i > 0 {
             if let Some(diff) = schema_difference(&schema, &table.schema) {
+                // inputs that differ as rows of one file may: all of them again, typed together
+                // (nothing of this attempt is kept: the output is not committed)
+                if let Some(read) = types_together(inputs, read)? {
+                    drop((table, joined, ahead, sink));
+                    drop(file);
+                    return convert(inputs, output, &read, opts, on_batch);
+                }
                 return Err(usage(format!(
                     "schema differs from the first input {}: {diff}",
                     first_path.display()
@@ -440,6 +447,39 @@ fn convert_staged(
     std::io::copy(&mut std::fs::File::open(&local)?, &mut out)?;
     out.commit()?;
     Ok(done)
+}
+
+/// Where a later input does not fit the first one's schema: `read` with the schema of every
+/// input read as one file ([`super::unify`]), as types inferred from rows; `None` where that
+/// cannot help (a schema or overrides given, an input not msgpack, one schema after all).
+fn types_together(inputs: &[PathBuf], read: &ReadOptions) -> Result<Option<ReadOptions>> {
+    if read.reader.types_given() || !inputs.iter().all(|p| is_msgpack(p, read)) {
+        return Ok(None);
+    }
+    // (each input walked for its types alone, no progress counted)
+    let quiet = ReadOptions {
+        progress: None,
+        ..read.clone()
+    };
+    let schemas = inputs
+        .iter()
+        .map(|p| {
+            let t = open_table(p, &quiet).map_err(|e| e.in_file(p))?;
+            Ok((p.clone(), t.schema))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let Some(together) = super::unify::unify_schemas(&schemas)? else {
+        return Ok(None);
+    };
+    let reader = read
+        .reader
+        .clone()
+        .with_schema(std::sync::Arc::new(together))
+        .with_schema_inferred(true);
+    Ok(Some(ReadOptions {
+        reader,
+        ..read.clone()
+    }))
 }
 
 fn is_msgpack(p: &Path, read: &ReadOptions) -> bool {

@@ -16,6 +16,7 @@ pub mod parquet;
 #[cfg(feature = "cloud")]
 pub mod remote;
 pub mod sink;
+pub mod unify;
 
 #[cfg(test)]
 mod python_tests;

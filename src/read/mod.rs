@@ -462,6 +462,10 @@ impl ReaderBuilder {
     pub fn batch_bytes(&self) -> usize {
         self.batch_bytes
     }
+    /// Whether the types are the caller's: a schema or schema overrides given.
+    pub fn types_given(&self) -> bool {
+        (self.schema.is_some() && !self.schema_inferred) || self.overrides.is_some()
+    }
 
     /// The threads that decode batches of one buffer (by default the thread pool's: every core,
     /// or `RAYON_NUM_THREADS`).
