@@ -14,8 +14,9 @@ from typing import Any
 import polars as pl
 
 # msgpack ints and floats in one column widen to Float64, as inside one file (Int64 with UInt64
-# does not: only a file's values tell whether a negative one is among them)
-_NUMBERS = (pl.Int64, pl.Float32, pl.Float64)
+# does not: only a file's values tell whether a negative one is among them; nor Float32, which
+# may be numpy float32 scalars, a conflict beside ints in one file)
+_NUMBERS = (pl.Int64, pl.Float64)
 
 
 def unify(a: Any, b: Any, top: bool = True) -> Any | None:

@@ -57,9 +57,17 @@ pub fn unify_fields(
     top: bool,
 ) -> std::result::Result<Fields, (String, DataType, DataType)> {
     let mut out: Vec<FieldRef> = Vec::with_capacity(a.len().max(b.len()));
+    // numpy values (scalars, ndarrays) keep their dtype: one of another type is a conflict, as
+    // in one file (only a column of nils takes them)
+    let numpy = |f: &FieldRef| f.metadata().contains_key(crate::types::meta::KIND);
     for fa in a {
         match b.iter().find(|f| f.name() == fa.name()) {
-            Some(fb) => match unify_type(fa.data_type(), fb.data_type(), top) {
+            Some(fb) => match unify_type(fa.data_type(), fb.data_type(), top).filter(|_| {
+                fa.data_type() == fb.data_type()
+                    || fa.data_type() == &DataType::Null
+                    || fb.data_type() == &DataType::Null
+                    || !(numpy(fa) || numpy(fb))
+            }) {
                 Some(t) => out.push(pick(fa, fb, t)),
                 None => {
                     return Err((
@@ -145,6 +153,14 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+        // a numpy float32 scalar column beside ints: a conflict, as in one file
+        let scalar = Arc::new(Schema::new(vec![Field::new("a", T::Float32, true)
+            .with_metadata(std::collections::HashMap::from([(
+                crate::types::meta::KIND.to_string(),
+                "scalar".to_string(),
+            )]))]));
+        let ints = schema(vec![("a", T::Int64)]);
+        assert!(unify_schemas(&[("s".into(), scalar), ("i".into(), ints)]).is_err());
         // ints and floats inside a list stay a conflict, as text and numbers anywhere
         let c = schema(vec![("a", T::Utf8), ("l", list(T::Float64))]);
         let err = unify_schemas(&[("a".into(), a), ("c.msgpack".into(), c)]).unwrap_err();
