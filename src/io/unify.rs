@@ -95,6 +95,9 @@ pub fn unify_schemas(schemas: &[(PathBuf, Arc<Schema>)]) -> Result<Option<Schema
     let Some((_, first)) = schemas.first() else {
         return Ok(None);
     };
+    if schemas.iter().all(|(_, s)| s.fields() == first.fields()) {
+        return Ok(None);
+    }
     let mut fields = first.fields().clone();
     for (path, s) in &schemas[1..] {
         fields = unify_fields(&fields, s.fields(), true).map_err(|(name, before, here)| {
@@ -104,9 +107,6 @@ pub fn unify_schemas(schemas: &[(PathBuf, Arc<Schema>)]) -> Result<Option<Schema
             )))
             .in_file(path)
         })?;
-    }
-    if fields == *first.fields() && schemas.iter().all(|(_, s)| s.fields() == first.fields()) {
-        return Ok(None);
     }
     Ok(Some(Schema::new_with_metadata(
         fields,
