@@ -26,7 +26,6 @@ use super::rows::{decode_rows, RowDecoder};
 use super::source::release_pages;
 use super::ReaderBuilder;
 use crate::error::Result;
-use crate::options::Layout;
 
 /// Batches decoded ahead, by index: `None` where the decoded one does not fit the final schema.
 pub(crate) type Ahead = Vec<Mutex<Option<RecordBatch>>>;
@@ -85,12 +84,7 @@ pub(crate) fn plan_ahead(b: &ReaderBuilder, input: &Buffer) -> Result<(Plan, Ahe
         let mut walked = |w: WalkedBatch| {
             // a batch longer than a read of its width takes (columns came after the walk cut
             // it): the read decodes those rows in batches of its own (Reader::from_plan)
-            let width = match (&b.projection, w.layout) {
-                (_, Layout::Values) => 1,
-                (Some(p), _) => p.len(),
-                (None, _) => w.schema.fields().len(),
-            };
-            if w.rows > b.batch_rows(width) {
+            if w.rows > b.batch_rows(b.read_width(w.layout, w.schema.fields().len())) {
                 if b.release_input {
                     release_pages(data, w.start, w.end);
                 }

@@ -544,6 +544,16 @@ impl ReaderBuilder {
         self.batch_rows(columns) == self.batch_size
     }
 
+    /// How many columns a read of rows `columns` wide gives: the projection's where there is
+    /// one, one for anything but `records` (a `values` row is one column, maps or not).
+    pub(crate) fn read_width(&self, layout: Layout, columns: usize) -> usize {
+        match (layout, &self.projection) {
+            (Layout::Records, Some(p)) => p.len(),
+            (Layout::Records, None) => columns,
+            _ => 1,
+        }
+    }
+
     /// Rows per batch of a table `columns` wide: `batch_size`, fewer where that many rows would
     /// hold more than [`MAX_BATCH_CELLS`] values.
     pub(crate) fn batch_rows(&self, columns: usize) -> usize {

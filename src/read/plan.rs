@@ -832,15 +832,12 @@ impl RowsSeen {
     /// How many columns a read of the rows so far gives: what a batch of them is as wide as
     /// (the projection's, a given schema's, the records' keys so far; one for `values`).
     fn width(&self, b: &ReaderBuilder, layout: Layout) -> usize {
-        if layout != Layout::Records {
-            return 1;
-        }
-        match (&b.projection, &b.schema, &self.ty) {
-            (Some(p), _, _) => p.len(),
-            (None, Some(s), _) => s.fields().len(),
-            (None, None, Ty::Struct(cols)) => cols.len(),
+        let columns = match (&b.schema, &self.ty) {
+            (Some(s), _) => s.fields().len(),
+            (None, Ty::Struct(cols)) => cols.len(),
             _ => 1,
-        }
+        };
+        b.read_width(layout, columns)
     }
     pub(crate) fn new(layout: Layout) -> Self {
         RowsSeen {
