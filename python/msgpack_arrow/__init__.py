@@ -239,7 +239,7 @@ def read_arrow(
     return _read_stream(source, for_polars=False, **_kw(locals()))
 
 
-def _types_together(source: Any, kw: dict) -> dict[str, Any] | None:
+def _types_together(source: Any, kw: dict) -> _unify.Inferred | None:
     """After a read of several files failed: the columns and types of all of them as one
     concatenated file would have them (``_unify``), to read them again with; ``None`` where that
     cannot help (a schema given, one file, files of one schema, a file that does not read at
@@ -249,40 +249,18 @@ def _types_together(source: Any, kw: dict) -> dict[str, Any] | None:
     sources = [s for s in _expand(source, kw.get("storage_options")) if not _is_empty_file(s)]
     if len(sources) < 2:
         return None
+    # each file's schema as a scan of it has it (the same options: remembered schemas are reused)
     takes = inspect.signature(scan_msgpack).parameters
-    one = {k: v for k, v in kw.items() if k in takes and k not in ("columns", "n_rows", "rows")}
+    opts = {k: kw.get(k, takes[k].default) for k in _SCHEMA_OPTIONS}
     try:
-        schemas = [dict(scan_msgpack(s, **one).collect_schema()) for s in sources]
+        schemas = [
+            (s if isinstance(s, str) else f"<{type(s).__name__}>", _first_schema(s, True, None, None, opts)[0][0])
+            for s in sources
+        ]
     except (MsgpackArrowError, ValueError, OSError, pl.exceptions.PolarsError):
         return None
-    if all(s == schemas[0] for s in schemas[1:]):
-        return None
-    together: dict[str, Any] = {}
-    for src, s in zip(sources, schemas):
-        try:
-            together = _unify.unify_columns([together, s])
-        except _unify.Conflict as c:
-            name = src if isinstance(src, str) else f"<{type(src).__name__}>"
-            raise DecodeError(
-                f"{name}: column {c.column!r} is {c.here} here but {c.before} in the files before it, "
-                "and no one type holds both (schema= or schema_overrides= gives one)",
-                column=c.column,
-                path=src if isinstance(src, str) else None,
-            ) from None
-    for src, s in zip(sources, schemas):
-        for name in _unify.widened_ints(s, together):
-            # ints past 2^53 (rare) looked at one by one: rounding them would change the data
-            col = pl.col(name)
-            big = scan_msgpack(src, **one).select(col.filter((col > 2**53) | (col < -(2**53)))).collect()
-            v = _unify.inexact_int(big.to_series().to_list())
-            if v is not None:
-                raise DecodeError(
-                    f"{src}: column {name!r} holds {v}, which no Float64 holds exactly, and floats in "
-                    f"other files (schema_overrides={{{name!r}: pl.String}} keeps the digits, pl.Float64 rounds)",
-                    column=name,
-                    path=src if isinstance(src, str) else None,
-                )
-    return together
+    together = _unify.unify_schemas(schemas)
+    return None if together is None else _unify.Inferred(together)
 
 
 def _read_arrow_many(source: Any, kw: dict) -> ArrowStream:
@@ -356,7 +334,7 @@ def _stream_reader(src, *, for_polars: bool, n_rows, rows=None, schema=None, sch
     return _reader(
         src,
         schema=_overrides(schema, "schema"),
-        schema_inferred=False,
+        schema_inferred=isinstance(schema, _unify.Inferred),
         schema_overrides=_overrides(schema_overrides),
         n_rows=n_rows,
         skip_rows=skip,
@@ -730,6 +708,23 @@ def _save_schema(path: str | None, decoded: Any, out: Any) -> None:
         pass
 
 
+#: The options of a scan that its schema depends on (with the file, the key of a remembered one).
+_SCHEMA_OPTIONS = (
+    "layout",
+    "tensor",
+    "object_arrays",
+    "dialect",
+    "infer_rows",
+    "on_truncated",
+    "conflicts",
+    "lists",
+    "npy_ext",
+    "numpy_types",
+    "storage_options",
+    "hold_decompressed",
+)
+
+
 def _first_schema(source: Any, many: bool, overrides: Any, schema_overrides: Any, opts: dict) -> tuple:
     """The full schema the first file decodes to (every file is read with it), its column names,
     and an empty DataFrame of the output types; and, for a compressed file whose types were just
@@ -880,20 +875,9 @@ def scan_msgpack(
     if len(sources) > 1:
         # empty files hold no rows (one a writer just created): the schema comes from the others
         sources = [s for s in sources if not _is_empty_file(s)] or sources[:1]
-    opts = dict(
-        layout=layout,
-        tensor=tensor,
-        object_arrays=object_arrays,
-        dialect=dialect,
-        infer_rows=infer_rows,
-        on_truncated=on_truncated,
-        conflicts=conflicts,
-        lists=lists,
-        npy_ext=npy_ext,
-        numpy_types=numpy_types,
-        storage_options=storage_options,
-        hold_decompressed=hold_decompressed,
-    )
+    opts = {k: v for k, v in locals().items() if k in _SCHEMA_OPTIONS}
+    # a schema the files' own unified to (read_msgpack of shards that differ): types as inferred
+    inferred = isinstance(schema, _unify.Inferred)
     # Categorical and Enum: read as String, cast as each frame is made
     schema_overrides, schema, casts = _polars_casts(schema_overrides, schema)
     overrides = _overrides(schema_overrides)
@@ -904,7 +888,7 @@ def scan_msgpack(
     else:
         # the caller's schema: nothing to walk (the reader reads no row to be built)
         with _naming(sources[0], len(sources) > 1):
-            first = _reader(sources[0], schema=given, schema_inferred=False, schema_overrides=overrides,
+            first = _reader(sources[0], schema=given, schema_inferred=inferred, schema_overrides=overrides,
                             batch_size=1, for_polars=True, **opts)
         full_schema, all_columns, empty = first.decoded_schema(), first.columns, _to_polars(first.empty())
         del first
@@ -1000,8 +984,8 @@ def scan_msgpack(
                 src,
                 columns=read,
                 schema=full_schema,
-                schema_inferred=given is None,
-                strict_schema=given is None,
+                schema_inferred=given is None or inferred,
+                strict_schema=given is None or inferred,
                 schema_overrides=overrides,
                 for_polars=True,
                 n_rows=n,

@@ -101,6 +101,7 @@ fn make(py: Python<'_>, op: Op, f: Failure) -> PyResult<PyErr> {
         e.offset(),
         e.record(),
         e.path().map(str::to_string),
+        e.file().map(str::to_string),
     ))?;
     Ok(PyErr::from_value(exc))
 }

@@ -15,6 +15,7 @@ mod plugin;
 mod reader;
 mod series;
 mod stream;
+mod unify;
 mod writer;
 
 use pyo3::prelude::*;
@@ -44,6 +45,7 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(series::encode_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(series::infer_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(series::dtype_token, m)?)?;
+    m.add_function(wrap_pyfunction!(unify::unify_schemas, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(expand_url, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -468,7 +468,10 @@ fn types_together(inputs: &[PathBuf], read: &ReadOptions) -> Result<Option<ReadO
             Ok((p.clone(), t.schema))
         })
         .collect::<Result<Vec<_>>>()?;
-    let Some(together) = super::unify::unify_schemas(&schemas)? else {
+    let Some(together) = super::unify::unify_schemas(&schemas, &|name| {
+        format!("--schema-overrides {name}=TYPE gives one")
+    })?
+    else {
         return Ok(None);
     };
     let reader = read

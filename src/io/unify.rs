@@ -14,10 +14,13 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, FieldRef, Fields, Schema};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::options::TensorMode;
+use crate::read::infer::tensor_type;
+use crate::types::{meta, short_name, NumpyDtype};
 
 /// The type a column of values of types `a` and `b` gets in one file; `None` where they conflict
 /// there too. Ints and floats widen to Float64 at the top only (as Python's readers: nested, it
-/// stays a conflict); ndarrays of other shapes are a conflict (a given List type reads lists).
+/// stays a conflict). ndarrays of other shapes are fields with numpy metadata: [`unify_fields`].
 pub fn unify_type(a: &DataType, b: &DataType, top: bool) -> Option<DataType> {
     use DataType as T;
     let number = |t: &DataType| matches!(t, T::Int64 | T::Float32 | T::Float64);
@@ -49,19 +52,20 @@ fn pick(a: &FieldRef, b: &FieldRef, t: DataType) -> FieldRef {
     }
 }
 
-/// Every field of `a` then those only `b` has, each of the type both unify to; `Err` names the
-/// first field whose types conflict, with both types.
+/// Every field of `a` then those only `b` has, each of the type both unify to; `Err` gives the
+/// first pair of fields (of `a`, of `b`) whose types conflict.
 pub fn unify_fields(
     a: &Fields,
     b: &Fields,
     top: bool,
-) -> std::result::Result<Fields, (String, DataType, DataType)> {
+) -> std::result::Result<Fields, (FieldRef, FieldRef)> {
     let mut out: Vec<FieldRef> = Vec::with_capacity(a.len().max(b.len()));
     // numpy values (scalars, ndarrays) keep their dtype: one of another type is a conflict, as
     // in one file (only a column of nils takes them)
     let numpy = |f: &FieldRef| f.metadata().contains_key(crate::types::meta::KIND);
     for fa in a {
         match b.iter().find(|f| f.name() == fa.name()) {
+            Some(fb) if ragged(fa, fb).is_some() => out.extend(ragged(fa, fb)),
             Some(fb) => match unify_type(fa.data_type(), fb.data_type(), top).filter(|_| {
                 fa.data_type() == fb.data_type()
                     || fa.data_type() == &DataType::Null
@@ -69,13 +73,7 @@ pub fn unify_fields(
                     || !(numpy(fa) || numpy(fb))
             }) {
                 Some(t) => out.push(pick(fa, fb, t)),
-                None => {
-                    return Err((
-                        fa.name().clone(),
-                        fa.data_type().clone(),
-                        fb.data_type().clone(),
-                    ))
-                }
+                None => return Err((fa.clone(), fb.clone())),
             },
             None => out.push(fa.clone()),
         }
@@ -88,10 +86,87 @@ pub fn unify_fields(
     Ok(out.into())
 }
 
+/// ndarrays of one dtype and number of dimensions whose shapes differ between inputs (one input's
+/// f4[3], the next one's f4[5]: a shard of one record each, or one whose rows happen to have one
+/// length): a ragged column, Lists on every axis, as one file of both gives. `None` for anything
+/// else (other dtypes or ndims, the canonical tensor extensions).
+fn ragged(a: &FieldRef, b: &FieldRef) -> Option<FieldRef> {
+    let (ma, mb) = (a.metadata(), b.metadata());
+    let ndarray = |f: &FieldRef| {
+        f.metadata().get(meta::KIND).map(String::as_str) == Some("ndarray")
+            && !f.metadata().contains_key(meta::EXTENSION_NAME)
+    };
+    let same = a.data_type() == b.data_type() && ma.get(meta::SHAPE) == mb.get(meta::SHAPE);
+    if same || !ndarray(a) || !ndarray(b) || ma.get(meta::DTYPE) != mb.get(meta::DTYPE) {
+        return None;
+    }
+    let dt = NumpyDtype::from_metadata(ma.get(meta::DTYPE)?).ok()?;
+    let elem = dt.arrow_type().ok()?;
+    let (sa, sb) = (axes(a, &elem)?, axes(b, &elem)?);
+    if sa.len() != sb.len() || sa.is_empty() {
+        return None;
+    }
+    let shape: Vec<Option<usize>> = sa
+        .iter()
+        .zip(&sb)
+        .map(|(x, y)| x.filter(|_| x == y))
+        .collect();
+    let mut md = std::collections::HashMap::new();
+    for k in [meta::DTYPE, meta::KIND, meta::WIDTHS] {
+        if let Some(v) = ma.get(k).or_else(|| mb.get(k)) {
+            md.insert(k.to_string(), v.clone());
+        }
+    }
+    if shape.iter().any(|d| d.is_some()) {
+        md.insert(
+            meta::SHAPE.to_string(),
+            serde_json::json!(shape).to_string(),
+        );
+    }
+    // (every axis a List: a shape that is all fixed was equal in both, the types too)
+    let lists = vec![None; shape.len()];
+    let t = tensor_type(elem, &lists, TensorMode::Array, &mut md).ok()?;
+    Some(Arc::new(Field::new(a.name(), t, true).with_metadata(md)))
+}
+
+/// Per axis of the ndarray column `f` whose elements are `elem`: its length where every row has
+/// the same (a FixedSizeList, or a List the field's shape metadata fixes), else `None`.
+fn axes(f: &Field, elem: &DataType) -> Option<Vec<Option<usize>>> {
+    let mut out = Vec::new();
+    let mut t = f.data_type();
+    while t != elem {
+        match t {
+            DataType::FixedSizeList(item, n) => {
+                out.push(usize::try_from(*n).ok());
+                t = item.data_type();
+            }
+            DataType::List(item) | DataType::LargeList(item) => {
+                out.push(None);
+                t = item.data_type();
+            }
+            _ => return None,
+        }
+    }
+    if let Some(fixed) = f.metadata().get(meta::SHAPE) {
+        let fixed: Vec<Option<usize>> = serde_json::from_str(fixed).ok()?;
+        if fixed.len() != out.len() {
+            return None;
+        }
+        for (o, d) in out.iter_mut().zip(fixed) {
+            *o = o.or(d);
+        }
+    }
+    Some(out)
+}
+
 /// The schema of `schemas` (each input's, in order) read as one file: `Ok(None)` where they are
 /// all one schema already, an error naming the input, the column and both types where no type
-/// holds a column's values. The first schema's metadata is kept.
-pub fn unify_schemas(schemas: &[(PathBuf, Arc<Schema>)]) -> Result<Option<Schema>> {
+/// holds a column's values, ending with `hint(column)` (how to give the column a type, in the
+/// caller's words). The first schema's metadata is kept.
+pub fn unify_schemas(
+    schemas: &[(PathBuf, Arc<Schema>)],
+    hint: &dyn Fn(&str) -> String,
+) -> Result<Option<Schema>> {
     let Some((_, first)) = schemas.first() else {
         return Ok(None);
     };
@@ -100,10 +175,14 @@ pub fn unify_schemas(schemas: &[(PathBuf, Arc<Schema>)]) -> Result<Option<Schema
     }
     let mut fields = first.fields().clone();
     for (path, s) in &schemas[1..] {
-        fields = unify_fields(&fields, s.fields(), true).map_err(|(name, before, here)| {
+        fields = unify_fields(&fields, s.fields(), true).map_err(|(before, here)| {
+            let name = before.name();
             Error::new(ErrorKind::Usage(format!(
-                "column {name:?} is {here} here but {before} in the inputs before it, and no one \
-                 type holds both (--schema-overrides {name}=TYPE gives one)"
+                "column {name:?} is {} here but {} in the inputs before it, and no one type \
+                 holds both ({})",
+                short_name(&here),
+                short_name(&before),
+                hint(name)
             )))
             .in_file(path)
         })?;
@@ -138,7 +217,7 @@ mod tests {
             ("l", list(T::Int64)),
             ("c", T::Boolean),
         ]);
-        let got = unify_schemas(&[("a".into(), a.clone()), ("b".into(), b)])
+        let got = unify_schemas(&[("a".into(), a.clone()), ("b".into(), b)], &hint)
             .unwrap()
             .unwrap();
         let want = schema(vec![
@@ -149,7 +228,7 @@ mod tests {
         ]);
         assert_eq!(got.fields(), want.fields());
         assert!(
-            unify_schemas(&[("a".into(), a.clone()), ("b".into(), a.clone())])
+            unify_schemas(&[("a".into(), a.clone()), ("b".into(), a.clone())], &hint)
                 .unwrap()
                 .is_none()
         );
@@ -160,14 +239,60 @@ mod tests {
                 "scalar".to_string(),
             )]))]));
         let ints = schema(vec![("a", T::Int64)]);
-        assert!(unify_schemas(&[("s".into(), scalar), ("i".into(), ints)]).is_err());
+        assert!(unify_schemas(&[("s".into(), scalar), ("i".into(), ints)], &hint).is_err());
         // ints and floats inside a list stay a conflict, as text and numbers anywhere
         let c = schema(vec![("a", T::Utf8), ("l", list(T::Float64))]);
-        let err = unify_schemas(&[("a".into(), a), ("c.msgpack".into(), c)]).unwrap_err();
+        let err = unify_schemas(&[("a".into(), a), ("c.msgpack".into(), c)], &hint).unwrap_err();
         assert!(err.to_string().contains("c.msgpack"), "{err}");
         assert!(
-            err.to_string().contains("\"a\" is Utf8 here but Int64"),
+            err.to_string()
+                .contains("\"a\" is str here but i64 in the inputs before it, and no one type holds both (give a a type)"),
             "{err}"
         );
+    }
+
+    fn hint(name: &str) -> String {
+        format!("give {name} a type")
+    }
+
+    /// An ndarray column of `dtype` as a read infers it: FixedSizeLists where `shape` is fixed,
+    /// else Lists on every axis with the fixed lengths in metadata.
+    fn ndarray(dtype: &str, shape: &[Option<usize>]) -> Arc<Schema> {
+        let mut md = std::collections::HashMap::from([
+            (meta::DTYPE.to_string(), dtype.to_string()),
+            (meta::KIND.to_string(), "ndarray".to_string()),
+        ]);
+        let elem = NumpyDtype::parse(dtype).unwrap().arrow_type().unwrap();
+        let t = tensor_type(elem, shape, TensorMode::Array, &mut md).unwrap();
+        if shape.iter().any(|d| d.is_none()) && shape.iter().any(|d| d.is_some()) {
+            md.insert(
+                meta::SHAPE.to_string(),
+                serde_json::json!(shape).to_string(),
+            );
+        }
+        Arc::new(Schema::new(
+            vec![Field::new("v", t, true).with_metadata(md)],
+        ))
+    }
+
+    #[test]
+    fn ndarrays_of_other_shapes_unify_as_one_file_types_them() {
+        let unified = |a: &[Option<usize>], b: &[Option<usize>], dt: &str| {
+            let (a, b) = (ndarray("<f4", a), ndarray(dt, b));
+            unify_schemas(&[("a".into(), a), ("b".into(), b)], &hint)
+        };
+        // (2, 3) then (2, 4): ragged on the second axis, the first fixed (in metadata)
+        let got = unified(&[Some(2), Some(3)], &[Some(2), Some(4)], "<f4")
+            .unwrap()
+            .unwrap();
+        assert_eq!(got.fields(), ndarray("<f4", &[Some(2), None]).fields());
+        // a ragged input beside a fixed one
+        let got = unified(&[None], &[Some(7)], "<f4").unwrap().unwrap();
+        assert_eq!(got.fields(), ndarray("<f4", &[None]).fields());
+        // another ndim, another dtype: a conflict, as in one file
+        assert!(unified(&[Some(3)], &[Some(1), Some(3)], "<f4").is_err());
+        assert!(unified(&[Some(3)], &[Some(4)], "<f8").is_err());
+        // the same shape: nothing to unify
+        assert!(unified(&[Some(3)], &[Some(3)], "<f4").unwrap().is_none());
     }
 }
