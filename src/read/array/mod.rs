@@ -12,6 +12,7 @@ mod raw;
 mod structs;
 mod tensor;
 mod timestamp;
+mod validity;
 
 pub(crate) use self::primitive::{convert_elems, inexact_element};
 pub(crate) use self::structs::StructDecoder;

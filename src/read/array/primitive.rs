@@ -1,5 +1,6 @@
 //! nil, bool and number columns (plain msgpack numbers and numpy scalars), converted exactly.
 
+use super::validity::Validity;
 use super::*;
 use crate::error::{ErrorKind, Result};
 use crate::types::NumpyDtype;
@@ -313,9 +314,27 @@ impl FromNum for half::f16 {
     }
 }
 
+impl<T: ArrowPrimitiveType> PrimDecoder<T> {
+    /// Room for `n` more elements, and the null value written into all of the spare capacity.
+    #[cold]
+    fn zero_ahead(&mut self, n: usize) {
+        self.v.reserve(n);
+        let len = self.v.len();
+        let spare = self.v.spare_capacity_mut();
+        spare.fill(std::mem::MaybeUninit::new(T::Native::default()));
+        self.zeroed = len + spare.len();
+        self.zeroed_for = self.v.capacity();
+    }
+}
+
 pub(crate) struct PrimDecoder<T: ArrowPrimitiveType> {
     pub(crate) v: Vec<T::Native>,
-    pub(crate) nulls: NullBufferBuilder,
+    /// `v`'s spare capacity holds zeros (the null value) up to this many elements while its
+    /// capacity is `zeroed_for`: nulls there are appended by moving the length, not by a
+    /// `memset` call per run of nulls (most of a sparse table's columns)
+    zeroed: usize,
+    zeroed_for: usize,
+    pub(crate) nulls: Validity,
     pub(crate) ctx: Ctx,
     /// which msgpack numbers the column takes: where its type was inferred, those inference
     /// gives it (ints into ints and Float64, float32 into floats, float64 into Float64), so a
@@ -334,7 +353,9 @@ impl<T: ArrowPrimitiveType> PrimDecoder<T> {
         let any = ctx.convert;
         PrimDecoder {
             v: Vec::new(),
-            nulls: NullBufferBuilder::new(0),
+            zeroed: 0,
+            zeroed_for: 0,
+            nulls: Validity::default(),
             ctx: ctx.clone(),
             ints: any || t.is_integer() || t == DataType::Float64,
             f32s: any || matches!(t, DataType::Float32 | DataType::Float64),
@@ -404,7 +425,7 @@ where
         match v {
             Some(v) => {
                 self.v.push(v);
-                self.nulls.append_non_null();
+                self.nulls.append_valid();
                 Ok(())
             }
             None => {
@@ -423,14 +444,22 @@ where
     }
     fn append_null(&mut self) {
         self.v.push(T::Native::default());
-        self.nulls.append_null();
+        self.nulls.append_nulls(1);
     }
     fn append_nulls(&mut self, n: usize) {
-        self.v.resize(self.v.len() + n, T::Native::default());
-        self.nulls.append_n_nulls(n);
+        let end = self.v.len() + n;
+        if end > self.zeroed || self.v.capacity() != self.zeroed_for {
+            self.zero_ahead(n);
+        }
+        // SAFETY: up to `self.zeroed` (at least `end`, within the capacity) the elements were
+        // written by `zero_ahead` in this allocation (its capacity is the one zeroed for), and
+        // nothing has written them since: values are pushed at the end only
+        unsafe { self.v.set_len(end) };
+        self.nulls.append_nulls(n);
     }
     fn finish(&mut self) -> Result<ArrayRef> {
         let v = std::mem::take(&mut self.v);
+        (self.zeroed, self.zeroed_for) = (0, 0);
         Ok(Arc::new(PrimitiveArray::<T>::new(
             ScalarBuffer::from(v),
             self.nulls.finish(),
@@ -438,5 +467,6 @@ where
     }
     fn reserve(&mut self, rows: usize) {
         self.v.reserve(rows);
+        self.nulls.reserve(rows);
     }
 }
