@@ -353,32 +353,43 @@ impl GroupEncoder {
         let mut writers = if dense.iter().all(Option::is_some) {
             Vec::new().into_iter()
         } else {
-            let mut ws = self.factory.create_column_writers(index)?;
-            if let Some(plain) = &self.plain_factory {
-                let no_dictionary: Vec<bool> = (0..dense.len())
+            // which decided fields go without a dictionary: `Some(true)` the field does,
+            // `Some(false)` it keeps one, `None` not decided here
+            let plain: Vec<Option<bool>> = match &self.plain_factory {
+                Some(_) => (0..dense.len())
                     .into_par_iter()
                     .map(|i| {
-                        self.decides[i]
-                            && dense[i].is_none()
-                            && dictionary::plain_is_better(batches, i)
+                        (self.decides[i] && dense[i].is_none())
+                            .then(|| dictionary::plain_is_better(batches, i))
                     })
-                    .collect();
-                if no_dictionary.contains(&true) {
+                    .collect(),
+                None => Vec::new(),
+            };
+            let any_plain = plain.contains(&Some(true));
+            match &self.plain_factory {
+                // every decided field plain: the plain writers alone (the others are the same
+                // in both sets), not a second set of writers (a codec each) for 2,000 columns
+                Some(pf) if any_plain && !plain.contains(&Some(false)) => {
+                    pf.create_column_writers(index)?.into_iter()
+                }
+                Some(pf) if any_plain => {
+                    let mut ws = self.factory.create_column_writers(index)?;
                     // a decided field is flat: its one leaf is its first
-                    let mut others: Vec<Option<ArrowColumnWriter>> = plain
+                    let mut others: Vec<Option<ArrowColumnWriter>> = pf
                         .create_column_writers(index)?
                         .into_iter()
                         .map(Some)
                         .collect();
-                    for (i, _) in no_dictionary.iter().enumerate().filter(|(_, p)| **p) {
+                    for (i, _) in plain.iter().enumerate().filter(|(_, p)| **p == Some(true)) {
                         let leaf = self.first_leaf[i];
                         if let Some(w) = others[leaf].take() {
                             ws[leaf] = w;
                         }
                     }
+                    ws.into_iter()
                 }
+                _ => self.factory.create_column_writers(index)?.into_iter(),
             }
-            ws.into_iter()
         };
         let mut jobs = Vec::with_capacity(self.leaf_counts.len());
         for ((i, &n), d) in self.leaf_counts.iter().enumerate().zip(dense) {
