@@ -193,12 +193,11 @@ fn for_each_key<T: ArrowPrimitiveType>(
     for c in cols {
         match c.nulls().filter(|n| n.null_count() > 0) {
             None => c.values().iter().for_each(|&v| f(key(v))),
-            Some(nulls) => c
-                .values()
-                .iter()
-                .zip(nulls.iter())
-                .filter(|(_, valid)| *valid)
-                .for_each(|(&v, _)| f(key(v))),
+            // by the set bits (a word at a time): a sparse table's columns are nine tenths null
+            Some(nulls) => {
+                let values = c.values();
+                nulls.valid_indices().for_each(|i| f(key(values[i])))
+            }
         }
     }
 }
