@@ -157,7 +157,10 @@ def _first_file_types(later: bool) -> Iterator[None]:
         msg = e.args[0] if e.args else ""
         if not later or not ("type conflict" in msg or "not in the schema the reader was given" in msg):
             raise
-        hint = "every file is read with the first one's columns and types; schema= gives others"
+        hint = (
+            "every file is read with the first one's columns and types; schema= gives others, and "
+            "read_msgpack types files that differ as rows of one file may together"
+        )
         raise type(e)(f"{msg} ({hint})", e.offset, e.record, e.column, e.path) from None
 
 
