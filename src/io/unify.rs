@@ -62,18 +62,20 @@ pub fn unify_fields(
     let mut out: Vec<FieldRef> = Vec::with_capacity(a.len().max(b.len()));
     // numpy values (scalars, ndarrays) keep their dtype: one of another type is a conflict, as
     // in one file (only a column of nils takes them)
-    let numpy = |f: &FieldRef| f.metadata().contains_key(crate::types::meta::KIND);
+    let numpy = |f: &FieldRef| f.metadata().contains_key(meta::KIND);
     for fa in a {
         match b.iter().find(|f| f.name() == fa.name()) {
-            Some(fb) if ragged(fa, fb).is_some() => out.extend(ragged(fa, fb)),
-            Some(fb) => match unify_type(fa.data_type(), fb.data_type(), top).filter(|_| {
-                fa.data_type() == fb.data_type()
-                    || fa.data_type() == &DataType::Null
-                    || fb.data_type() == &DataType::Null
-                    || !(numpy(fa) || numpy(fb))
-            }) {
-                Some(t) => out.push(pick(fa, fb, t)),
-                None => return Err((fa.clone(), fb.clone())),
+            Some(fb) => match ragged(fa, fb) {
+                Some(f) => out.push(f),
+                None => match unify_type(fa.data_type(), fb.data_type(), top).filter(|_| {
+                    fa.data_type() == fb.data_type()
+                        || fa.data_type() == &DataType::Null
+                        || fb.data_type() == &DataType::Null
+                        || !(numpy(fa) || numpy(fb))
+                }) {
+                    Some(t) => out.push(pick(fa, fb, t)),
+                    None => return Err((fa.clone(), fb.clone())),
+                },
             },
             None => out.push(fa.clone()),
         }
