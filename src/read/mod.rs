@@ -28,6 +28,7 @@ pub(crate) mod source;
 mod split;
 mod stream;
 mod truncation;
+mod window;
 
 use self::columns::decode_columns;
 pub use self::decoder::Decoder;
@@ -36,6 +37,7 @@ use self::rows::{Limit, Parallel, RowDecoder, RowsReader};
 use self::stream::StreamRows;
 use self::truncation::complete_prefix;
 pub use self::truncation::Truncation;
+pub(crate) use self::window::RowWindow;
 use crate::wire::sniff::{not_msgpack_message, sniff, SNIFF_LEN};
 
 use std::io::Read;
@@ -927,43 +929,6 @@ impl Iterator for Reader {
             }
         }
         None
-    }
-}
-
-/// Which rows of a stream of batches are handed out: the first `skip` are dropped, then at most
-/// `left` (`None`: all) are given.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RowWindow {
-    pub skip: usize,
-    pub left: Option<usize>,
-}
-
-impl RowWindow {
-    /// Every row.
-    pub(crate) const ALL: RowWindow = RowWindow {
-        skip: 0,
-        left: None,
-    };
-
-    /// No row is left to give.
-    pub(crate) fn done(&self) -> bool {
-        self.left == Some(0)
-    }
-
-    /// The part of `b` handed out; `None` when all of its rows were dropped.
-    pub(crate) fn cut(&mut self, b: RecordBatch) -> Option<RecordBatch> {
-        let from = self.skip.min(b.num_rows());
-        self.skip -= from;
-        let mut n = b.num_rows() - from;
-        if let Some(left) = &mut self.left {
-            n = n.min(*left);
-            *left -= n;
-        }
-        match (from, n) {
-            (0, n) if n == b.num_rows() => Some(b),
-            (_, 0) if from > 0 => None,
-            _ => Some(b.slice(from, n)),
-        }
     }
 }
 
