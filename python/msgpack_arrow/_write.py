@@ -98,7 +98,8 @@ def _without_null_dtype(df: pl.DataFrame, columns: tuple[list[str], list[Any]] |
     if pl.Null not in classes and pl.Extension not in classes and not any(issubclass(c, _NESTED) for c in classes):
         return df
     casts = {n: u for n, t in zip(names, dtypes) if not isinstance(t, pl.Extension) and (u := _no_null(t)) != t}
-    df = df.cast(casts) if casts else df
+    # (not `df.cast(casts)`: Polars 1.x-2.1 skips a column named "" in a cast's mapping)
+    df = df.with_columns(pl.col(n).cast(u) for n, u in casts.items()) if casts else df
     # a frame read with numpy_types="extension": the same inside the extension's storage
     wrapped = [
         df[n].ext.storage().cast(u).ext.to(pl.Extension(t.ext_name(), u, t.ext_metadata()))

@@ -59,6 +59,10 @@ def test_categorical_enum_null_are_written_as_msgpack_numpy_reads_them():
     )
     rows = list(mn.Unpacker(io.BytesIO(ma.write_msgpack(wide, None)), raw=False))
     assert [(r["c49"], r["ln"], r["st"]) for r in rows] == [(1.5, [None], {"a": None}), (2.5, [], {"a": None})]
+    # a Null column named "" (a map's empty key read back)
+    blank = pl.DataFrame({"": pl.Series([None, None], dtype=pl.Null), "x": [1, 2]})
+    rows = list(mn.Unpacker(io.BytesIO(ma.write_msgpack(blank, None)), raw=False))
+    assert rows == [{"": None, "x": 1}, {"": None, "x": 2}]
 
 
 def test_a_directory_reads_only_its_msgpack_files(tmp_path):
