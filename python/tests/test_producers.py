@@ -147,6 +147,27 @@ def test_bytes_an_old_writer_packed_as_raw_strings_name_the_override_that_reads_
     assert got["key"].to_list() == ref
 
 
+def test_user_maps_with_str_keys_nd_type_data_are_records_as_msgpack_numpy_reads_them():
+    # msgpack_numpy (raw=False) takes only bin keys b"nd"... for an ndarray: a table with columns
+    # named nd, type and data (ours written back, or a log of events) is a table
+    import msgpack
+
+    df = pl.DataFrame({"type": [np.arange(2, dtype="<u8") * k for k in range(3)], "nd": [False, True, False], "data": [1.5, 2.5, 3.5]})
+    out = ma.write_msgpack(df)
+    ref = list(mn.Unpacker(__import__("io").BytesIO(out), raw=False))
+    assert [r["nd"] for r in ref] == df["nd"].to_list()
+    back = ma.read_msgpack(out)
+    assert back.columns == df.columns and back["data"].to_list() == [r["data"] for r in ref]
+    np.testing.assert_array_equal(back["type"].to_numpy(), np.stack([r["type"] for r in ref]))
+    events = [{"nd": False, "type": "click", "data": "a"}, {"nd": True, "type": "view", "shape": [1], "data": "b"}]
+    got = ma.read_msgpack(b"".join(msgpack.packb(e) for e in events))
+    assert got.to_dicts() == [{**e, "shape": e.get("shape")} for e in events]
+    # an old packer's numpy scalar (str keys, use_bin_type=False) is still one
+    old = msgpack.packb({b"nd": False, b"type": "<i4", b"data": np.int32(7).tobytes()}, use_bin_type=False)
+    assert mn.unpackb(old, raw=True) == 7
+    assert ma.read_msgpack(old)["value"].to_list() == [7]
+
+
 def test_numpy_masked_arrays_read_as_msgpack_numpy_reads_them():
     # netCDF4 and others hand out np.ma.MaskedArray; msgpack_numpy packs its `.data` (an ndarray)
     # as a nested ndarray map, and reads the buffer back without the mask

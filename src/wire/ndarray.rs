@@ -139,9 +139,17 @@ pub(crate) fn probe<'a>(
     // positions of the values of the keys we care about, by key id
     let mut at = [usize::MAX; 10];
     let mut others = 0;
+    // msgpack_numpy's keys are bin (`b"nd"`); str keys come from packers of old
+    // (`use_bin_type=False`) or from a user's own map, e.g. a table with columns `nd`, `type` and
+    // `data`, which msgpack_numpy (`raw=False`) reads as a dict
+    let mut str_keys = false;
     for _ in 0..n {
         let id = match c.peek_kind()? {
-            Kind::Str | Kind::Bin => key_id(c.read_str_or_bin()?.0, dialect),
+            k @ (Kind::Str | Kind::Bin) => {
+                let id = key_id(c.read_str_or_bin()?.0, dialect);
+                str_keys |= id != 0 && k == Kind::Str;
+                id
+            }
             _ => {
                 // Not a msgpack-numpy map (its keys are all strings); let the map decoder report it.
                 c.set_pos(start);
@@ -182,16 +190,22 @@ pub(crate) fn probe<'a>(
     // whether `special` is an ndarray() (its payload read as the `data` bin)
     let mut parsed = false;
     let special = if has(1) && has(2) && has(5) {
-        match read_bool(c, 1) {
-            Some(true) if has(4) => {
-                parsed = true;
-                Some(ndarray(c, &at, false, dialect)?)
-            }
-            Some(false) => {
-                parsed = true;
-                Some(ndarray(c, &at, true, dialect)?)
-            }
+        let scalar = match read_bool(c, 1) {
+            Some(true) if has(4) => Some(false),
+            Some(false) => Some(true),
             _ => None,
+        };
+        match scalar.map(|scalar| ndarray(c, &at, scalar, dialect)) {
+            Some(Ok(Special::Array(nd))) if str_keys && !nd.js && !names_a_dtype(&nd) => None,
+            Some(Ok(nd)) => {
+                parsed = true;
+                Some(nd)
+            }
+            // str keys whose values are no ndarray's (a `type` that is a map, a `shape` that is
+            // no list of ints): a user's map, as msgpack_numpy reads it
+            Some(Err(_)) if str_keys && dialect != Dialect::Js => None,
+            Some(Err(e)) => return Err(e),
+            None => None,
         }
     } else if has(6) && has(5) && !has(1) {
         match read_bool(c, 6) {
@@ -240,6 +254,16 @@ pub(crate) fn probe<'a>(
     }
     c.set_pos(if special.is_some() { end } else { start });
     Ok(special)
+}
+
+/// Whether a str-keyed map's `type` is a numpy dtype string (or a descr list): `{"nd": False,
+/// "type": "click", "data": "..."}` is a user's record.
+fn names_a_dtype(nd: &NdArray<'_>) -> bool {
+    let mut c = Cursor::new(nd.type_raw, 0);
+    match c.read_str_or_bin() {
+        Ok((s, _)) => std::str::from_utf8(s).is_ok_and(|s| NumpyDtype::parse(s).is_ok()),
+        Err(_) => true,
+    }
 }
 
 fn ndarray<'a>(
