@@ -323,6 +323,27 @@ def test_a_glob_of_small_files_reads_as_each_file_does(tmp_path):
     assert e.value.path.endswith("f150.msgpack")
 
 
+def test_shards_whose_nested_numbers_differ_read_as_one_file(tmp_path):
+    # ints in one shard, floats in the next, at any depth (in a struct, a list of lists), and ints
+    # past 2^63-1 in a later shard: typed as one file of all the records types them
+    recs = [
+        [{"s": {"a": 1}, "l": [[1, 2]], "u": 1, "lu": [3]}],
+        [{"s": {"a": 1.5}, "l": [[0.25]], "u": 2**64 - 1, "lu": [2**63]}, {"s": {"a": 2}, "l": [], "u": 5, "lu": []}],
+    ]
+    for k, rs in enumerate(recs):
+        (tmp_path / f"part{k}.msgpack").write_bytes(b"".join(msgpack.packb(r) for r in rs))
+    whole = b"".join((tmp_path / f"part{k}.msgpack").read_bytes() for k in range(2))
+    want = list(msgpack.Unpacker(io.BytesIO(whole), raw=False))
+    df = ma.read_msgpack(str(tmp_path / "part*.msgpack"))
+    assert dict(df.schema) == {"s": pl.Struct({"a": pl.Float64}), "l": pl.List(pl.List(pl.Float64)), "u": pl.UInt64, "lu": pl.List(pl.UInt64)}
+    assert df.to_dicts() == want
+    assert_frame_equal(df, ma.read_msgpack(whole))
+    # a negative int beside ints past 2^63-1: refused, as in one file, naming the file
+    (tmp_path / "part2.msgpack").write_bytes(msgpack.packb({"u": -1}))
+    with pytest.raises(ma.DecodeError, match="part2"):
+        ma.read_msgpack(str(tmp_path / "part*.msgpack"))
+
+
 def test_shards_of_ndarrays_of_other_lengths_read_as_one_ragged_file(tmp_path):
     # one sample a file (as dumps of variable-length clips or token arrays are), each file's
     # ndarrays of one shape: read_msgpack, read_arrow and the CLI give what one file of all the

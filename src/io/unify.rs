@@ -8,6 +8,7 @@
 //! with that schema, as types inferred from other rows (so an int no float64 holds exactly is
 //! still an error, as in one file).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -19,25 +20,38 @@ use crate::read::infer::tensor_type;
 use crate::types::{meta, short_name, NumpyDtype};
 
 /// The type a column of values of types `a` and `b` gets in one file; `None` where they conflict
-/// there too. Ints and floats widen to Float64 at the top only (as Python's readers: nested, it
-/// stays a conflict). ndarrays of other shapes are fields with numpy metadata: [`unify_fields`].
-pub fn unify_type(a: &DataType, b: &DataType, top: bool) -> Option<DataType> {
+/// there too. At any depth, as a walk over one file merges its rows: ints and floats widen to
+/// Float64, ints of both signs' ranges to UInt64 (a negative one read again is then refused, as
+/// in one file). Fields with numpy metadata: [`unify_field`].
+pub fn unify_type(a: &DataType, b: &DataType) -> Option<DataType> {
     use DataType as T;
-    let number = |t: &DataType| matches!(t, T::Int64 | T::Float32 | T::Float64);
+    let number = |t: &DataType| matches!(t, T::Int64 | T::UInt64 | T::Float32 | T::Float64);
     Some(match (a, b) {
         _ if a == b => a.clone(),
         (T::Null, t) | (t, T::Null) => t.clone(),
-        _ if top && number(a) && number(b) => T::Float64,
-        (T::List(fa), T::List(fb)) => T::List(unify_item(fa, fb)?),
-        (T::LargeList(fa), T::LargeList(fb)) => T::LargeList(unify_item(fa, fb)?),
-        (T::Struct(fa), T::Struct(fb)) => T::Struct(unify_fields(fa, fb, false).ok()?),
+        (T::Int64, T::UInt64) | (T::UInt64, T::Int64) => T::UInt64,
+        _ if number(a) && number(b) => T::Float64,
+        (T::List(fa), T::List(fb)) => T::List(unify_field(fa, fb)?),
+        (T::LargeList(fa), T::LargeList(fb)) => T::LargeList(unify_field(fa, fb)?),
+        (T::Struct(fa), T::Struct(fb)) => T::Struct(unify_fields(fa, fb).ok()?),
         _ => return None,
     })
 }
 
-fn unify_item(a: &FieldRef, b: &FieldRef) -> Option<FieldRef> {
-    let t = unify_type(a.data_type(), b.data_type(), false)?;
-    Some(pick(a, b, t))
+/// The field `a` and `b` (a column, a struct's field, a list's items) unify to, `None` where they
+/// conflict. numpy values (scalars, ndarrays) keep their dtype: one of another type is a
+/// conflict, as in one file (only nils take them), but ndarrays of other shapes are [`ragged`].
+fn unify_field(a: &FieldRef, b: &FieldRef) -> Option<FieldRef> {
+    if let Some(f) = ragged(a, b) {
+        return Some(f);
+    }
+    // (`kind: int` marks plain msgpack ints in a UInt64 column: no numpy type to keep)
+    let numpy = |f: &FieldRef| f.metadata().get(meta::KIND).is_some_and(|k| k != "int");
+    let (ta, tb) = (a.data_type(), b.data_type());
+    if ta != tb && ta != &DataType::Null && tb != &DataType::Null && (numpy(a) || numpy(b)) {
+        return None;
+    }
+    Some(pick(a, b, unify_type(ta, tb)?))
 }
 
 /// The field of type `t` for `a` and `b`: one of them where it has that type (its metadata, the
@@ -54,37 +68,21 @@ fn pick(a: &FieldRef, b: &FieldRef, t: DataType) -> FieldRef {
 
 /// Every field of `a` then those only `b` has, each of the type both unify to; `Err` gives the
 /// first pair of fields (of `a`, of `b`) whose types conflict.
-pub fn unify_fields(
-    a: &Fields,
-    b: &Fields,
-    top: bool,
-) -> std::result::Result<Fields, (FieldRef, FieldRef)> {
+pub fn unify_fields(a: &Fields, b: &Fields) -> std::result::Result<Fields, (FieldRef, FieldRef)> {
     let mut out: Vec<FieldRef> = Vec::with_capacity(a.len().max(b.len()));
-    // numpy values (scalars, ndarrays) keep their dtype: one of another type is a conflict, as
-    // in one file (only a column of nils takes them)
-    let numpy = |f: &FieldRef| f.metadata().contains_key(meta::KIND);
+    // (by name, not a search of `b` for each field of `a`: shards of wide tables)
+    let mut in_b: HashMap<&str, &FieldRef> = b.iter().map(|f| (f.name().as_str(), f)).collect();
     for fa in a {
-        match b.iter().find(|f| f.name() == fa.name()) {
-            Some(fb) => match ragged(fa, fb) {
-                Some(f) => out.push(f),
-                None => match unify_type(fa.data_type(), fb.data_type(), top).filter(|_| {
-                    fa.data_type() == fb.data_type()
-                        || fa.data_type() == &DataType::Null
-                        || fb.data_type() == &DataType::Null
-                        || !(numpy(fa) || numpy(fb))
-                }) {
-                    Some(t) => out.push(pick(fa, fb, t)),
-                    None => return Err((fa.clone(), fb.clone())),
-                },
-            },
+        match in_b.remove(fa.name().as_str()) {
+            Some(fb) => out.push(unify_field(fa, fb).ok_or_else(|| (fa.clone(), fb.clone()))?),
             None => out.push(fa.clone()),
         }
     }
-    for fb in b {
-        if !a.iter().any(|f| f.name() == fb.name()) {
-            out.push(fb.clone());
-        }
-    }
+    out.extend(
+        b.iter()
+            .filter(|f| in_b.contains_key(f.name().as_str()))
+            .cloned(),
+    );
     Ok(out.into())
 }
 
@@ -177,7 +175,7 @@ pub fn unify_schemas(
     }
     let mut fields = first.fields().clone();
     for (path, s) in &schemas[1..] {
-        fields = unify_fields(&fields, s.fields(), true).map_err(|(before, here)| {
+        fields = unify_fields(&fields, s.fields()).map_err(|(before, here)| {
             let name = before.name();
             Error::new(ErrorKind::Usage(format!(
                 "column {name:?} is {} here but {} in the inputs before it, and no one type \
@@ -242,7 +240,7 @@ mod tests {
             )]))]));
         let ints = schema(vec![("a", T::Int64)]);
         assert!(unify_schemas(&[("s".into(), scalar), ("i".into(), ints)], &hint).is_err());
-        // ints and floats inside a list stay a conflict, as text and numbers anywhere
+        // text and numbers are a conflict anywhere
         let c = schema(vec![("a", T::Utf8), ("l", list(T::Float64))]);
         let err = unify_schemas(&[("a".into(), a), ("c.msgpack".into(), c)], &hint).unwrap_err();
         assert!(err.to_string().contains("c.msgpack"), "{err}");
@@ -251,6 +249,42 @@ mod tests {
                 .contains("\"a\" is str here but i64 in the inputs before it, and no one type holds both (give a a type)"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn numbers_widen_at_every_depth_as_in_one_file() {
+        let list = |t| T::List(Arc::new(Field::new("item", t, true)));
+        let strukt = |t| T::Struct(vec![Field::new("x", t, true)].into());
+        let a = schema(vec![
+            ("l", list(T::Int64)),
+            ("s", strukt(list(T::Float32))),
+            ("u", T::Int64),
+            ("lu", list(T::UInt64)),
+        ]);
+        let int = std::collections::HashMap::from([(meta::KIND.to_string(), "int".to_string())]);
+        let b = Arc::new(Schema::new(vec![
+            Field::new("l", list(T::Float64), true),
+            Field::new("s", strukt(list(T::Int64)), true),
+            Field::new("u", T::UInt64, true).with_metadata(int.clone()),
+            Field::new("lu", list(T::Int64), true),
+        ]));
+        let got = unify_schemas(&[("a".into(), a), ("b".into(), b)], &hint)
+            .unwrap()
+            .unwrap();
+        let want = Schema::new(vec![
+            Field::new("l", list(T::Float64), true),
+            Field::new("s", strukt(list(T::Float64)), true),
+            Field::new("u", T::UInt64, true).with_metadata(int),
+            Field::new("lu", list(T::UInt64), true),
+        ]);
+        assert_eq!(got.fields(), want.fields());
+        // numpy scalars inside a list keep their dtype: beside plain floats, a conflict
+        let np_item = Arc::new(Field::new("item", T::Float32, true).with_metadata(
+            std::collections::HashMap::from([(meta::KIND.to_string(), "scalar".to_string())]),
+        ));
+        let c = schema(vec![("l", T::List(np_item))]);
+        let d = schema(vec![("l", list(T::Float64))]);
+        assert!(unify_schemas(&[("c".into(), c), ("d".into(), d)], &hint).is_err());
     }
 
     fn hint(name: &str) -> String {
