@@ -198,3 +198,21 @@ def test_n_rows_types_columns_chunks_past_an_empty_first_one():
     values = [v for c in chunks for v in c["x"]]
     for n in (1, 2, 10):
         assert ma.read_msgpack(data, layout="columns", n_rows=n)["x"].to_list() == values[:n]
+
+
+def test_a_row_window_of_columns_chunks_is_typed_by_the_chunks_it_reads():
+    # ints then floats, one length of ndarray then another: head(n) reads (and types) the first
+    # chunk alone, a window further on the chunks up to its end, as msgpack_numpy reads them
+    chunks = [{"x": [1, 2], "v": [np.arange(3, dtype="<u2")] * 2}, {"x": [1.5], "v": [np.arange(2, dtype="<u2")]}]
+    data = b"".join(mn.packb(c) for c in chunks)
+    ref = [mn.unpackb(mn.packb(c), raw=False) for c in chunks]
+    xs = [v for c in ref for v in c["x"]]
+    vs = [v.tolist() for c in ref for v in c["v"]]
+    head = ma.read_msgpack(data, layout="columns", n_rows=1)
+    assert head.schema == pl.Schema({"x": pl.Int64, "v": pl.Array(pl.UInt16, 3)})
+    assert head.to_dict(as_series=False) == {"x": xs[:1], "v": vs[:1]}
+    assert ma.scan_msgpack(data, layout="columns").head(2).collect()["v"].to_list() == vs[:2]
+    for a, b in ((2, 3), (1, 3), (0, 3)):
+        got = ma.read_msgpack(data, layout="columns", rows=slice(a, b))
+        assert got.schema == pl.Schema({"x": pl.Float64, "v": pl.List(pl.UInt16)})
+        assert got.to_dict(as_series=False) == {"x": xs[a:b], "v": vs[a:b]}

@@ -42,6 +42,11 @@ pub(crate) fn decode_columns(
 ) -> Result<(Vec<RecordBatch>, Vec<usize>)> {
     let data = buf.as_slice();
     let mut c = Cursor::new(data, 0);
+    // the chunks holding the rows asked for (`n_rows` after `skip_rows`), and no later one: its
+    // types were not inferred
+    let wanted = b
+        .n_rows
+        .map_or(usize::MAX, |n| b.skip_rows.saturating_add(n.max(1)));
     let mut batches = Vec::new();
     let mut chunk_rows = Vec::new();
     let mut chunk = 0u64;
@@ -279,7 +284,7 @@ pub(crate) fn decode_columns(
         }
         chunk_rows.push(rows);
         chunk += 1;
-        if container == Container::NdArray {
+        if container == Container::NdArray || chunk_rows.iter().sum::<usize>() >= wanted {
             break;
         }
     }

@@ -607,8 +607,12 @@ fn plan_single(
         (Layout::Columns, _) => {
             let mut ty = Ty::Struct(Default::default());
             let mut chunks = 0;
-            // chunks until `infer_rows` rows are seen: an empty first chunk types nothing
-            let (most, mut rows) = (b.infer_rows.unwrap_or(usize::MAX), 0usize);
+            // chunks until `infer_rows` rows are seen: an empty first chunk types nothing; rows
+            // skipped (`skip_rows`) are in chunks decoded (and dropped) too
+            let most = b
+                .infer_rows
+                .map_or(usize::MAX, |n| n.saturating_add(b.skip_rows));
+            let mut rows = 0usize;
             while !c.is_empty() && b.schema.is_none() && (chunks == 0 || rows < most) {
                 let (n, t) = infer_columns_map(&mut c, &mut inf, b)?;
                 rows = rows.saturating_add(n);
