@@ -129,3 +129,18 @@ def test_timestamp_forms_are_utc_nanoseconds():
     s = ma.read_msgpack(raw)["value"]
     assert s.dtype == pl.Datetime("ns", "UTC")
     assert s.cast(pl.Int64)[0] == 1_700_000_000 * 10**9 + 5
+
+
+def test_timestamps_at_the_ends_of_the_nanosecond_range_read_as_msgpack_counts_them():
+    import msgpack
+
+    # the earliest: its seconds (-9223372037) times 10^9 alone are past the range, plus its
+    # nanoseconds are not; one second earlier is past it (a schema with a coarser unit reads it)
+    first = msgpack.Timestamp(-9223372037, 145224193)
+    last = msgpack.Timestamp(9223372036, 854775807)
+    data = b"".join(msgpack.packb(t) for t in (first, last))
+    s = ma.read_msgpack(data)["value"]
+    assert s.cast(pl.Int64).to_list() == [first.to_unix_nano(), last.to_unix_nano()]
+    assert ma.write_msgpack(s.to_frame(), layout="values") == data
+    with pytest.raises(ma.DecodeError, match="coarser unit"):
+        ma.read_msgpack(msgpack.packb(msgpack.Timestamp(-9223372038, 145224193)))

@@ -69,10 +69,10 @@ impl ArrayDecoder for TimestampDecoder {
                         self.unit
                     )));
                 }
-                let v = s
-                    .checked_mul(per_s)
-                    .and_then(|v| v.checked_add((ns / tick) as i64))
-                    .ok_or_else(|| {
+                // (in i128: the earliest nanosecond, -9223372036.854775808 s, is -9223372037 s
+                // plus nanoseconds, whose seconds alone overflow)
+                let v = i64::try_from(i128::from(s) * i128::from(per_s) + i128::from(ns / tick))
+                    .map_err(|_| {
                         inexact(format!(
                             "timestamp of {s} s is out of the range of Timestamp({:?}); pass a schema with a coarser unit",
                             self.unit
