@@ -113,7 +113,8 @@ def test_msgspec_structs_read_as_records(n):
 # names, which writers other than msgpack_numpy (msgpack-numpy-js sends `<b` for an Int8Array)
 # put in `type`. Each is read as msgpack_numpy reads it.
 CODES = ["b", "<b", "|b", "b1", "B", "h", ">H", "i", "I", "l", "q", "Q", "e", "f", ">d", "F", "D", "?",
-         "int8", "uint8", "int16", "float32", "float64", "bool", "complex64"]
+         "int8", "uint8", "int16", "float32", "float64", "bool", "complex64", "int", "float", "complex", "long",
+         "intp", "f4", "i8", "=u2"]
 
 
 @pytest.mark.parametrize("code", CODES)

@@ -200,13 +200,14 @@ fn named(s: &str) -> Option<&'static str> {
         "uint16" | "ushort" => "<u2",
         "int32" | "intc" => "<i4",
         "uint32" | "uintc" => "<u4",
-        "int64" | "int_" | "longlong" => "<i8",
-        "uint64" | "uint" | "ulonglong" => "<u8",
+        // (`int`, `long`, `intp`: numpy's C long and pointer sizes on the 64-bit platforms)
+        "int64" | "int_" | "longlong" | "int" | "long" | "intp" | "p" => "<i8",
+        "uint64" | "uint" | "ulonglong" | "ulong" | "uintp" | "P" => "<u8",
         "float16" | "half" => "<f2",
         "float32" | "single" => "<f4",
-        "float64" | "double" | "float_" => "<f8",
+        "float64" | "double" | "float_" | "float" => "<f8",
         "complex64" | "csingle" => "<c8",
-        "complex128" | "cdouble" | "complex_" => "<c16",
+        "complex128" | "cdouble" | "complex_" | "complex" => "<c16",
         _ => return None,
     })
 }
@@ -268,7 +269,9 @@ impl NumpyDtype {
             },
             (k, false) => (k, size),
         };
-        let ord = |o: Option<ByteOrder>| o.unwrap_or(ByteOrder::NotApplicable);
+        // no byte order given: the machine's, as numpy reads `f4` (its `dtype.str` is `<f4`)
+        let machine = order_of(b'=').unwrap_or(ByteOrder::NotApplicable);
+        let ord = |o: Option<ByteOrder>| o.unwrap_or(machine);
         // numpy writes '|' for single bytes; '<'/'>' there would be harmless, so accept it.
         let multi = |o: Option<ByteOrder>, size: usize| {
             if size == 1 {
