@@ -338,6 +338,16 @@ def test_shards_whose_nested_numbers_differ_read_as_one_file(tmp_path):
     assert dict(df.schema) == {"s": pl.Struct({"a": pl.Float64}), "l": pl.List(pl.List(pl.Float64)), "u": pl.UInt64, "lu": pl.List(pl.UInt64)}
     assert df.to_dicts() == want
     assert_frame_equal(df, ma.read_msgpack(whole))
+    # plain bools and ints in one shard, numpy scalars of those types in the next
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    parts = [[{"c": True, "i": 1}], [{"c": np.False_, "i": np.int64(-2)}, {"c": False, "i": 3}]]
+    for k, rs in enumerate(parts):
+        (mixed / f"p{k}.msgpack").write_bytes(b"".join(mn.packb(r) for r in rs))
+    got = ma.read_msgpack(str(mixed / "*.msgpack"))
+    ref = [mn.unpackb(mn.packb(r), raw=False) for rs in parts for r in rs]
+    assert got.to_dicts() == [{"c": bool(r["c"]), "i": int(r["i"])} for r in ref]
+    assert_frame_equal(got, ma.read_msgpack(b"".join((mixed / f"p{k}.msgpack").read_bytes() for k in range(2))))
     # a negative int beside ints past 2^63-1: refused, as in one file, naming the file
     (tmp_path / "part2.msgpack").write_bytes(msgpack.packb({"u": -1}))
     with pytest.raises(ma.DecodeError, match="part2"):

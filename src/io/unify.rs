@@ -55,14 +55,15 @@ fn unify_field(a: &FieldRef, b: &FieldRef) -> Option<FieldRef> {
 }
 
 /// The field of type `t` for `a` and `b`: one of them where it has that type (its metadata, the
-/// numpy dtype among it, kept), else a plain nullable field.
+/// numpy dtype among it, kept; numpy scalars over plain values of their type, which one file
+/// reads as such a column too), else a plain nullable field.
 fn pick(a: &FieldRef, b: &FieldRef, t: DataType) -> FieldRef {
-    if a.data_type() == &t {
-        a.clone()
-    } else if b.data_type() == &t {
-        b.clone()
-    } else {
-        Arc::new(Field::new(a.name(), t, true))
+    let numpy = |f: &FieldRef| f.metadata().contains_key(meta::KIND);
+    match (a.data_type() == &t, b.data_type() == &t) {
+        (true, true) if numpy(b) && !numpy(a) => b.clone(),
+        (true, _) => a.clone(),
+        (_, true) => b.clone(),
+        _ => Arc::new(Field::new(a.name(), t, true)),
     }
 }
 
