@@ -444,6 +444,37 @@ def test_columns_chunks_whose_row_shapes_differ_read_as_lists(shapes):
     assert df["k"].to_list() == [i for s in shapes for i in range(s[0])]
 
 
+def _struct_values(a):
+    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in zip(a.dtype.names, e)} for e in a.tolist()]
+
+
+def test_structured_arrays_whose_strings_are_sized_by_their_data_read_as_one_column():
+    # np.rec.fromrecords sizes U/S fields by the data, so each record's dtype differs (<U2, <U6);
+    # one record in the other byte order: one column, each value as msgpack_numpy reads it
+    def rec(i, order="<"):
+        a = np.rec.fromrecords([("ab" * i, i, b"x" * i)] * 2, names="name,v,b").view(np.ndarray)
+        return a.astype([("name", f"{order}U{2 * i}"), ("v", f"{order}i8"), ("b", f"S{i}")])
+
+    recs = [{"id": i, "s": rec(i)} for i in (1, 3, 2)] + [{"id": 9, "s": rec(2, ">")}]
+    data = b"".join(mn.packb(r) for r in recs)
+    ref = list(mn.Unpacker(io.BytesIO(data), raw=False))
+    want = [_struct_values(r["s"]) for r in ref]
+    for kw in ({}, {"infer_rows": 1}, {"batch_size": 1}):
+        df = ma.read_msgpack(data, **kw)
+        assert df["s"].to_list() == want, kw
+    t = pa.table(ma.read_arrow(data))
+    assert t.schema.field("s").metadata[b"msgpack_numpy.dtype"] == b'[["name","<U6"],["v","<i8"],["b","|S3"]]'
+    back = list(mn.Unpacker(io.BytesIO(ma.write_msgpack(ma.read_msgpack(data))), raw=False))
+    assert [_struct_values(r["s"]) for r in back] == want
+    # the columns layout: chunks of other string widths, plain and structured
+    chunks = [{"t": np.array(["a" * i] * 2), "s": rec(i)} for i in (1, 3)]
+    data = b"".join(mn.packb(c) for c in chunks)
+    ref = list(mn.Unpacker(io.BytesIO(data), raw=False))
+    df = ma.read_msgpack(data, layout="columns")
+    assert df["t"].to_list() == [v for c in ref for v in c["t"].tolist()]
+    assert df["s"].to_list() == [v for c in ref for v in _struct_values(c["s"])]
+
+
 def test_a_compressed_file_object_is_decompressed_whatever_its_size(tmp_path):
     # a file object of 1 MiB or more is mapped by the reader (as its path is): compressed bytes
     # there must be decompressed as the path's are, from the object's position

@@ -393,7 +393,14 @@ pub(crate) fn decode_column_value(
         .map(|s| NumpyDtype::from_metadata(s))
         .transpose()?;
     if let Some(w) = &want {
-        if crate::types::buffers::native(w) != crate::types::buffers::native(&dt) {
+        // (each chunk's ndarray becomes Arrow values on its own: strings of other widths, and
+        // structured ones whose string fields are or whose fields are in another byte order,
+        // are values of the same Arrow type)
+        let text = |d: &NumpyDtype| d.text_width().map(|(unicode, _)| unicode);
+        if crate::types::buffers::native(w) != crate::types::buffers::native(&dt)
+            && w.widest_struct(&dt).is_none()
+            && (text(w).is_none() || text(w) != text(&dt))
+        {
             return Err(c.error_at(
                 nd.type_pos,
                 ErrorKind::TypeConflict(format!(

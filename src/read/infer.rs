@@ -247,6 +247,12 @@ impl Ty {
                         let wide = d1.with_text_width(n1.max(n2));
                         (wide.clone(), wide)
                     }
+                    // structured arrays whose string fields are sized by their data, or of
+                    // another byte order: one column of the widest (the decoder lays rows out so)
+                    _ if d1 != d2 => match d1.widest_struct(&d2) {
+                        Some(wide) => (wide.clone(), wide),
+                        None => (d1, d2),
+                    },
                     _ => (d1, d2),
                 };
                 if crate::types::buffers::native(&d1) != crate::types::buffers::native(&d2) {

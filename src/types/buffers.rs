@@ -79,6 +79,48 @@ pub(crate) fn extend_native(dt: &NumpyDtype, src: &[u8], dst: &mut MutableBuffer
     }
 }
 
+/// Copy `n` elements of `row` (in file order) to the end of `dst` as elements of `col`, a wider
+/// `U`/`S` dtype or a structured one [`NumpyDtype::widest_struct`] made from it: each field in
+/// `col`'s byte order, each `U`/`S` value padded with NULs (which numpy strips) to `col`'s width.
+/// (A structured column holds `col`'s elements, whose fields are swapped when the array is made.)
+pub(crate) fn extend_as(
+    row: &NumpyDtype,
+    col: &NumpyDtype,
+    src: &[u8],
+    n: usize,
+    dst: &mut MutableBuffer,
+) {
+    let item = row.itemsize();
+    dst.reserve(n * col.itemsize());
+    for k in 0..n {
+        put_as(row, col, &src[k * item..(k + 1) * item], dst);
+    }
+}
+
+fn put_as(row: &NumpyDtype, col: &NumpyDtype, src: &[u8], dst: &mut MutableBuffer) {
+    match (row, col) {
+        (NumpyDtype::Struct(rf), NumpyDtype::Struct(cf)) => {
+            let mut off = 0;
+            for (r, c) in rf.iter().zip(cf) {
+                let w = r.dtype.itemsize();
+                for _ in 0..r.shape.iter().product::<usize>() {
+                    put_as(&r.dtype, &c.dtype, &src[off..off + w], dst);
+                    off += w;
+                }
+            }
+        }
+        _ => {
+            let start = dst.len();
+            dst.extend_from_slice(src);
+            let w = row.unit_width();
+            if w > 0 && row.order() != col.order() {
+                swap_in_place(&mut dst.as_slice_mut()[start..], w);
+            }
+            dst.extend_zeros(col.itemsize().saturating_sub(src.len()));
+        }
+    }
+}
+
 /// Reverse the bytes of each `w`-byte unit.
 pub(crate) fn swap_in_place(b: &mut [u8], w: usize) {
     match w {

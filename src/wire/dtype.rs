@@ -400,6 +400,11 @@ impl NumpyDtype {
         if !self.order().needs_swap() {
             return 0;
         }
+        self.unit_width()
+    }
+
+    /// Width of the units a byte order applies to (0: none, as in bytes and structured dtypes).
+    pub fn unit_width(&self) -> usize {
         match self {
             NumpyDtype::Int { size, .. } | NumpyDtype::Float { size, .. } => *size as usize,
             NumpyDtype::Complex { size, .. } => *size as usize / 2,
@@ -407,6 +412,61 @@ impl NumpyDtype {
             NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. } => 8,
             _ => 0,
         }
+    }
+
+    /// Two structured dtypes of the same fields (names, sub-array shapes, kinds), each element of
+    /// either a value of: this one with every `U`/`S` field as wide as the wider of the two
+    /// (`np.rec.fromrecords` sizes strings by the data, so records differ). Byte orders may
+    /// differ (this one's are kept). `None` for other dtypes or other fields.
+    pub fn widest_struct(&self, other: &NumpyDtype) -> Option<NumpyDtype> {
+        let (NumpyDtype::Struct(a), NumpyDtype::Struct(b)) = (self, other) else {
+            return None;
+        };
+        if a.len() != b.len() {
+            return None;
+        }
+        let mut out = Vec::with_capacity(a.len());
+        for (fa, fb) in a.iter().zip(b) {
+            if fa.name != fb.name || fa.shape != fb.shape {
+                return None;
+            }
+            let dtype = match (fa.dtype.text_width(), fb.dtype.text_width()) {
+                (Some((ua, na)), Some((ub, nb))) if ua == ub => {
+                    fa.dtype.with_text_width(na.max(nb))
+                }
+                (None, None) if matches!(fa.dtype, NumpyDtype::Struct(_)) => {
+                    fa.dtype.widest_struct(&fb.dtype)?
+                }
+                (None, None)
+                    if fa.dtype.ordered_as(ByteOrder::Little)
+                        == fb.dtype.ordered_as(ByteOrder::Little) =>
+                {
+                    fa.dtype.clone()
+                }
+                _ => return None,
+            };
+            out.push(StructField {
+                name: fa.name.clone(),
+                dtype,
+                shape: fa.shape.clone(),
+            });
+        }
+        Some(NumpyDtype::Struct(out))
+    }
+
+    /// The same dtype in byte order `o` (dtypes without one unchanged).
+    pub fn ordered_as(&self, o: ByteOrder) -> NumpyDtype {
+        let mut d = self.clone();
+        match &mut d {
+            NumpyDtype::Int { order, size, .. } if *size > 1 => *order = o,
+            NumpyDtype::Float { order, .. }
+            | NumpyDtype::Complex { order, .. }
+            | NumpyDtype::Unicode { order, .. }
+            | NumpyDtype::Datetime { order, .. }
+            | NumpyDtype::Timedelta { order, .. } => *order = o,
+            _ => {}
+        }
+        d
     }
 
     /// Whether the (native-order) bytes of these elements are exactly an Arrow values buffer.
@@ -527,5 +587,25 @@ mod tests {
         ] {
             assert!(NumpyDtype::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn structured_dtypes_widen_their_strings_and_keep_their_fields() {
+        let d = |s: &str| NumpyDtype::from_metadata(s).unwrap();
+        let a = d(r#"[["name","<U2"],["v","<i8"],["p",[["b","|S1"]]]]"#);
+        let b = d(r#"[["name",">U6"],["v",">i8"],["p",[["b","|S3"]]]]"#);
+        let want = d(r#"[["name","<U6"],["v","<i8"],["p",[["b","|S3"]]]]"#);
+        assert_eq!(a.widest_struct(&b), Some(want.clone()));
+        assert_eq!(want.widest_struct(&a), Some(want));
+        // another field name, kind or size: no one column
+        for other in [
+            r#"[["nom","<U2"],["v","<i8"],["p",[["b","|S1"]]]]"#,
+            r#"[["name","<U2"],["v","<f8"],["p",[["b","|S1"]]]]"#,
+            r#"[["name","<U2"],["v","<i4"],["p",[["b","|S1"]]]]"#,
+            r#"[["name","|S2"],["v","<i8"],["p",[["b","|S1"]]]]"#,
+        ] {
+            assert_eq!(a.widest_struct(&d(other)), None, "{other}");
+        }
+        assert_eq!(d("<U2").widest_struct(&d("<U3")), None);
     }
 }

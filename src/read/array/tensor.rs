@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
-use crate::types::buffers::{elem_align, extend_native, native, to_arrow};
+use crate::types::buffers::{elem_align, extend_as, extend_native, native, to_arrow};
 pub(crate) use crate::types::nest::{nest_fixed, nest_ragged, ragged_offsets, same_structure};
 use crate::types::{meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Kind};
@@ -189,7 +189,19 @@ impl TensorDecoder {
         };
         // (only into a type the caller gave: an inferred one took every row's dtype as it was)
         let convertible = self.ctx.convert && numeric(&d) && numeric(&self.dt);
-        if !narrower && !convertible && native(&d) != self.native_dt {
+        // structured rows whose string fields are of other widths, or fields of another byte
+        // order: each element laid out as the column's (`push_row`), wider ones widening it
+        let restructured = d != self.dt
+            && match self.dt.widest_struct(&d) {
+                Some(wide) => {
+                    if wide != self.dt {
+                        self.relayout(wide);
+                    }
+                    true
+                }
+                None => false,
+            };
+        if !narrower && !restructured && !convertible && native(&d) != self.native_dt {
             return Err(c.error_at(
                 nd.type_pos,
                 ErrorKind::NotItsType(format!(
@@ -208,14 +220,17 @@ impl TensorDecoder {
     /// The column's strings `width` characters (or bytes) wide from now on, the elements so far
     /// padded with NULs to it (which numpy strips: the values stay the same).
     fn widen_text(&mut self, width: usize) {
+        self.relayout(self.dt.with_text_width(width));
+    }
+
+    /// The column's elements of `dt` from now on (a wider string or structured dtype), those so
+    /// far laid out again as such.
+    fn relayout(&mut self, dt: NumpyDtype) {
         self.unborrow();
-        let dt = self.dt.with_text_width(width);
         let (old, new) = (self.item, dt.itemsize());
         let mut buf = MutableBuffer::new(self.elems * new);
-        for k in 0..self.elems {
-            buf.extend_from_slice(&self.buf.as_slice()[k * old..(k + 1) * old]);
-            buf.extend_zeros(new - old);
-        }
+        let had = &self.buf.as_slice()[..self.elems * old];
+        extend_as(&self.dt, &dt, had, self.elems, &mut buf);
         self.buf = buf;
         self.native_dt = native(&dt);
         self.dt = dt;
@@ -254,7 +269,9 @@ impl TensorDecoder {
         let bytes = n_elems * self.item;
         self.grow(bytes);
         let row_item = row_dt.itemsize();
-        if row_item == self.item {
+        if matches!(row_dt, NumpyDtype::Struct(_)) && row_dt != &self.dt {
+            extend_as(row_dt, &self.dt, data, n_elems, &mut self.buf);
+        } else if row_item == self.item {
             extend_native(row_dt, data, &mut self.buf);
         } else {
             // a narrower U/S row: each element padded with NULs (which numpy strips anyway)
@@ -281,6 +298,7 @@ impl TensorDecoder {
         if data.len() < BORROW_MIN_BYTES
             || row_dt.itemsize() != self.item
             || row_dt.swap_width() != 0
+            || (matches!(row_dt, NumpyDtype::Struct(_)) && row_dt != &self.dt)
             || !self.buf.is_empty()
         {
             return false;
@@ -439,7 +457,10 @@ impl ArrayDecoder for TensorDecoder {
                     Some(_) => {}
                     None => self.dims.extend_from_slice(&nd.shape),
                 }
-                if row_dt.text_width().is_none() && native(&row_dt) != self.native_dt {
+                if row_dt.text_width().is_none()
+                    && native(&row_dt) != self.native_dt
+                    && self.dt.widest_struct(&row_dt).is_none()
+                {
                     return self
                         .push_converted(&row_dt, &nd.data, nd.len)
                         .map_err(|i| c.error_at(start, inexact_element(i, &row_dt, &self.dt)));
