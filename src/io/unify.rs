@@ -22,7 +22,7 @@ use crate::types::{meta, short_name, NumpyDtype};
 /// The type a column of values of types `a` and `b` gets in one file; `None` where they conflict
 /// there too. At any depth, as a walk over one file merges its rows: ints and floats widen to
 /// Float64, ints of both signs' ranges to UInt64 (a negative one read again is then refused, as
-/// in one file). Fields with numpy metadata: [`unify_field`].
+/// in one file). Fields with numpy metadata: `unify_field`.
 pub fn unify_type(a: &DataType, b: &DataType) -> Option<DataType> {
     use DataType as T;
     let number = |t: &DataType| matches!(t, T::Int64 | T::UInt64 | T::Float32 | T::Float64);
