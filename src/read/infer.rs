@@ -577,6 +577,9 @@ pub(crate) struct Inferrer {
     pub(crate) skip_memos: Vec<crate::wire::skip_memo::SkipMemo>,
     /// `columns` layout: where the ranges of each list walked start ([`ListRanges`])
     pub list_ranges: ListRanges,
+    /// the records' columns by name, for keys out of the first row's order: made for the
+    /// columns at this address and of this many ([`Inferrer::column_of`])
+    column_index: (usize, crate::wire::keys::KeyIndex),
 }
 
 /// The lists of `columns` maps cut into ranges of rows while their types were inferred, by the
@@ -608,6 +611,7 @@ impl Inferrer {
             list_columns: FastMap::default(),
             openpi_seen: false,
             list_ranges: FastMap::default(),
+            column_index: Default::default(),
         }
     }
 

@@ -3,7 +3,7 @@
 use super::*;
 use crate::error::{ErrorKind, Result};
 use crate::wire::cursor::{Cursor, Kind};
-use crate::wire::keys::key_eq;
+use crate::wire::keys::{key_eq, KeyIndex};
 use crate::wire::skip_memo::SkipMemo;
 use arrow_array::*;
 use arrow_buffer::NullBufferBuilder;
@@ -19,7 +19,7 @@ pub(crate) struct StructDecoder {
     pub(crate) children: Vec<Option<Box<dyn ArrayDecoder>>>,
     /// the decoded fields' indices in output order (the projection's order, fixed here once)
     pub(crate) order: Vec<usize>,
-    pub(crate) lookup: crate::read::infer::FastMap<Box<[u8]>, usize>,
+    pub(crate) lookup: KeyIndex,
     /// `stamp[i] == gen`: field i was seen in the current map (twice is an error)
     pub(crate) stamp: Vec<u64>,
     /// rows field i's decoder holds: the maps that lacked it are appended as nulls at once when
@@ -72,11 +72,7 @@ impl StructDecoder {
             }
         };
         let names: Vec<Box<[u8]>> = fields.iter().map(|f| f.name().as_bytes().into()).collect();
-        let lookup = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.clone(), i))
-            .collect();
+        let lookup = KeyIndex::new(names.iter().map(|n| &n[..]));
         let skip_memos = match projection {
             Some(_) => vec![SkipMemo::default(); fields.len()],
             None => Vec::new(),
@@ -131,7 +127,7 @@ impl StructDecoder {
                 i
             } else {
                 match self.lookup.get(key) {
-                    Some(&j) => j,
+                    Some(j) => j,
                     None => {
                         let name = std::str::from_utf8(key).map_err(|_| {
                             c.error_at(

@@ -8,6 +8,7 @@ use super::{Inferrer, Ty};
 use crate::options::Dialect;
 use crate::types::NumpyDtype;
 use crate::wire::cursor::{Cursor, Int, Kind};
+use crate::wire::keys::{key_eq, KeyIndex};
 use crate::wire::ndarray::{is_special_ext, key_id, probe, Special, MAX_SPECIAL_KEYS};
 
 /// The bytes of an ndarray map up to its data payload (msgpack_numpy writes `data` last), as
@@ -473,10 +474,7 @@ impl Inferrer {
             // bytes to a known name are valid UTF-8)
             let i = match fields.get_index(guess) {
                 Some((k, _)) if crate::wire::keys::key_eq(k.as_bytes(), key) => guess,
-                _ => match std::str::from_utf8(key)
-                    .ok()
-                    .and_then(|k| fields.get_index_of(k))
-                {
+                _ => match self.column_of(fields, key, depth) {
                     Some(i) => i,
                     None => return false,
                 },
@@ -501,6 +499,35 @@ impl Inferrer {
             }
         }
         true
+    }
+
+    /// The index of the column named `key` among `fields`. A record's columns (many, in another
+    /// order in each record) are found by a [`KeyIndex`] of their names, made again when they
+    /// change; a name it gives is checked against `fields`, and a key it does not know (or a
+    /// nested map's) is looked up in `fields` itself.
+    fn column_of(&mut self, fields: &Columns, key: &[u8], depth: usize) -> Option<usize> {
+        let own = || {
+            std::str::from_utf8(key)
+                .ok()
+                .and_then(|k| fields.get_index_of(k))
+        };
+        if depth > 0 || fields.len() < 16 {
+            return own();
+        }
+        let at = fields as *const Columns as usize;
+        if self.column_index.0 != at || self.column_index.1.len() != fields.len() {
+            self.column_index = (at, KeyIndex::new(fields.keys().map(|k| k.as_bytes())));
+        }
+        match self.column_index.1.get(key) {
+            Some(i)
+                if fields
+                    .get_index(i)
+                    .is_some_and(|(k, _)| key_eq(k.as_bytes(), key)) =>
+            {
+                Some(i)
+            }
+            _ => own(),
+        }
     }
 
     /// Forget which column dtypes the headers matched (by address): the types walked may change
