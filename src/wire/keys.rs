@@ -48,36 +48,47 @@ struct Slot {
 
 impl KeyIndex {
     pub(crate) fn new<'a>(names: impl IntoIterator<Item = &'a [u8]>) -> Self {
-        let (mut bytes, mut at) = (Vec::new(), vec![0]);
-        for n in names {
-            bytes.extend_from_slice(n);
-            at.push(bytes.len());
-        }
-        let count = at.len() - 1;
-        let size = (count * 2).next_power_of_two().max(8);
         let mut ix = KeyIndex {
-            bytes,
-            at,
-            slots: vec![Slot::default(); size],
+            bytes: Vec::new(),
+            at: vec![0],
+            slots: Vec::new(),
         };
-        for i in 0..count {
-            let name = &ix.bytes[ix.at[i]..ix.at[i + 1]];
+        ix.extend(names);
+        ix
+    }
+
+    /// Add `names` after those there (amortized: the table doubles when half full).
+    pub(crate) fn extend<'a>(&mut self, names: impl IntoIterator<Item = &'a [u8]>) {
+        let from = self.len();
+        for n in names {
+            self.bytes.extend_from_slice(n);
+            self.at.push(self.bytes.len());
+        }
+        let count = self.len();
+        let size = (count * 2).next_power_of_two().max(8);
+        let from = if size > self.slots.len() {
+            self.slots = vec![Slot::default(); size];
+            0
+        } else {
+            from
+        };
+        for i in from..count {
+            let name = &self.bytes[self.at[i]..self.at[i + 1]];
             // a name given twice: its first index, as a map's `get` finds
-            if ix.get(name).is_some() {
+            if self.get(name).is_some() {
                 continue;
             }
             let (h, word) = signature(name);
             let mut s = h as usize & (size - 1);
-            while ix.slots[s].index != 0 {
+            while self.slots[s].index != 0 {
                 s = (s + 1) & (size - 1);
             }
-            ix.slots[s] = Slot {
+            self.slots[s] = Slot {
                 word,
                 len: name.len() as u32,
                 index: i as u32 + 1,
             };
         }
-        ix
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -163,6 +174,15 @@ mod tests {
             );
         }
         assert_eq!(KeyIndex::default().get(b"x"), None);
+        // made a few names at a time, as a walk meets them: the same answers
+        let mut grown = KeyIndex::new(names[..5].iter().map(|s| s.as_bytes()));
+        for part in names[5..].chunks(7) {
+            grown.extend(part.iter().map(|s| s.as_bytes()));
+        }
+        for n in &names {
+            assert_eq!(grown.get(n.as_bytes()), ix.get(n.as_bytes()), "{n}");
+        }
+        assert_eq!(grown.get(b"k3001"), None);
     }
 
     #[test]

@@ -514,9 +514,15 @@ impl Inferrer {
         if depth > 0 || fields.len() < 16 {
             return own();
         }
+        // (columns are only ever added at the end: those new since are added to the table, so
+        // a walk meeting a new key every few records does not make it again each time)
         let at = fields as *const Columns as usize;
-        if self.column_index.0 != at || self.column_index.1.len() != fields.len() {
+        let known = self.column_index.1.len();
+        if self.column_index.0 != at || known > fields.len() {
             self.column_index = (at, KeyIndex::new(fields.keys().map(|k| k.as_bytes())));
+        } else if known < fields.len() {
+            let new = fields.keys().skip(known).map(|k| k.as_bytes());
+            self.column_index.1.extend(new);
         }
         match self.column_index.1.get(key) {
             Some(i)
