@@ -165,6 +165,45 @@ fn huge_declared_lengths_allocate_nothing() {
     assert!(matches!(e.kind(), ErrorKind::Truncated { .. }), "{e}");
 }
 
+/// A record `{"s": ndarray}` of `n` strings of `dtype` (`<U1`...) from `data`, as msgpack_numpy
+/// packs it.
+fn string_record(dtype: &str, n: u32, data: &[u8]) -> Vec<u8> {
+    use rmp::encode::*;
+    let mut m = Vec::new();
+    write_map_len(&mut m, 1).unwrap();
+    write_str(&mut m, "s").unwrap();
+    write_map_len(&mut m, 5).unwrap();
+    write_bin(&mut m, b"nd").unwrap();
+    write_bool(&mut m, true).unwrap();
+    write_bin(&mut m, b"type").unwrap();
+    write_str(&mut m, dtype).unwrap();
+    write_bin(&mut m, b"kind").unwrap();
+    write_bin(&mut m, b"").unwrap();
+    write_bin(&mut m, b"shape").unwrap();
+    write_array_len(&mut m, 1).unwrap();
+    write_uint(&mut m, n as u64).unwrap();
+    write_bin(&mut m, b"data").unwrap();
+    write_bin(&mut m, data).unwrap();
+    m
+}
+
+#[test]
+fn strings_padded_to_a_far_wider_one_are_refused_not_allocated() {
+    // one string of 100,000 characters, then a row of 3,000 one-character strings: held at the
+    // widest width, 1.2 GB for 12 KB of input; refused before it is allocated
+    let wide = string_record("<U100000", 1, &[b'x', 0, 0, 0].repeat(100_000));
+    let narrow = |n: u32| string_record("<U1", n, &[b'a', 0, 0, 0].repeat(n as usize));
+    let d = [wide.clone(), narrow(3000)].concat();
+    let e = read_all(&d, "records").unwrap_err();
+    assert!(e.to_string().contains("NUL padding"), "{e}");
+    assert_eq!(e.record(), Some(1), "{e}");
+    // fewer of them (40 MB of padding): read
+    assert_eq!(
+        read_all(&[wide, narrow(100)].concat(), "records").unwrap(),
+        2
+    );
+}
+
 #[test]
 #[cfg_attr(
     not(feature = "python-tests"),

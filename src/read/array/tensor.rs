@@ -67,8 +67,16 @@ pub(crate) struct TensorDecoder {
     /// less twice the bytes of the rows read (a batch of many small empty arrays is fine; a
     /// few bytes describing millions of entries are not)
     pub(crate) unbacked: i128,
+    /// NUL bytes this batch's rows were padded with to the column's widest strings
+    /// ([`MAX_PADDING`])
+    padding: u128,
     pub(crate) ctx: Ctx,
 }
+
+/// NUL bytes one batch of a string (or structured) column may be padded with: narrower rows are
+/// held at the widest row's width until the batch ends, and one 400 KB string beside millions
+/// of short ones asked for terabytes from megabytes of input.
+const MAX_PADDING: u128 = 1 << 30;
 
 impl TensorDecoder {
     pub(crate) fn new(dt: NumpyDtype, field: &Field, ctx: &Ctx) -> Result<Self> {
@@ -156,8 +164,28 @@ impl TensorDecoder {
             borrowed: None,
             python_complex: md.get(meta::KIND).map(String::as_str) == Some("complex"),
             unbacked: 0,
+            padding: 0,
             ctx: ctx.clone(),
         })
+    }
+
+    /// Count the padding of `n_elems` elements of `row_item` bytes held `wide` bytes wide,
+    /// refusing a batch past [`MAX_PADDING`].
+    fn pad(
+        &mut self,
+        wide: usize,
+        row_item: usize,
+        n_elems: usize,
+    ) -> std::result::Result<(), ErrorKind> {
+        let pad = wide.saturating_sub(row_item) as u128 * n_elems as u128;
+        self.padding = self.padding.saturating_add(pad);
+        if pad > 0 && self.padding > MAX_PADDING {
+            return Err(ErrorKind::InvalidNdarray(format!(
+                "refused: this batch's shorter strings would take more than {MAX_PADDING} bytes of NUL padding (a column's strings are held at its widest, here {} bytes an element, until its batch ends)",
+                wide
+            )));
+        }
+        Ok(())
     }
 
     pub(crate) fn row_dtype(&mut self, nd: &NdArray<'_>, c: &Cursor<'_>) -> Result<NumpyDtype> {
@@ -174,7 +202,8 @@ impl TensorDecoder {
         // over every row would have
         let narrower = match (d.text_width(), self.dt.text_width()) {
             (Some((u1, n1)), Some((u2, n2))) if u1 == u2 && n1 > n2 => {
-                self.widen_text(n1);
+                self.widen_text(n1)
+                    .map_err(|k| c.error_at(nd.type_pos, k))?;
                 true
             }
             (Some((u1, n1)), Some((u2, n2))) => u1 == u2 && n1 <= n2,
@@ -191,16 +220,16 @@ impl TensorDecoder {
         let convertible = self.ctx.convert && numeric(&d) && numeric(&self.dt);
         // structured rows whose string fields are of other widths, or fields of another byte
         // order: each element laid out as the column's (`push_row`), wider ones widening it
-        let restructured = d != self.dt
-            && match self.dt.widest_struct(&d) {
-                Some(wide) => {
-                    if wide != self.dt {
-                        self.relayout(wide);
-                    }
-                    true
+        let restructured = match self.dt.widest_struct(&d).filter(|_| d != self.dt) {
+            Some(wide) => {
+                if wide != self.dt {
+                    self.relayout(wide)
+                        .map_err(|k| c.error_at(nd.type_pos, k))?;
                 }
-                None => false,
-            };
+                true
+            }
+            None => false,
+        };
         if !narrower && !restructured && !convertible && native(&d) != self.native_dt {
             return Err(c.error_at(
                 nd.type_pos,
@@ -219,15 +248,16 @@ impl TensorDecoder {
 
     /// The column's strings `width` characters (or bytes) wide from now on, the elements so far
     /// padded with NULs to it (which numpy strips: the values stay the same).
-    fn widen_text(&mut self, width: usize) {
-        self.relayout(self.dt.with_text_width(width));
+    fn widen_text(&mut self, width: usize) -> std::result::Result<(), ErrorKind> {
+        self.relayout(self.dt.with_text_width(width))
     }
 
     /// The column's elements of `dt` from now on (a wider string or structured dtype), those so
     /// far laid out again as such.
-    fn relayout(&mut self, dt: NumpyDtype) {
+    fn relayout(&mut self, dt: NumpyDtype) -> std::result::Result<(), ErrorKind> {
         self.unborrow();
         let (old, new) = (self.item, dt.itemsize());
+        self.pad(new, old, self.elems)?;
         let mut buf = MutableBuffer::new(self.elems * new);
         let had = &self.buf.as_slice()[..self.elems * old];
         extend_as(&self.dt, &dt, had, self.elems, &mut buf);
@@ -241,6 +271,7 @@ impl TensorDecoder {
             .map_or(0, |f| f.iter().product::<usize>() * new);
         self.fast = None;
         self.dtype_cache.clear();
+        Ok(())
     }
 
     /// A row of another numeric dtype, each element converted exactly (else: its index).
@@ -350,6 +381,8 @@ impl ArrayDecoder for TensorDecoder {
                     self.dims.extend_from_slice(&f.shape);
                 }
                 let sdt = f.swap_dt.clone();
+                self.pad(self.item, sdt.itemsize(), n)
+                    .map_err(|k| c.error_at(c.pos(), k))?;
                 check_chars(&sdt, data, c, c.pos())?;
                 if let Some(i) = crate::types::buffers::time_out_of_range(&sdt, data) {
                     return Err(c.error_at(c.pos(), time_out_of_range_error(&sdt, i)));
@@ -466,6 +499,8 @@ impl ArrayDecoder for TensorDecoder {
                         .map_err(|i| c.error_at(start, inexact_element(i, &row_dt, &self.dt)));
                 }
                 check_chars(&row_dt, &nd.data, c, start)?;
+                self.pad(self.item, row_dt.itemsize(), nd.len)
+                    .map_err(|k| c.error_at(start, k))?;
                 self.push_row(&row_dt, &nd.data, nd.len);
                 let end = c.pos();
                 // the fast path is valid when data is the map's last entry, as msgpack_numpy writes
@@ -536,7 +571,7 @@ impl ArrayDecoder for TensorDecoder {
     }
 
     fn finish(&mut self) -> Result<ArrayRef> {
-        self.unbacked = 0;
+        (self.unbacked, self.padding) = (0, 0);
         let rows = std::mem::take(&mut self.rows);
         let elems = std::mem::take(&mut self.elems);
         let buf: Buffer = match self.borrowed.take() {
