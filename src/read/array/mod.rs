@@ -11,6 +11,7 @@ mod primitive;
 mod raw;
 mod structs;
 mod tensor;
+mod text;
 mod timestamp;
 mod validity;
 

@@ -1,6 +1,7 @@
 //! ndarrays (fixed or ragged shapes), numpy scalars in tensor columns, complex numbers: the
 //! payload bytes copied once into the column's values, with a fast path for repeated headers.
 
+use super::text::TextValues;
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::types::buffers::{elem_align, extend_as, extend_native, native, to_arrow};
@@ -68,8 +69,10 @@ pub(crate) struct TensorDecoder {
     /// few bytes describing millions of entries are not)
     pub(crate) unbacked: i128,
     /// NUL bytes this batch's rows were padded with to the column's widest strings
-    /// ([`MAX_PADDING`])
+    /// ([`MAX_PADDING`]: structured rows)
     padding: u128,
+    /// a `U`/`S` column's elements, appended as each row comes (not padded to the widest)
+    text: Option<TextValues>,
     pub(crate) ctx: Ctx,
 }
 
@@ -147,6 +150,7 @@ impl TensorDecoder {
             .map_or(0, |f| f.iter().product::<usize>() * item);
         Ok(TensorDecoder {
             native_dt: native(&dt),
+            text: TextValues::for_dtype(&dt),
             dt,
             item,
             shape,
@@ -177,6 +181,9 @@ impl TensorDecoder {
         row_item: usize,
         n_elems: usize,
     ) -> std::result::Result<(), ErrorKind> {
+        if self.text.is_some() {
+            return Ok(());
+        }
         let pad = wide.saturating_sub(row_item) as u128 * n_elems as u128;
         self.padding = self.padding.saturating_add(pad);
         if pad > 0 && self.padding > MAX_PADDING {
@@ -257,11 +264,13 @@ impl TensorDecoder {
     fn relayout(&mut self, dt: NumpyDtype) -> std::result::Result<(), ErrorKind> {
         self.unborrow();
         let (old, new) = (self.item, dt.itemsize());
-        self.pad(new, old, self.elems)?;
-        let mut buf = MutableBuffer::new(self.elems * new);
-        let had = &self.buf.as_slice()[..self.elems * old];
-        extend_as(&self.dt, &dt, had, self.elems, &mut buf);
-        self.buf = buf;
+        if self.text.is_none() {
+            self.pad(new, old, self.elems)?;
+            let mut buf = MutableBuffer::new(self.elems * new);
+            let had = &self.buf.as_slice()[..self.elems * old];
+            extend_as(&self.dt, &dt, had, self.elems, &mut buf);
+            self.buf = buf;
+        }
         self.native_dt = native(&dt);
         self.dt = dt;
         self.item = new;
@@ -289,13 +298,25 @@ impl TensorDecoder {
         Ok(())
     }
 
-    pub(crate) fn push_row(&mut self, row_dt: &NumpyDtype, data: &[u8], n_elems: usize) {
-        if self.rows == 0 && self.borrow(row_dt, data) {
-            self.elems += n_elems;
-            self.rows += 1;
-            self.nulls.append_non_null();
-            return;
+    pub(crate) fn push_row(
+        &mut self,
+        row_dt: &NumpyDtype,
+        data: &[u8],
+        n_elems: usize,
+    ) -> Result<()> {
+        if let Some(t) = &mut self.text {
+            t.push(row_dt, data, n_elems)?;
+        } else if !(self.rows == 0 && self.borrow(row_dt, data)) {
+            self.push_bytes(row_dt, data, n_elems);
         }
+        self.elems += n_elems;
+        self.rows += 1;
+        self.nulls.append_non_null();
+        Ok(())
+    }
+
+    /// A row's elements copied into the values buffer, in the column's layout.
+    fn push_bytes(&mut self, row_dt: &NumpyDtype, data: &[u8], n_elems: usize) {
         self.unborrow();
         let bytes = n_elems * self.item;
         self.grow(bytes);
@@ -305,7 +326,7 @@ impl TensorDecoder {
         } else if row_item == self.item {
             extend_native(row_dt, data, &mut self.buf);
         } else {
-            // a narrower U/S row: each element padded with NULs (which numpy strips anyway)
+            // a narrower row of a structured column's strings: padded with NULs (numpy strips)
             for i in 0..n_elems {
                 extend_native(
                     row_dt,
@@ -315,9 +336,6 @@ impl TensorDecoder {
                 self.buf.extend_zeros(self.item - row_item);
             }
         }
-        self.elems += n_elems;
-        self.rows += 1;
-        self.nulls.append_non_null();
     }
 
     /// Take the first row of a batch as a slice of the input, where its bytes are already what
@@ -387,7 +405,8 @@ impl ArrayDecoder for TensorDecoder {
                 if let Some(i) = crate::types::buffers::time_out_of_range(&sdt, data) {
                     return Err(c.error_at(c.pos(), time_out_of_range_error(&sdt, i)));
                 }
-                self.push_row(&sdt, data, n);
+                self.push_row(&sdt, data, n)
+                    .map_err(|e| e.at_offset(c.offset_of(c.pos())))?;
                 c.set_pos(c.pos() + h + dl);
                 return Ok(());
             }
@@ -501,7 +520,8 @@ impl ArrayDecoder for TensorDecoder {
                 check_chars(&row_dt, &nd.data, c, start)?;
                 self.pad(self.item, row_dt.itemsize(), nd.len)
                     .map_err(|k| c.error_at(start, k))?;
-                self.push_row(&row_dt, &nd.data, nd.len);
+                self.push_row(&row_dt, &nd.data, nd.len)
+                    .map_err(|e| e.at_offset(c.offset_of(start)))?;
                 let end = c.pos();
                 // the fast path is valid when data is the map's last entry, as msgpack_numpy writes
                 // it (not for rows of entries no data backs: each is counted, above)
@@ -524,13 +544,13 @@ impl ArrayDecoder for TensorDecoder {
                     b[..4].copy_from_slice(&(re as f32).to_ne_bytes());
                     b[4..].copy_from_slice(&(im as f32).to_ne_bytes());
                     let nd = self.native_dt.clone();
-                    self.push_row(&nd, &b, 1);
+                    self.push_row(&nd, &b, 1)?;
                 } else {
                     let mut b = [0u8; 16];
                     b[..8].copy_from_slice(&re.to_ne_bytes());
                     b[8..].copy_from_slice(&im.to_ne_bytes());
                     let nd = self.native_dt.clone();
-                    self.push_row(&nd, &b, 1);
+                    self.push_row(&nd, &b, 1)?;
                 }
                 Ok(())
             }
@@ -545,9 +565,13 @@ impl ArrayDecoder for TensorDecoder {
         self.unborrow();
         match &self.fixed {
             Some(f) => {
-                self.buf.extend_zeros(self.row_bytes);
                 // from the shape: the bytes say nothing for U0/S0 elements
-                self.elems += f.iter().product::<usize>();
+                let n = f.iter().product::<usize>();
+                match &mut self.text {
+                    Some(t) => t.push_empty(n),
+                    None => self.buf.extend_zeros(self.row_bytes),
+                }
+                self.elems += n;
             }
             None => self.dims.extend(std::iter::repeat_n(0, self.shape.len())),
         }
@@ -558,7 +582,8 @@ impl ArrayDecoder for TensorDecoder {
     fn reserve(&mut self, rows: usize) {
         // a batch of one big array: probably a slice of the input (`borrow`)
         let alone = rows == 1 && self.row_bytes >= BORROW_MIN_BYTES && self.ctx.input.is_some();
-        if self.fixed.is_some() && !alone {
+        // (text is appended to builders: the widest row's width says nothing of their size)
+        if self.fixed.is_some() && !alone && self.text.is_none() {
             let want = rows.saturating_mul(self.row_bytes);
             // cap what we trust up front: the rest grows as bytes really arrive
             if self.buf.capacity() == 0 {
@@ -581,10 +606,17 @@ impl ArrayDecoder for TensorDecoder {
         let nulls = self.nulls.finish();
         let dims = std::mem::take(&mut self.dims);
         let t = self.field.data_type().clone();
-        if self.shape.is_empty() {
+        if let Some(t) = &mut self.text {
+            if self.shape.is_empty() {
+                return Ok(t.finish(nulls));
+            }
+        } else if self.shape.is_empty() {
             return to_arrow(&self.native_dt, buf, elems, true, nulls);
         }
-        let values = to_arrow(&self.native_dt, buf, elems, true, None)?;
+        let values = match &mut self.text {
+            Some(t) => t.finish(None),
+            None => to_arrow(&self.native_dt, buf, elems, true, None)?,
+        };
         match (self.repr, &self.fixed) {
             (Repr::Nested, Some(_)) => nest_fixed(&t, values, nulls, rows),
             // one FixedSizeList level; nest_fixed keeps the row count of a size-0 one (shape (2, 0))
