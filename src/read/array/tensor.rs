@@ -253,8 +253,8 @@ impl TensorDecoder {
         Ok(d)
     }
 
-    /// The column's strings `width` characters (or bytes) wide from now on, the elements so far
-    /// padded with NULs to it (which numpy strips: the values stay the same).
+    /// The column's strings `width` characters (or bytes) wide from now on (its dtype: the
+    /// elements themselves are text already, [`TextValues`]).
     fn widen_text(&mut self, width: usize) -> std::result::Result<(), ErrorKind> {
         self.relayout(self.dt.with_text_width(width))
     }
@@ -326,7 +326,7 @@ impl TensorDecoder {
         } else if row_item == self.item {
             extend_native(row_dt, data, &mut self.buf);
         } else {
-            // a narrower row of a structured column's strings: padded with NULs (numpy strips)
+            // a narrower row of strings (text columns take theirs as text): NUL-padded
             for i in 0..n_elems {
                 extend_native(
                     row_dt,
