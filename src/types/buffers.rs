@@ -121,6 +121,32 @@ fn put_as(row: &NumpyDtype, col: &NumpyDtype, src: &[u8], dst: &mut MutableBuffe
     }
 }
 
+/// Append the characters of one `U` element (UCS-4 code units, byte-swapped where `swap`) to `s`,
+/// without its trailing NULs, which numpy strips (embedded ones stay); `Err` gives a unit that is
+/// no Unicode code point.
+pub(crate) fn push_ucs4(el: &[u8], swap: bool, s: &mut String) -> std::result::Result<(), u32> {
+    let unit = |c: &[u8]| {
+        let v = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
+        if swap {
+            v.swap_bytes()
+        } else {
+            v
+        }
+    };
+    let units = el.chunks_exact(4);
+    let keep = units.len() - units.clone().rev().take_while(|c| unit(c) == 0).count();
+    for c in units.take(keep) {
+        let u = unit(c);
+        s.push(char::from_u32(u).ok_or(u)?);
+    }
+    Ok(())
+}
+
+/// One `S` element without its trailing NULs, as numpy reads it.
+pub(crate) fn strip_nuls(el: &[u8]) -> &[u8] {
+    &el[..el.iter().rposition(|&c| c != 0).map_or(0, |p| p + 1)]
+}
+
 /// Reverse the bytes of each `w`-byte unit.
 pub(crate) fn swap_in_place(b: &mut [u8], w: usize) {
     match w {
@@ -284,29 +310,11 @@ pub(crate) fn to_arrow(
             let mut s = String::new();
             for i in 0..n {
                 s.clear();
-                let el = &bytes[i * item..(i + 1) * item];
-                let mut units: Vec<u32> = el
-                    .chunks_exact(4)
-                    .map(|c| {
-                        let v = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
-                        if swap {
-                            v.swap_bytes()
-                        } else {
-                            v
-                        }
-                    })
-                    .collect();
-                // numpy strips trailing NULs (embedded ones stay)
-                while units.last() == Some(&0) {
-                    units.pop();
-                }
-                for u in units {
-                    s.push(char::from_u32(u).ok_or_else(|| {
-                        Error::new(ErrorKind::InvalidNdarray(format!(
-                            "U{chars} element {i} holds {u:#x}, not a Unicode code point"
-                        )))
-                    })?);
-                }
+                push_ucs4(&bytes[i * item..(i + 1) * item], swap, &mut s).map_err(|u| {
+                    Error::new(ErrorKind::InvalidNdarray(format!(
+                        "U{chars} element {i} holds {u:#x}, not a Unicode code point"
+                    )))
+                })?;
                 b.append_value(&s);
             }
             let a = b.finish();
@@ -319,9 +327,7 @@ pub(crate) fn to_arrow(
         NumpyDtype::Bytes { .. } => {
             let mut b = BinaryBuilder::with_capacity(n, bytes.len());
             for i in 0..n {
-                let el = &bytes[i * item..(i + 1) * item];
-                let end = el.iter().rposition(|&c| c != 0).map_or(0, |p| p + 1);
-                b.append_value(&el[..end]);
+                b.append_value(strip_nuls(&bytes[i * item..(i + 1) * item]));
             }
             let a = b.finish();
             Arc::new(BinaryArray::new(

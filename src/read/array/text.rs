@@ -12,6 +12,7 @@ use arrow_array::{ArrayRef, BinaryArray, StringArray};
 use arrow_buffer::NullBuffer;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::types::buffers::{push_ucs4, strip_nuls};
 use crate::types::NumpyDtype;
 
 pub(crate) enum TextValues {
@@ -39,36 +40,22 @@ impl TextValues {
             TextValues::Str(b, s) => {
                 let swap = row.order().needs_swap();
                 for i in 0..n {
-                    let el = &data[i * item..(i + 1) * item];
-                    let units = el.chunks_exact(4).map(|c| {
-                        let v = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
-                        if swap {
-                            v.swap_bytes()
-                        } else {
-                            v
-                        }
-                    });
-                    let keep = el.len() / 4 - units.clone().rev().take_while(|&u| u == 0).count();
                     s.clear();
-                    for u in units.take(keep) {
-                        s.push(char::from_u32(u).ok_or_else(|| {
-                            Error::new(ErrorKind::InvalidNdarray(format!(
-                                "{} element {i} holds {u:#x}, not a Unicode code point",
-                                row.to_dtype_str()
-                            )))
-                        })?);
-                    }
+                    push_ucs4(&data[i * item..(i + 1) * item], swap, s).map_err(|u| {
+                        Error::new(ErrorKind::InvalidNdarray(format!(
+                            "{} element {i} holds {u:#x}, not a Unicode code point",
+                            row.to_dtype_str()
+                        )))
+                    })?;
                     b.append_value(&*s);
                 }
             }
             TextValues::Bin(b) => {
-                for el in data.chunks_exact(item.max(1)).take(n) {
-                    let end = el.iter().rposition(|&c| c != 0).map_or(0, |p| p + 1);
-                    b.append_value(&el[..end]);
-                }
-                // (`S0` elements hold no bytes)
-                for _ in data.len() / item.max(1)..n {
-                    b.append_value(b"");
+                for i in 0..n {
+                    // (`S0` elements hold no bytes)
+                    b.append_value(strip_nuls(
+                        data.get(i * item..(i + 1) * item).unwrap_or(&[]),
+                    ));
                 }
             }
         }
