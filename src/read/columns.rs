@@ -49,6 +49,7 @@ pub(crate) fn decode_columns(
         .map_or(usize::MAX, |n| b.skip_rows.saturating_add(n.max(1)));
     let mut batches = Vec::new();
     let mut chunk_rows = Vec::new();
+    let mut rows_so_far = 0usize;
     let mut chunk = 0u64;
     // entries no data byte backs, over every chunk (a stream of tiny `(1048576, 0)` arrays)
     let mut unbacked = 0u128;
@@ -283,8 +284,9 @@ pub(crate) fn decode_columns(
             j += 1;
         }
         chunk_rows.push(rows);
+        rows_so_far = rows_so_far.saturating_add(rows);
         chunk += 1;
-        if container == Container::NdArray || chunk_rows.iter().sum::<usize>() >= wanted {
+        if container == Container::NdArray || rows_so_far >= wanted {
             break;
         }
     }
