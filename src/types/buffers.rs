@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{BinaryBuilder, StringBuilder};
 use arrow_array::types::*;
 use arrow_array::*;
 use arrow_buffer::ArrowNativeType;
@@ -11,6 +10,7 @@ use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer, ScalarBuffe
 use arrow_schema::{DataType, Field, Fields, TimeUnit};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::types::text::TextValues;
 use crate::types::{ByteOrder, NpTimeUnit, NumpyDtype};
 
 /// Below this, huge pages are not worth asking for.
@@ -119,32 +119,6 @@ fn put_as(row: &NumpyDtype, col: &NumpyDtype, src: &[u8], dst: &mut MutableBuffe
             dst.extend_zeros(col.itemsize().saturating_sub(src.len()));
         }
     }
-}
-
-/// Append the characters of one `U` element (UCS-4 code units, byte-swapped where `swap`) to `s`,
-/// without its trailing NULs, which numpy strips (embedded ones stay); `Err` gives a unit that is
-/// no Unicode code point.
-pub(crate) fn push_ucs4(el: &[u8], swap: bool, s: &mut String) -> std::result::Result<(), u32> {
-    let unit = |c: &[u8]| {
-        let v = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
-        if swap {
-            v.swap_bytes()
-        } else {
-            v
-        }
-    };
-    let units = el.chunks_exact(4);
-    let keep = units.len() - units.clone().rev().take_while(|c| unit(c) == 0).count();
-    for c in units.take(keep) {
-        let u = unit(c);
-        s.push(char::from_u32(u).ok_or(u)?);
-    }
-    Ok(())
-}
-
-/// One `S` element without its trailing NULs, as numpy reads it.
-pub(crate) fn strip_nuls(el: &[u8]) -> &[u8] {
-    &el[..el.iter().rposition(|&c| c != 0).map_or(0, |p| p + 1)]
 }
 
 /// Reverse the bytes of each `w`-byte unit.
@@ -304,37 +278,12 @@ pub(crate) fn to_arrow(
             let b = bool_bits(&bytes[..n]);
             Arc::new(BooleanArray::new(b, nulls))
         }
-        NumpyDtype::Unicode { chars, order } => {
-            let swap = !native_order && order.needs_swap();
-            let mut b = StringBuilder::with_capacity(n, bytes.len() / 4);
-            let mut s = String::new();
-            for i in 0..n {
-                s.clear();
-                push_ucs4(&bytes[i * item..(i + 1) * item], swap, &mut s).map_err(|u| {
-                    Error::new(ErrorKind::InvalidNdarray(format!(
-                        "U{chars} element {i} holds {u:#x}, not a Unicode code point"
-                    )))
-                })?;
-                b.append_value(&s);
-            }
-            let a = b.finish();
-            Arc::new(StringArray::new(
-                a.offsets().clone(),
-                a.values().clone(),
-                nulls,
-            ))
-        }
-        NumpyDtype::Bytes { .. } => {
-            let mut b = BinaryBuilder::with_capacity(n, bytes.len());
-            for i in 0..n {
-                b.append_value(strip_nuls(&bytes[i * item..(i + 1) * item]));
-            }
-            let a = b.finish();
-            Arc::new(BinaryArray::new(
-                a.offsets().clone(),
-                a.values().clone(),
-                nulls,
-            ))
+        NumpyDtype::Unicode { .. } | NumpyDtype::Bytes { .. } => {
+            // (bytes already in native order are read as such)
+            let row = if native_order { native(dt) } else { dt.clone() };
+            let mut t = TextValues::for_dtype(dt).expect("a U/S dtype");
+            t.push(&row, &bytes, n)?;
+            t.finish(nulls)
         }
         NumpyDtype::Void { len } => {
             let size = i32::try_from(*len)

@@ -10,6 +10,7 @@ pub mod layout;
 pub mod meta;
 pub(crate) mod nest;
 pub mod shared_metadata;
+pub(crate) mod text;
 
 pub use crate::wire::dtype::{ByteOrder, NpTimeUnit, NumpyDtype, StructField};
 pub use arrow::{fixed_size_list, list, parse_type_name, polars_compatible_type, short_name};

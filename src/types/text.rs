@@ -1,9 +1,8 @@
-//! The elements of `U<n>` / `S<n>` ndarrays, each appended as Arrow text or bytes as its row
-//! arrives (trailing NULs stripped, as numpy reads them).
-//!
-//! Why not a fixed-width buffer converted at the batch's end, as other dtypes are: rows of other
-//! widths would be padded to the widest one, and one long string beside millions of short ones
-//! asked for terabytes.
+//! The elements of `U<n>` / `S<n>` arrays as Arrow text or bytes (trailing NULs stripped, as
+//! numpy reads them): a whole array at once (`buffers::to_arrow`, the NPZ reader), or row by row
+//! as a column's rows arrive (the tensor decoder: a fixed-width buffer converted at the batch's
+//! end would pad rows of other widths to the widest one, and one long string beside millions of
+//! short ones asked for terabytes).
 
 use std::sync::Arc;
 
@@ -12,7 +11,6 @@ use arrow_array::{ArrayRef, BinaryArray, StringArray};
 use arrow_buffer::NullBuffer;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::types::buffers::{push_ucs4, strip_nuls};
 use crate::types::NumpyDtype;
 
 pub(crate) enum TextValues {
@@ -47,15 +45,16 @@ impl TextValues {
                             row.to_dtype_str()
                         )))
                     })?;
+                    check_room(b.values_slice().len(), s.len())?;
                     b.append_value(&*s);
                 }
             }
             TextValues::Bin(b) => {
                 for i in 0..n {
                     // (`S0` elements hold no bytes)
-                    b.append_value(strip_nuls(
-                        data.get(i * item..(i + 1) * item).unwrap_or(&[]),
-                    ));
+                    let el = strip_nuls(data.get(i * item..(i + 1) * item).unwrap_or(&[]));
+                    check_room(b.values_slice().len(), el.len())?;
+                    b.append_value(el);
                 }
             }
         }
@@ -93,4 +92,43 @@ impl TextValues {
             }
         }
     }
+}
+
+/// Arrow's `Utf8`/`Binary` offsets are i32: more than 2 GiB of text in one array is an error (the
+/// builders panic on it).
+fn check_room(held: usize, more: usize) -> Result<()> {
+    if held.saturating_add(more) > i32::MAX as usize {
+        return Err(Error::new(ErrorKind::Usage(
+            "more than 2 GiB of strings in one batch of a column: a smaller batch_bytes (CLI \
+             --batch-bytes) makes batches of fewer rows"
+                .into(),
+        )));
+    }
+    Ok(())
+}
+
+/// Append the characters of one `U` element (UCS-4 code units, byte-swapped where `swap`) to `s`,
+/// without its trailing NULs, which numpy strips (embedded ones stay); `Err` gives a unit that is
+/// no Unicode code point.
+fn push_ucs4(el: &[u8], swap: bool, s: &mut String) -> std::result::Result<(), u32> {
+    let unit = |c: &[u8]| {
+        let v = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
+        if swap {
+            v.swap_bytes()
+        } else {
+            v
+        }
+    };
+    let units = el.chunks_exact(4);
+    let keep = units.len() - units.clone().rev().take_while(|c| unit(c) == 0).count();
+    for c in units.take(keep) {
+        let u = unit(c);
+        s.push(char::from_u32(u).ok_or(u)?);
+    }
+    Ok(())
+}
+
+/// One `S` element without its trailing NULs, as numpy reads it.
+fn strip_nuls(el: &[u8]) -> &[u8] {
+    &el[..el.iter().rposition(|&c| c != 0).map_or(0, |p| p + 1)]
 }

@@ -12,10 +12,10 @@ use crate::types::nest::nest_fixed;
 use crate::types::{fixed_size_list, meta, NpTimeUnit, NumpyDtype};
 use arrow_array::types::{Date32Type, DurationMicrosecondType};
 use arrow_array::{
-    make_array, Array, ArrayRef, BinaryArray, BooleanArray, FixedSizeBinaryArray,
-    FixedSizeListArray, PrimitiveArray, StringArray,
+    make_array, Array, ArrayRef, BooleanArray, FixedSizeBinaryArray, FixedSizeListArray,
+    PrimitiveArray,
 };
-use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer, OffsetBuffer};
+use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer};
 use arrow_data::ArrayData;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use std::collections::HashMap;
@@ -285,60 +285,9 @@ pub(crate) fn leaf_array(dt: &NumpyDtype, buf: Buffer, count: usize) -> Result<A
             };
             Arc::new(FixedSizeListArray::try_new(item, 2, floats, None)?)
         }
-        NumpyDtype::Unicode { chars, .. } => {
-            let width = chars * 4;
-            let mut offsets = Vec::with_capacity(count + 1);
-            offsets.push(0i32);
-            let mut data = Vec::with_capacity(bytes.len() / 4);
-            for i in 0..count {
-                let item = &bytes[i * width..(i + 1) * width];
-                let mut units: Vec<u32> = item
-                    .chunks_exact(4)
-                    .map(|u| u32::from_ne_bytes([u[0], u[1], u[2], u[3]]))
-                    .collect();
-                while units.last() == Some(&0) {
-                    units.pop();
-                }
-                for u in units {
-                    let c = char::from_u32(u).ok_or_else(|| {
-                        Error::new(ErrorKind::InvalidNdarray(format!(
-                            "element {i} holds {u:#x}, which is not a Unicode code point"
-                        )))
-                    })?;
-                    let mut tmp = [0u8; 4];
-                    data.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
-                }
-                offsets.push(
-                    i32::try_from(data.len())
-                        .map_err(|_| unsupported("string column over 2 GiB".into()))?,
-                );
-            }
-            // SAFETY-free: the offsets are monotonic and the data valid UTF-8 by construction;
-            // try_new checks anyway.
-            Arc::new(StringArray::try_new(
-                OffsetBuffer::new(offsets.into()),
-                data.into(),
-                None,
-            )?)
-        }
-        NumpyDtype::Bytes { len } => {
-            let mut offsets = Vec::with_capacity(count + 1);
-            offsets.push(0i32);
-            let mut data = Vec::with_capacity(bytes.len());
-            for i in 0..count {
-                let item = &bytes[i * len..(i + 1) * len];
-                let end = item.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-                data.extend_from_slice(&item[..end]);
-                offsets.push(
-                    i32::try_from(data.len())
-                        .map_err(|_| unsupported("binary column over 2 GiB".into()))?,
-                );
-            }
-            Arc::new(BinaryArray::try_new(
-                OffsetBuffer::new(offsets.into()),
-                data.into(),
-                None,
-            )?)
+        // (the bytes are in native order here)
+        NumpyDtype::Unicode { .. } | NumpyDtype::Bytes { .. } => {
+            crate::types::buffers::to_arrow(dt, buf, count, true, None)?
         }
         NumpyDtype::Void { len } => {
             let w = i32::try_from(*len)

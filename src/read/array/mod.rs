@@ -11,7 +11,6 @@ mod primitive;
 mod raw;
 mod structs;
 mod tensor;
-mod text;
 mod timestamp;
 mod validity;
 

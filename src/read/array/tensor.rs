@@ -1,11 +1,11 @@
 //! ndarrays (fixed or ragged shapes), numpy scalars in tensor columns, complex numbers: the
 //! payload bytes copied once into the column's values, with a fast path for repeated headers.
 
-use super::text::TextValues;
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::types::buffers::{elem_align, extend_as, extend_native, native, to_arrow};
 pub(crate) use crate::types::nest::{nest_fixed, nest_ragged, ragged_offsets, same_structure};
+use crate::types::text::TextValues;
 use crate::types::{meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Kind};
 use crate::wire::ndarray::{probe, NdArray, Special, MAX_EMPTY_ENTRIES};
