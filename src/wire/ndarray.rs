@@ -195,7 +195,7 @@ pub(crate) fn probe<'a>(
             Some(false) => Some(true),
             _ => None,
         };
-        match scalar.map(|scalar| ndarray(c, &at, scalar, dialect)) {
+        match scalar.map(|scalar| ndarray(c, &at, scalar, dialect, str_keys)) {
             Some(Ok(Special::Array(nd))) if str_keys && !nd.js && !names_a_dtype(&nd) => None,
             Some(Ok(nd)) => {
                 parsed = true;
@@ -208,31 +208,30 @@ pub(crate) fn probe<'a>(
             None => None,
         }
     } else if has(6) && has(5) && !has(1) {
-        match read_bool(c, 6) {
-            Some(true) => {
-                c.set_pos(at[5]);
-                let (s, _) = c.read_str_or_bin()?;
-                {
-                    let (re, im) = parse_complex(s).ok_or_else(|| {
-                        c.error_at(
-                            at[5],
-                            ErrorKind::InvalidNdarray(format!(
-                                "complex data {:?} is not a Python complex literal",
-                                String::from_utf8_lossy(s)
-                            )),
-                        )
-                    })?;
-                    Some(Special::Complex(re, im))
-                }
-            }
-            _ => None,
+        // msgpack_numpy takes any map with a `b"complex"` key for a complex (it writes `True`);
+        // str keys are an old packer's only when the value is `True`
+        if read_bool(c, 6) == Some(true) || !str_keys {
+            c.set_pos(at[5]);
+            let (s, _) = c.read_str_or_bin()?;
+            let (re, im) = parse_complex(s).ok_or_else(|| {
+                c.error_at(
+                    at[5],
+                    ErrorKind::InvalidNdarray(format!(
+                        "complex data {:?} is not a Python complex literal",
+                        String::from_utf8_lossy(s)
+                    )),
+                )
+            })?;
+            Some(Special::Complex(re, im))
+        } else {
+            None
         }
     } else if has(7) && has(8) && has(4) && has(5) {
         match read_bool(c, 7) {
             Some(true) => {
                 at[2] = at[8];
                 parsed = true;
-                Some(ndarray(c, &at, false, dialect)?)
+                Some(ndarray(c, &at, false, dialect, true)?)
             }
             _ => None,
         }
@@ -271,6 +270,7 @@ fn ndarray<'a>(
     at: &[usize; 10],
     scalar: bool,
     dialect: Dialect,
+    str_keys: bool,
 ) -> Result<Special<'a>> {
     let bad =
         |c: &Cursor<'a>, pos: usize, msg: String| c.error_at(pos, ErrorKind::InvalidNdarray(msg));
@@ -292,6 +292,12 @@ fn ndarray<'a>(
     let kind = if at[3] != usize::MAX {
         c.set_pos(at[3]);
         match c.peek_kind()? {
+            // msgpack_numpy compares `kind` with `b"V"` / `b"O"`: a str beside bin keys is none
+            // (the dtype then comes from `type` alone, a descr list or a dtype string)
+            Kind::Str if !str_keys => {
+                c.skip(0)?;
+                None
+            }
             Kind::Str | Kind::Bin => Some(c.read_str_or_bin()?.0),
             Kind::Nil => None,
             k => {

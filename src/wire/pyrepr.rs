@@ -73,44 +73,89 @@ pub(crate) fn py_complex_repr(re: f64, im: f64, s: &mut String) {
     }
 }
 
-/// Parse Python's `repr(complex)`: `(1+2j)`, `1j`, `(-0-1j)`, `(nan+infj)`, `(1e+16-2.5e-05j)`.
+/// Parse a string as Python's `complex()` does (msgpack-numpy writes `repr(complex)`: `(1+2j)`,
+/// `1j`, `(-0-1j)`, `(nan+infj)`, `(1e+16-2.5e-05j)`; its reader calls `complex()` on whatever
+/// the string holds): spaces around, parentheses, a bare `j` for 1j, `inf`/`nan` in any case,
+/// `_` between digits. (Python also maps non-ASCII decimal digits; those are refused here.)
 pub(crate) fn parse_complex(s: &[u8]) -> Option<(f64, f64)> {
     let s = std::str::from_utf8(s).ok()?.trim();
-    let s = s
-        .strip_prefix('(')
-        .and_then(|t| t.strip_suffix(')'))
-        .unwrap_or(s);
-    let num = |t: &str| -> Option<f64> {
-        let (sign, body) = match t.as_bytes().first()? {
-            b'-' => (-1.0, &t[1..]),
-            b'+' => (1.0, &t[1..]),
-            _ => (1.0, t),
-        };
-        let v = match body {
-            "inf" | "infinity" => f64::INFINITY,
-            "nan" => f64::NAN,
-            _ => body.parse::<f64>().ok()?,
-        };
-        Some(if v.is_nan() {
-            v.copysign(sign)
-        } else {
-            sign * v
-        })
+    let s = match s.strip_prefix('(') {
+        Some(t) => t.strip_suffix(')')?.trim(),
+        None => s,
     };
     match s.strip_suffix(['j', 'J']) {
-        None => Some((num(s)?, 0.0)),
+        None => Some((py_float(s)?, 0.0)),
         Some(body) => {
-            // split at the last sign that is not the first char and not after an exponent 'e'
+            // the imaginary part starts at the last sign that is not the first char and not an
+            // exponent's
             let b = body.as_bytes();
             let split = (1..b.len())
                 .rev()
                 .find(|&i| (b[i] == b'+' || b[i] == b'-') && !matches!(b[i - 1], b'e' | b'E'));
-            match split {
-                Some(i) => Some((num(&body[..i])?, num(&body[i..])?)),
-                None => Some((0.0, num(body)?)),
-            }
+            let (re, im) = match split {
+                Some(i) => (py_float(&body[..i])?, &body[i..]),
+                None => (0.0, body),
+            };
+            // `j`, `+j`, `-j`: a unit imaginary part
+            let im = match im {
+                "" | "+" => 1.0,
+                "-" => -1.0,
+                _ => py_float(im)?,
+            };
+            Some((re, im))
         }
     }
+}
+
+/// Python's `float()` of a string already stripped: a sign, then `inf`/`infinity`/`nan` (any
+/// case) or decimal digits with an optional fraction and exponent, `_` only between two digits.
+fn py_float(t: &str) -> Option<f64> {
+    let (neg, body) = match t.as_bytes().first()? {
+        b'-' => (true, &t[1..]),
+        b'+' => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let v = if ["inf", "infinity", "nan"]
+        .iter()
+        .any(|w| body.eq_ignore_ascii_case(w))
+    {
+        if body.len() == 3 && body.as_bytes()[0].eq_ignore_ascii_case(&b'n') {
+            f64::NAN
+        } else {
+            f64::INFINITY
+        }
+    } else {
+        let b = body.as_bytes();
+        let mut digits = String::with_capacity(b.len());
+        let mut mantissa_digits = 0;
+        let mut in_exponent = false;
+        for (i, &ch) in b.iter().enumerate() {
+            match ch {
+                b'0'..=b'9' => {
+                    mantissa_digits += usize::from(!in_exponent);
+                    digits.push(ch as char);
+                }
+                b'_' if i > 0
+                    && b[i - 1].is_ascii_digit()
+                    && b.get(i + 1).is_some_and(u8::is_ascii_digit) => {}
+                b'.' if !in_exponent => digits.push('.'),
+                b'e' | b'E' if !in_exponent && mantissa_digits > 0 => {
+                    in_exponent = true;
+                    digits.push('e');
+                }
+                b'+' | b'-' if matches!(b.get(i.wrapping_sub(1)), Some(b'e' | b'E')) => {
+                    digits.push(ch as char)
+                }
+                _ => return None,
+            }
+        }
+        if mantissa_digits == 0 {
+            return None;
+        }
+        // (Rust's parser refuses what is left malformed: two dots, an exponent without digits)
+        digits.parse::<f64>().ok()?
+    };
+    Some(if neg { -v } else { v })
 }
 
 #[cfg(test)]
@@ -129,5 +174,54 @@ mod tests {
         let (re, im) = parse_complex(b"(nan+infj)").unwrap();
         assert!(re.is_nan() && im == f64::INFINITY);
         assert_eq!(parse_complex(b"(1+2)"), None);
+    }
+
+    #[test]
+    fn complex_strings_as_python_complex_reads_them() {
+        // each pair checked against CPython's complex()
+        let ok: &[(&[u8], (f64, f64))] = &[
+            (b"j", (0.0, 1.0)),
+            (b"-j", (0.0, -1.0)),
+            (b"1+j", (1.0, 1.0)),
+            (b"1-J", (1.0, -1.0)),
+            (b" ( 1+2j ) ", (1.0, 2.0)),
+            (b"1_0", (10.0, 0.0)),
+            (b"1_0.5_5e1_0j", (0.0, 105500000000.0)),
+            (b"-Infinity", (f64::NEG_INFINITY, 0.0)),
+            (b"1e5+2e-3J", (100000.0, 0.002)),
+            (b"1.", (1.0, 0.0)),
+            (b".5j", (0.0, 0.5)),
+        ];
+        for (s, want) in ok {
+            assert_eq!(
+                parse_complex(s),
+                Some(*want),
+                "{}",
+                String::from_utf8_lossy(s)
+            );
+        }
+        assert!(parse_complex(b"nAn").unwrap().0.is_nan());
+        for bad in [
+            &b"1__0"[..],
+            b"_1",
+            b"1_",
+            b"+-1",
+            b"(1+2j",
+            b"0x1",
+            b"1 + 2j",
+            b"1e",
+            b"1.5e+",
+            b"-(1+2j)",
+            b"1j+1",
+            b"",
+            b"()",
+            b".",
+            b"e5",
+            b"1_.5",
+            b"1._5",
+            b"1e_5",
+        ] {
+            assert_eq!(parse_complex(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
     }
 }
