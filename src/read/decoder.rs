@@ -49,7 +49,7 @@ pub struct Decoder {
     rows: usize,
     /// their input bytes
     bytes: usize,
-    /// the input bytes of the last of them (a big row ends its batch: `plan::row_alone_bytes`)
+    /// the input bytes of the last of them (a big row ends its batch: `row_walk::row_alone_bytes`)
     last_len: usize,
     /// rows decoded before them
     row: u64,
@@ -223,7 +223,7 @@ impl Decoder {
     pub fn is_full(&self) -> bool {
         self.rows >= self.batch_size
             || self.bytes >= self.batch_bytes
-            || self.last_len >= super::plan::row_alone_bytes(self.batch_bytes)
+            || self.last_len >= super::row_walk::row_alone_bytes(self.batch_bytes)
     }
 
     /// The schema of the batches (projection applied).

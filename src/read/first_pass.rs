@@ -9,9 +9,8 @@ use std::sync::Arc;
 
 use arrow_schema::SchemaRef;
 
-use super::plan::{
-    finish_schema, plan_first, rows_inferrer, rows_schema, Container, RowWalk, RowsSeen,
-};
+use super::plan::{finish_schema, plan_first, rows_inferrer, rows_schema, Container};
+use super::row_walk::{RowWalk, RowsSeen};
 use super::stream::StreamReader;
 use super::{check_msgpack, ReaderBuilder};
 use crate::error::{ErrorKind, Result};

@@ -23,6 +23,7 @@ pub(crate) mod infer;
 mod output;
 mod piped;
 pub(crate) mod plan;
+pub(crate) mod row_walk;
 mod rows;
 pub(crate) mod source;
 mod split;

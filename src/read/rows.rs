@@ -194,7 +194,7 @@ impl RowsReader {
         c.set_pos(self.pos);
         let mut released = self.pos;
         let (mut n, mut last_len) = (0, 0);
-        let alone = super::plan::row_alone_bytes(self.batch_bytes);
+        let alone = super::row_walk::row_alone_bytes(self.batch_bytes);
         while n < most && (n == 0 || (c.pos() - self.pos < self.batch_bytes && last_len < alone)) {
             let at = c.offset();
             self.dec

@@ -20,7 +20,8 @@
 use rayon::prelude::*;
 
 use super::infer::{GivenKeys, Inferrer, Ty};
-use super::plan::{starts_batch, Plan, RowWalk, RowsSeen};
+use super::plan::Plan;
+use super::row_walk::{starts_batch, RowWalk, RowsSeen};
 use super::source::release_behind;
 use crate::error::Result;
 use crate::options::Layout;

@@ -381,7 +381,7 @@ impl TensorDecoder {
 }
 
 /// The smallest row worth a slice of the input rather than a copy. Below it, a batch of one row
-/// is rare (a row ends its batch from [`crate::read::plan::row_alone_bytes`] on) and a copy costs
+/// is rare (a row ends its batch from [`crate::read::row_walk::row_alone_bytes`] on) and a copy costs
 /// little.
 const BORROW_MIN_BYTES: usize = 64 << 10;
 
