@@ -126,26 +126,19 @@ fn py_float(t: &str) -> Option<f64> {
         }
     } else {
         let b = body.as_bytes();
-        let mut digits = String::with_capacity(b.len());
-        let mut mantissa_digits = 0;
-        let mut in_exponent = false;
+        let (mut mantissa_digits, mut in_exponent, mut underscores) = (0, false, false);
         for (i, &ch) in b.iter().enumerate() {
             match ch {
-                b'0'..=b'9' => {
-                    mantissa_digits += usize::from(!in_exponent);
-                    digits.push(ch as char);
-                }
+                b'0'..=b'9' => mantissa_digits += usize::from(!in_exponent),
                 b'_' if i > 0
                     && b[i - 1].is_ascii_digit()
-                    && b.get(i + 1).is_some_and(u8::is_ascii_digit) => {}
-                b'.' if !in_exponent => digits.push('.'),
-                b'e' | b'E' if !in_exponent && mantissa_digits > 0 => {
-                    in_exponent = true;
-                    digits.push('e');
+                    && b.get(i + 1).is_some_and(u8::is_ascii_digit) =>
+                {
+                    underscores = true
                 }
-                b'+' | b'-' if matches!(b.get(i.wrapping_sub(1)), Some(b'e' | b'E')) => {
-                    digits.push(ch as char)
-                }
+                b'.' if !in_exponent => {}
+                b'e' | b'E' if !in_exponent && mantissa_digits > 0 => in_exponent = true,
+                b'+' | b'-' if i > 0 && matches!(b[i - 1], b'e' | b'E') => {}
                 _ => return None,
             }
         }
@@ -153,7 +146,11 @@ fn py_float(t: &str) -> Option<f64> {
             return None;
         }
         // (Rust's parser refuses what is left malformed: two dots, an exponent without digits)
-        digits.parse::<f64>().ok()?
+        if underscores {
+            body.replace('_', "").parse::<f64>().ok()?
+        } else {
+            body.parse::<f64>().ok()?
+        }
     };
     Some(if neg { -v } else { v })
 }

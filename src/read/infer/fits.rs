@@ -411,6 +411,33 @@ impl Inferrer {
                 !is_special_ext(c, self.opts.dialect, self.opts.npy_ext)
                     && matches!(c.read_ext(), Ok((t, _)) if t != -1)
             }
+            // (as `value` takes them: the length checked, the range when decoded)
+            (Kind::Ext, Ty::Timestamp) => {
+                !is_special_ext(c, self.opts.dialect, self.opts.npy_ext)
+                    && matches!(c.read_ext(), Ok((-1, d)) if matches!(d.len(), 4 | 8 | 12))
+            }
+            // a Python complex: the probe parses it (whatever else it is takes the slow path)
+            (Kind::Map, Ty::Complex) => matches!(
+                probe(
+                    c,
+                    self.opts.dialect,
+                    self.opts.npy_ext,
+                    self.opts.max_depth - depth
+                ),
+                Ok(Some(Special::Complex(..)))
+            ),
+            // a nested map keyed by integers (an empty one: the slow path says what it is)
+            (Kind::Map, Ty::Map(kt, vt)) if depth > 0 => match c.read_map_len() {
+                Ok(n) => {
+                    n > 0
+                        && (0..n).all(|_| {
+                            matches!(c.peek_kind(), Ok(Kind::Int))
+                                && self.fits(kt, c, depth + 1)
+                                && self.fits(vt, c, depth + 1)
+                        })
+                }
+                Err(_) => false,
+            },
             (Kind::Array, Ty::List(inner, len)) => match c.read_array_len() {
                 Ok(n) => {
                     (len.is_none() || *len == Some(n))

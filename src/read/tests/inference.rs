@@ -312,6 +312,74 @@ fn fast_inference_equals_full_inference() {
                 rec(&[("v", nd_bytes("<f4", &[4], 20))]),
             ],
         ),
+        // timestamps (ext -1 of 4, 8 and 12 bytes), then one of another length, another ext
+        (
+            Layout::Records,
+            vec![
+                a(vec![0xd6, 0xff, 0, 0, 0, 1]),
+                a(vec![0xd7, 0xff, 0, 0, 0, 4, 0, 0, 0, 1]),
+                a([&[0xc7, 12, 0xff][..], &[0; 11], &[1]].concat()),
+                a(vec![0xd6, 0xff, 0, 0, 0, 2]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                a(vec![0xd6, 0xff, 0, 0, 0, 1]),
+                a(vec![0xd6, 0xff, 0, 0, 0, 1]),
+                a(vec![0xd5, 0xff, 0, 1]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                a(vec![0xd6, 0xff, 0, 0, 0, 1]),
+                a(vec![0xd6, 0xff, 0, 0, 0, 1]),
+                a(vec![0xd6, 0x05, 0, 0, 0, 1]),
+            ],
+        ),
+        // Python complex maps, then one that is not a complex literal, then a user map
+        (
+            Layout::Records,
+            vec![
+                a(map(&[("complex", vec![0xc3]), ("data", s("(1+2j)"))])),
+                a(map(&[("complex", vec![0xc3]), ("data", s("-j"))])),
+                a(map(&[("complex", vec![0xc3]), ("data", s("1+2"))])),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                a(map(&[("complex", vec![0xc3]), ("data", s("(1+2j)"))])),
+                a(map(&[("complex", vec![0xc3]), ("data", s("1j"))])),
+                a(rec(&[("x", int(1))])),
+            ],
+        ),
+        // maps keyed by integers: keys and values widen, then a str key, an empty map
+        (
+            Layout::Records,
+            vec![
+                a(rec(&[(
+                    "m",
+                    [&[0x82u8, 1][..], &int(5), &[2], &int(6)].concat(),
+                )])),
+                a(rec(&[("m", [&[0x81u8, 3][..], &int(7)].concat())])),
+                a(rec(&[("m", [&[0x81u8, 0xff][..], &f64v(0.5)].concat())])),
+                a(rec(&[("m", [&[0x81u8, 4][..], &int(8)].concat())])),
+                a(rec(&[("m", vec![0x80])])),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                a(rec(&[("m", [&[0x81u8, 1][..], &int(5)].concat())])),
+                a(rec(&[("m", [&[0x81u8, 1][..], &int(5)].concat())])),
+                a(rec(&[(
+                    "m",
+                    [&[0x82u8, 1][..], &int(5), &s("k"), &int(6)].concat(),
+                )])),
+            ],
+        ),
         (Layout::Values, vec![f4(&[3]), f4(&[3]), f4(&[5])]),
         (Layout::Values, vec![f4(&[3]), f4(&[4]), f4(&[5]), f4(&[1])]),
         (Layout::Values, vec![int(1), int(2), int(-3), f64v(1.0)]),
