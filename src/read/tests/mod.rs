@@ -9,6 +9,7 @@ mod batches;
 mod during_walk;
 mod inference;
 mod key_paths;
+mod pieces;
 
 /// Batches written with the default writer, as the reader's schema says.
 fn write_back(schema: arrow_schema::SchemaRef, batches: &[arrow_array::RecordBatch]) -> Vec<u8> {
