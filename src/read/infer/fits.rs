@@ -452,6 +452,12 @@ impl Inferrer {
                     dt, shape, widths, ..
                 },
             ) => self.fits_ndarray(dt, shape, *widths, c, depth),
+            (
+                Kind::Ext,
+                Ty::Nd {
+                    dt, shape, widths, ..
+                },
+            ) if self.opts.npy_ext.is_some() => self.fits_ndarray(dt, shape, *widths, c, depth),
             _ => false,
         }
     }
@@ -692,8 +698,11 @@ impl Inferrer {
         ) else {
             return None;
         };
-        // the fast path knows msgpack-numpy's map headers only
-        if nd.type_text || !nd.in_place() || nd.data_pos + nd.data.len() != d.pos() {
+        // the fast path knows msgpack-numpy's map headers and `np.save` bytes in an ext value
+        // (whose header, from the ext's length on, is as much the same in rows of one dtype and
+        // shape), not Flax's ext values
+        let npy = nd.type_text && c.clone().read_ext().ok().map(|(t, _)| t) == self.opts.npy_ext;
+        if (nd.type_text && !npy) || !nd.in_place() || nd.data_pos + nd.data.len() != d.pos() {
             return None;
         }
         let dt = self.dtype(nd.type_raw, &nd, c.offset_of(0)).ok()?;
@@ -711,11 +720,12 @@ impl Inferrer {
             self.headers.remove(0);
         }
         // (structured dtypes not: their sub-array fields count entries `check_len` bounds)
-        let ragged = if nd.scalar || dt.itemsize() == 0 || matches!(dt, NumpyDtype::Struct(_)) {
-            None
-        } else {
-            shape_span(c, self.opts.dialect, self.opts.max_depth - depth)
-        };
+        let ragged =
+            if nd.scalar || npy || dt.itemsize() == 0 || matches!(dt, NumpyDtype::Struct(_)) {
+                None
+            } else {
+                shape_span(c, self.opts.dialect, self.opts.max_depth - depth)
+            };
         self.headers.push(NdHeader {
             prefix: c.buf()[start..nd.data_pos].to_vec(),
             data_len: nd.data.len(),
