@@ -168,7 +168,8 @@ pub(crate) fn skip_marker_fits(
 }
 
 /// Whether an ndarray of `dims` and native dtype `native` adds nothing to a column of ndarrays
-/// of `dt` and `shape` (`None` where the length varies) whose string widths did not vary.
+/// of `dt` and `shape` (`None` where the length varies); `widths`: the column's `U`/`S` rows
+/// were of several widths (`dt` the widest).
 fn nd_fits(
     dims: &[usize],
     native: &NumpyDtype,
@@ -176,7 +177,18 @@ fn nd_fits(
     shape: &[Option<usize>],
     widths: bool,
 ) -> bool {
-    nd_shape_fits(dims, shape) && native_eq(native, dt) && !widths
+    nd_shape_fits(dims, shape)
+        && if widths {
+            // a column of strings of several widths (`dt` the widest): a row no wider adds nothing
+            match (native.text_width(), dt.text_width()) {
+                (Some((u, w)), Some((v, widest))) if u == v && w <= widest => {
+                    native_eq(native, &dt.with_text_width(w))
+                }
+                _ => false,
+            }
+        } else {
+            native_eq(native, dt)
+        }
 }
 
 /// Whether dimensions `dims` fit a column's `shape` (`None` where the length varies).

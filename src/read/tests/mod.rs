@@ -9,6 +9,7 @@ mod batches;
 mod during_walk;
 mod inference;
 mod key_paths;
+mod npy_ext;
 mod pieces;
 
 /// Batches written with the default writer, as the reader's schema says.
