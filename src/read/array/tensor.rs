@@ -33,7 +33,10 @@ pub(crate) struct FastPath {
     pub(crate) data_len: usize,
     /// elements in the payload (from the shape: `data_len / itemsize` fails for `U0`)
     pub(crate) n_elems: usize,
-    pub(crate) swap_dt: NumpyDtype,
+    pub(crate) swap_dt: Arc<NumpyDtype>,
+    /// a structured dtype other than the column's (each element laid out as the column's):
+    /// compared once, not per row (comparing field names was half of such a column's decode)
+    pub(crate) relaid: bool,
     /// the shape the header holds (not the previous row's dims: those are gone after a batch
     /// ends, and zeros after a null row)
     pub(crate) shape: Vec<usize>,
@@ -298,16 +301,18 @@ impl TensorDecoder {
         Ok(())
     }
 
+    /// A row of `row_dt` (`relaid`: [`TensorDecoder::relaid`] of it).
     pub(crate) fn push_row(
         &mut self,
         row_dt: &NumpyDtype,
         data: &[u8],
         n_elems: usize,
+        relaid: bool,
     ) -> Result<()> {
         if let Some(t) = &mut self.text {
             t.push(row_dt, data, n_elems)?;
-        } else if !(self.rows == 0 && self.borrow(row_dt, data)) {
-            self.push_bytes(row_dt, data, n_elems);
+        } else if !(self.rows == 0 && !relaid && self.borrow(row_dt, data)) {
+            self.push_bytes(row_dt, data, n_elems, relaid);
         }
         self.elems += n_elems;
         self.rows += 1;
@@ -315,13 +320,19 @@ impl TensorDecoder {
         Ok(())
     }
 
+    /// Whether a row of `row_dt` is a structured dtype other than the column's, whose elements
+    /// are laid out field by field as the column's.
+    pub(crate) fn relaid(&self, row_dt: &NumpyDtype) -> bool {
+        matches!(row_dt, NumpyDtype::Struct(_)) && row_dt != &self.dt
+    }
+
     /// A row's elements copied into the values buffer, in the column's layout.
-    fn push_bytes(&mut self, row_dt: &NumpyDtype, data: &[u8], n_elems: usize) {
+    fn push_bytes(&mut self, row_dt: &NumpyDtype, data: &[u8], n_elems: usize, relaid: bool) {
         self.unborrow();
         let bytes = n_elems * self.item;
         self.grow(bytes);
         let row_item = row_dt.itemsize();
-        if matches!(row_dt, NumpyDtype::Struct(_)) && row_dt != &self.dt {
+        if relaid {
             extend_as(row_dt, &self.dt, data, n_elems, &mut self.buf);
         } else if row_item == self.item {
             extend_native(row_dt, data, &mut self.buf);
@@ -347,7 +358,6 @@ impl TensorDecoder {
         if data.len() < BORROW_MIN_BYTES
             || row_dt.itemsize() != self.item
             || row_dt.swap_width() != 0
-            || (matches!(row_dt, NumpyDtype::Struct(_)) && row_dt != &self.dt)
             || !self.buf.is_empty()
         {
             return false;
@@ -398,14 +408,14 @@ impl ArrayDecoder for TensorDecoder {
                     // same header ⇒ the same shape
                     self.dims.extend_from_slice(&f.shape);
                 }
-                let sdt = f.swap_dt.clone();
+                let (sdt, relaid) = (f.swap_dt.clone(), f.relaid);
                 self.pad(self.item, sdt.itemsize(), n)
                     .map_err(|k| c.error_at(c.pos(), k))?;
                 check_chars(&sdt, data, c, c.pos())?;
                 if let Some(i) = crate::types::buffers::time_out_of_range(&sdt, data) {
                     return Err(c.error_at(c.pos(), time_out_of_range_error(&sdt, i)));
                 }
-                self.push_row(&sdt, data, n)
+                self.push_row(&sdt, data, n, relaid)
                     .map_err(|e| e.at_offset(c.offset_of(c.pos())))?;
                 c.set_pos(c.pos() + h + dl);
                 return Ok(());
@@ -520,7 +530,8 @@ impl ArrayDecoder for TensorDecoder {
                 check_chars(&row_dt, &nd.data, c, start)?;
                 self.pad(self.item, row_dt.itemsize(), nd.len)
                     .map_err(|k| c.error_at(start, k))?;
-                self.push_row(&row_dt, &nd.data, nd.len)
+                let relaid = self.relaid(&row_dt);
+                self.push_row(&row_dt, &nd.data, nd.len, relaid)
                     .map_err(|e| e.at_offset(c.offset_of(start)))?;
                 let end = c.pos();
                 // the fast path is valid when data is the map's last entry, as msgpack_numpy writes
@@ -530,7 +541,8 @@ impl ArrayDecoder for TensorDecoder {
                         header: c.buf()[start..nd.data_pos].to_vec(),
                         data_len: nd.data.len(),
                         n_elems: nd.len,
-                        swap_dt: row_dt,
+                        swap_dt: Arc::new(row_dt),
+                        relaid,
                         shape: nd.shape.clone(),
                     });
                 }
@@ -544,13 +556,13 @@ impl ArrayDecoder for TensorDecoder {
                     b[..4].copy_from_slice(&(re as f32).to_ne_bytes());
                     b[4..].copy_from_slice(&(im as f32).to_ne_bytes());
                     let nd = self.native_dt.clone();
-                    self.push_row(&nd, &b, 1)?;
+                    self.push_row(&nd, &b, 1, false)?;
                 } else {
                     let mut b = [0u8; 16];
                     b[..8].copy_from_slice(&re.to_ne_bytes());
                     b[8..].copy_from_slice(&im.to_ne_bytes());
                     let nd = self.native_dt.clone();
-                    self.push_row(&nd, &b, 1)?;
+                    self.push_row(&nd, &b, 1, false)?;
                 }
                 Ok(())
             }
