@@ -94,6 +94,8 @@ def make_scalars(d: Path, n: int) -> None:
 
 def make_more(d: Path, n: int) -> None:
     """More shapes of `n` (or a fraction of `n`) rows, each with its Feather file: see `made`."""
+    import datetime
+
     import msgpack
     import msgpack_numpy as mn
     import numpy as np
@@ -130,6 +132,18 @@ def make_more(d: Path, n: int) -> None:
         # logs or documents: a 1.5 KB text out of 1,000 distinct ones, and a few ints
         "long_strings": lambda: b"".join(
             pk.pack({"id": i, "a": i % 7, "text": texts[(i * 7919) % 1000]}) for i in range(n // 20)
+        ),
+        # other kinds of value in records: msgpack timestamps, Python complex, string arrays of
+        # two widths, a structured array
+        "typed": lambda: b"".join(
+            mn.packb({
+                "id": i,
+                "t": datetime.datetime.fromtimestamp(1.7e9 + i, datetime.timezone.utc),
+                "z": complex(i, 1),
+                "u": np.array(["ab", "cde"][: 1 + i % 2]),
+                "r": np.zeros(2, dtype=[("x", "<f4"), ("n", "S4")]),
+            }, datetime=True)
+            for i in range(n // 10)
         ),
         # a dict of lists (`df.to_dict("list")`, or lists of arrays gathered in a loop) packed once
         "list_columns": lambda: mn.packb({
@@ -413,13 +427,17 @@ def main() -> None:
               f"{p.with_suffix('.ndjson').stat().st_size / 1e6:.0f} MB.", sc_rows, sc_rows[0][0])
 
     # 4c. more shapes: numbers one by one, bool ndarrays, ragged ndarrays, wide records (read, and written to bytes)
-    for name, title, peer in [
+    for shape in [
         ("floats", f"a `values` stream of {scalars:,} float64", "pl.DataFrame({'value': list(msgpack.Unpacker(open(P, 'rb')))})"),
         ("bools", f"{scalars // 5:,} records holding a bool[128] ndarray",
          "pl.DataFrame({'b': np.stack([r['b'] for r in mn.Unpacker(open(P, 'rb'), raw=False)])})"),
         ("ragged", f"{scalars // 10:,} records {{id, v}} of a float32 ndarray of 1 to 50 elements (ragged)",
          "rs = list(mn.Unpacker(open(P, 'rb'), raw=False)); "
          "pl.DataFrame({'id': [r['id'] for r in rs], 'v': pl.Series([r['v'] for r in rs])})"),
+        ("typed", f"{scalars // 10:,} records {{id, t: datetime, z: complex, u: U strings of two widths, "
+         "r: a structured array}",
+         "list(mn.Unpacker(open(P, 'rb'), raw=False, timestamp=3))",
+         "msgpack_numpy decode alone (polars takes no complex or structured values)"),
         ("wide_records", f"{scalars // 10:,} records of 50 scalars (25 int, 25 float)",
          "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))))"),
         ("list_columns", f"a dict of 5 lists of {scalars // 10:,} (id, name, x, tags, emb: float32[32] ndarrays)",
@@ -433,12 +451,14 @@ def main() -> None:
         ("long_strings", f"{scalars // 20:,} records {{id, a, text}} of a 1.5 KB text (1,000 distinct)",
          "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))))"),
     ]:
+        name, title, peer = shape[:3]
+        peer_label = shape[3] if len(shape) > 3 else "msgpack / msgpack_numpy + polars"
         p = work / f"{name}.msgpack"
         ms_ = f"P = {str(p)!r}; F = {str(p.with_suffix('.feather'))!r}"
         feather_read = "pl.from_arrow(feather.read_table(F, memory_map=False))"
         rows_ = [
             ("msgpack-arrow read_msgpack(path)", fresh(ms_, "ma.read_msgpack(P)", R), warm(ms_, "ma.read_msgpack(P)", R)),
-            ("msgpack / msgpack_numpy + polars", fresh(ms_, peer, max(1, R // 2)), None),
+            (peer_label, fresh(ms_, peer, max(1, R // 2)), None),
             ("Feather (no mmap) → polars", fresh(ms_, feather_read, R), warm(ms_, feather_read, R)),
         ]
         rep.table(f"{title}: read", f"{p.stat().st_size / 1e6:.0f} MB of msgpack.", rows_, rows_[0][0])
