@@ -1,6 +1,7 @@
 //! Inference: the per-row fast path against full inference, and the schema walk in pieces
 //! against a walk in one.
 
+use super::marked::{marked_value, MARKED_KINDS};
 use super::pieces::walking_in_pieces_equals_walking_whole;
 use super::*;
 
@@ -430,40 +431,6 @@ fn fast_inference_equals_full_inference() {
     walking_in_pieces_equals_walking_whole(&cases);
 }
 
-/// One value of many kinds, each written with the marker named (not the smallest rmp picks):
-/// the markers the fast path decides from the marker byte alone and the values beside them.
-fn marked_value(kind: u8, v: u64) -> Vec<u8> {
-    let be = |m: u8, b: &[u8]| [&[m][..], b].concat();
-    match kind % 24 {
-        0 => vec![(v % 128) as u8],
-        1 => be(0xcc, &[v as u8]),
-        2 => be(0xcd, &(v as u16).to_be_bytes()),
-        3 => be(0xce, &(v as u32).to_be_bytes()),
-        4 => be(0xcf, &(v >> 2).to_be_bytes()),
-        5 => be(0xcf, &(v | 1 << 63).to_be_bytes()),
-        6 => vec![0xe0 | (v % 32) as u8],
-        7 => be(0xd0, &[v as u8]),
-        8 => be(0xd1, &(v as u16).to_be_bytes()),
-        9 => be(0xd2, &(v as u32).to_be_bytes()),
-        10 => be(0xd3, &v.to_be_bytes()),
-        11 => be(0xca, &(v as f32).to_be_bytes()),
-        12 => be(0xcb, &(v as f64).to_be_bytes()),
-        13 => vec![0xc0],
-        14 => vec![0xc2 | (v % 2) as u8],
-        15 => s(&format!("s{}", v % 1000)),
-        // a fixstr that is not UTF-8, and one of 31 bytes
-        16 => vec![0xa2, 0xff, 0xfe],
-        17 => s(&"x".repeat(31)),
-        18 => be(0xd9, b"\x03abc"),
-        19 => bin(b"ab"),
-        20 => [vec![0x92], marked_value(0, v), marked_value(6, v)].concat(),
-        21 => [vec![0x81], s("x"), marked_value((v % 13) as u8, v)].concat(),
-        // a map that may be a special one (an ndarray's key)
-        22 => [vec![0x81], s("type"), s("<f4")].concat(),
-        _ => [vec![0x91], marked_value(12, v)].concat(),
-    }
-}
-
 /// What reading `data` with `b` gives (schema and batches, or the error and where), with the fast
 /// path of inference on or off, the walk on one thread or cut into pieces on three.
 pub(super) fn fast_or_full(b: &ReaderBuilder, data: &[u8], fast: bool, pieces: bool) -> String {
@@ -491,7 +458,7 @@ fn varied_records_input(
 {
     (
         proptest::collection::vec(0usize..8, 1..7),
-        proptest::collection::vec(0u8..24, 8),
+        proptest::collection::vec(0u8..MARKED_KINDS, 8),
         proptest::collection::vec(
             (
                 0u8..14,
@@ -555,7 +522,7 @@ fn varied_records(
             let kind = if pick < 30 {
                 kinds[k]
             } else {
-                (v >> 40) as u8 % 24
+                (v >> 40) as u8 % MARKED_KINDS
             };
             data.extend(marked_value(kind, v));
         }
@@ -602,9 +569,9 @@ proptest::proptest! {
     #[test]
     fn fast_inference_equals_full_inference_on_list_columns(
         (keys, kinds, rows, switch_at) in varied_records_input(120),
-        other in proptest::collection::vec((0u8..24, proptest::num::u64::ANY), 0..120),
+        other in proptest::collection::vec((0u8..MARKED_KINDS, proptest::num::u64::ANY), 0..120),
         cut in proptest::option::of(0usize..20_000),
-        after in proptest::option::of(0u8..24),
+        after in proptest::option::of(0u8..MARKED_KINDS),
         binary in proptest::bool::ANY,
         batch in proptest::option::of(1usize..12),
         whole in proptest::bool::ANY,
@@ -761,7 +728,7 @@ proptest::proptest! {
     /// batches (their bounds and contents) or error as full inference, on one thread or in pieces.
     #[test]
     fn values_walked_by_marker_equal_full_inference(
-        kinds in proptest::collection::vec(0u8..24, 1..4),
+        kinds in proptest::collection::vec(0u8..MARKED_KINDS, 1..4),
         rows in proptest::collection::vec((0u8..40, 0usize..4, proptest::num::u64::ANY), 1..300),
         array in proptest::bool::ANY,
         cut in proptest::option::of(0usize..4_000),
@@ -775,7 +742,7 @@ proptest::proptest! {
             rmp::encode::write_array_len(&mut data, rows.len() as u32).unwrap();
         }
         for &(pick, k, v) in &rows {
-            let kind = if pick < 36 { kinds[k % kinds.len()] } else { (v >> 40) as u8 % 24 };
+            let kind = if pick < 36 { kinds[k % kinds.len()] } else { (v >> 40) as u8 % MARKED_KINDS };
             data.extend(marked_value(kind, v));
         }
         if let Some(cut) = cut {
@@ -831,7 +798,7 @@ fn given_columns_walk_as_full_inference() {
         Field::new("g", DataType::Float64, true),
         Field::new("h", DataType::Utf8, true),
     ]));
-    for kind in 0..24u8 {
+    for kind in 0..MARKED_KINDS {
         for nd_at in [None, Some(0), Some(7)] {
             let mut data = Vec::new();
             for row in 0..40u64 {

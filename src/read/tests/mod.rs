@@ -9,6 +9,7 @@ mod batches;
 mod during_walk;
 mod inference;
 mod key_paths;
+mod marked;
 mod npy_ext;
 mod pieces;
 
