@@ -549,3 +549,25 @@ def test_empty_msgpack_lists_are_written_back_as_lists_through_polars():
         out = ma.write_msgpack(df)
         assert list(mn.Unpacker(io.BytesIO(out), raw=False)) == [{"x": x, "k": i} for i, x in enumerate(rows)]
         assert out == orig
+
+
+@pytest.mark.parametrize("cycle", [[(0,), (2,)], [(2,), (3,), (2,), (0,), (3,)], [(1, 2), (3, 2), (1, 2)]])
+def test_columns_of_few_shapes_read_as_msgpack_numpy_reads_them(cycle):
+    # a column whose rows come in a few shapes (an optional embedding empty or not, strings of
+    # two widths) is decoded by remembered headers: each row's values as msgpack_numpy gives them,
+    # in every batch size, and written back byte for byte
+    rng = np.random.default_rng(len(cycle))
+    words = ["ab", "cde", "f"]
+    rows = [
+        {"v": rng.random(cycle[i % len(cycle)]).astype("<f4"), "u": np.array(words[: 1 + i % len(words)])}
+        for i in range(200)
+    ]
+    data = b"".join(mn.packb(r) for r in rows)
+    ref = [mn.unpackb(mn.packb(r), raw=False) for r in rows]
+    for batch_size in (7, 64, 65536):
+        t = pa.table(ma.read_arrow(data, batch_size=batch_size))
+        got = t.to_pylist()
+        for g, r in zip(got, ref, strict=True):
+            np.testing.assert_array_equal(np.array(g["v"], dtype="<f4").reshape(r["v"].shape), r["v"])
+            assert g["u"] == r["u"].tolist()
+    assert ma.write_msgpack(ma.read_arrow(data)) == data

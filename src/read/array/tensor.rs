@@ -61,6 +61,9 @@ pub(crate) struct TensorDecoder {
     pub(crate) dims: Vec<usize>,
     pub(crate) dtype_cache: Vec<(Vec<u8>, NumpyDtype)>,
     pub(crate) fast: Option<FastPath>,
+    /// the header remembered before `fast`: a column of two shapes (arrays empty or not, strings
+    /// of two widths) takes both by their header
+    pub(crate) fast2: Option<FastPath>,
     /// The batch's only row so far, a slice of the input (`Ctx::input`) rather than a copy: the
     /// values of a batch of one big array. Copied into `buf` when another row comes.
     pub(crate) borrowed: Option<Buffer>,
@@ -168,6 +171,7 @@ impl TensorDecoder {
             dims: Vec::new(),
             dtype_cache: Vec::new(),
             fast: None,
+            fast2: None,
             borrowed: None,
             python_complex: md.get(meta::KIND).map(String::as_str) == Some("complex"),
             unbacked: 0,
@@ -282,6 +286,7 @@ impl TensorDecoder {
             .as_ref()
             .map_or(0, |f| f.iter().product::<usize>() * new);
         self.fast = None;
+        self.fast2 = None;
         self.dtype_cache.clear();
         Ok(())
     }
@@ -398,10 +403,21 @@ const BORROW_MIN_BYTES: usize = 64 << 10;
 impl ArrayDecoder for TensorDecoder {
     #[inline]
     fn decode(&mut self, c: &mut Cursor<'_>) -> Result<()> {
-        if let Some(f) = &self.fast {
-            let rest = &c.buf()[c.pos()..];
-            let h = f.header.len();
-            if rest.len() >= h + f.data_len && rest[..h] == f.header[..] {
+        let rest = &c.buf()[c.pos()..];
+        let at = |f: &Option<FastPath>| {
+            f.as_ref().is_some_and(|f| {
+                let h = f.header.len();
+                rest.len() >= h + f.data_len && rest[..h] == f.header[..]
+            })
+        };
+        if at(&self.fast)
+            || (at(&self.fast2) && {
+                std::mem::swap(&mut self.fast, &mut self.fast2);
+                true
+            })
+        {
+            if let Some(f) = &self.fast {
+                let h = f.header.len();
                 let (data, dl) = (&rest[h..h + f.data_len], f.data_len);
                 let n = f.n_elems;
                 if self.fixed.is_none() {
@@ -537,6 +553,7 @@ impl ArrayDecoder for TensorDecoder {
                 // the fast path is valid when data is the map's last entry, as msgpack_numpy writes
                 // it (not for rows of entries no data backs: each is counted, above)
                 if nd.in_place() && nd.data_pos + nd.data.len() == end && unbacked == 0 {
+                    self.fast2 = self.fast.take();
                     self.fast = Some(FastPath {
                         header: c.buf()[start..nd.data_pos].to_vec(),
                         data_len: nd.data.len(),
