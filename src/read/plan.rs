@@ -3,7 +3,7 @@
 
 use self::infer::{infer_columns_map, infer_columns_value, Inferrer, ListRanges, Ty};
 use super::empty_shapes::attach_empty_shapes;
-use super::row_walk::{starts_batch, RowWalk, RowsSeen};
+use super::row_walk::{row_alone_bytes, RowWalk, RowsSeen};
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Dialect, Layout};
@@ -60,6 +60,25 @@ pub(crate) struct Plan {
     pub skipped: usize,
     /// `columns`: where the ranges of the lists inferred start
     pub list_ranges: ListRanges,
+}
+
+impl Plan {
+    /// Whether the row at `pos` (the `rows`-th, after a row of `last_len` bytes) starts a new
+    /// batch: a batch ends at `batch_size` rows, after the row that reaches `batch_bytes` input
+    /// bytes, or after a row of [`row_alone_bytes`] or more.
+    pub(crate) fn starts_batch(
+        &self,
+        b: &ReaderBuilder,
+        pos: usize,
+        seen: &RowsSeen,
+        last_len: usize,
+    ) -> bool {
+        let (row0, pos0) = (self.batch_rows.last(), self.batch_starts.last());
+        let rows = seen.rows;
+        row0.is_none_or(|&r0| rows - r0 >= b.batch_rows(seen.width(b, self.layout)))
+            || pos0.is_some_and(|&s0| pos - s0 >= b.batch_bytes)
+            || last_len >= row_alone_bytes(b.batch_bytes)
+    }
 }
 
 /// Layout decision from the first object alone. `None` for an empty input.
@@ -555,7 +574,7 @@ fn plan_single(
                 // a mapped file: this walk over every row would otherwise keep the whole file
                 // resident until decoding drops it again
                 released = release_behind(release_walk, data, released, c.pos());
-                if starts_batch(&p, b, c.pos(), &seen, seen.last_len) {
+                if p.starts_batch(b, c.pos(), &seen, seen.last_len) {
                     if !hand_on(&p, c.pos(), &seen, &inf) {
                         return Err(Error::from(std::io::Error::other("the read was stopped")));
                     }

@@ -3,29 +3,11 @@
 
 use super::empty_shapes::{note_empty_shapes, EmptyShapes};
 use super::infer::{skip_marker_fits, Inferrer, Ty};
-use super::plan::Plan;
 use super::ReaderBuilder;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::Layout;
 use crate::wire::cursor::{Cursor, Kind};
 use std::collections::HashMap;
-
-/// Whether the row at `pos` (the `rows`-th, after a row of `last_len` bytes) starts a new batch:
-/// a batch ends at `batch_size` rows, after the row that reaches `batch_bytes` input bytes, or
-/// after a row of [`row_alone_bytes`] or more.
-pub(crate) fn starts_batch(
-    p: &Plan,
-    b: &ReaderBuilder,
-    pos: usize,
-    seen: &RowsSeen,
-    last_len: usize,
-) -> bool {
-    let (row0, pos0) = (p.batch_rows.last(), p.batch_starts.last());
-    let rows = seen.rows;
-    row0.is_none_or(|&r0| rows - r0 >= b.batch_rows(seen.width(b, p.layout)))
-        || pos0.is_some_and(|&s0| pos - s0 >= b.batch_bytes)
-        || last_len >= row_alone_bytes(b.batch_bytes)
-}
 
 /// A row this big ends its batch: a stream of big arrays is read a batch per array, and each
 /// array's values are then a slice of the input where its bytes are aligned (no copy). A 16th of
@@ -50,7 +32,7 @@ pub(crate) struct RowsSeen {
 impl RowsSeen {
     /// How many columns a read of the rows so far gives: what a batch of them is as wide as
     /// (the projection's, a given schema's, the records' keys so far; one for `values`).
-    fn width(&self, b: &ReaderBuilder, layout: Layout) -> usize {
+    pub(crate) fn width(&self, b: &ReaderBuilder, layout: Layout) -> usize {
         let columns = match (&b.schema, &self.ty) {
             (Some(s), _) => s.fields().len(),
             (None, Ty::Struct(cols)) => cols.len(),

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 
 use super::infer::{GivenKeys, Inferrer, Ty};
 use super::plan::Plan;
-use super::row_walk::{starts_batch, RowWalk, RowsSeen};
+use super::row_walk::{RowWalk, RowsSeen};
 use super::source::release_behind;
 use crate::error::Result;
 use crate::options::Layout;
@@ -87,7 +87,7 @@ pub(crate) fn walk(
 
     let raw = inf.opts.raw_conflicts;
     let mut pos = first;
-    // where the last row taken starts (a batch ends after a big one: `starts_batch`)
+    // where the last row taken starts (a batch ends after a big one: `Plan::starts_batch`)
     let mut last_row = None;
     for piece in walked {
         let Ok(piece) = piece else { break };
@@ -137,7 +137,7 @@ pub(crate) fn walk(
         let mut s = pos;
         for step in row_steps {
             s += step as usize;
-            if starts_batch(p, b, s, seen, last_row.map_or(0, |r| s - r)) {
+            if p.starts_batch(b, s, seen, last_row.map_or(0, |r| s - r)) {
                 p.batch_starts.push(s);
                 p.batch_rows.push(seen.rows);
             }
