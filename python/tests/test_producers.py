@@ -244,3 +244,16 @@ def test_complex_key_and_str_kind_as_msgpack_numpy_reads_them():
     got = ma.read_msgpack(blob)
     assert got.schema["h"] == pl.Array(pl.Int8, 2)
     np.testing.assert_array_equal(got["h"].to_numpy()[0], ref)
+
+
+def test_an_nd_flag_that_is_not_true_is_a_numpy_scalar_as_msgpack_numpy_reads_it():
+    # msgpack_numpy tests `obj[b"nd"] is True` for an ndarray and takes anything else for a numpy
+    # scalar (other writers put 0/1 there)
+    import msgpack
+
+    for flag in [0, 1, "no"]:
+        blob = msgpack.packb({"id": 1, "x": {b"nd": flag, b"type": "<i4", b"data": np.int32(-7).tobytes()}})
+        ref = mn.unpackb(blob, raw=False)["x"]
+        assert ref == -7 and ref.dtype == np.int32
+        got = ma.read_msgpack(blob)
+        assert got.schema["x"] == pl.Int32 and got["x"].to_list() == [-7]

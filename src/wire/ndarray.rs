@@ -192,8 +192,11 @@ pub(crate) fn probe<'a>(
     let special = if has(1) && has(2) && has(5) {
         let scalar = match read_bool(c, 1) {
             Some(true) if has(4) => Some(false),
+            Some(true) => None,
             Some(false) => Some(true),
-            _ => None,
+            // msgpack_numpy tests `nd is True`: beside bin keys any other value is a scalar's
+            None if !str_keys => Some(true),
+            None => None,
         };
         match scalar.map(|scalar| ndarray(c, &at, scalar, dialect, str_keys)) {
             Some(Ok(Special::Array(nd))) if str_keys && !nd.js && !names_a_dtype(&nd) => None,
