@@ -297,10 +297,7 @@ fn ndarray<'a>(
         match c.peek_kind()? {
             // msgpack_numpy compares `kind` with `b"V"` / `b"O"`: a str beside bin keys is none
             // (the dtype then comes from `type` alone, a descr list or a dtype string)
-            Kind::Str if !str_keys => {
-                c.skip(0)?;
-                None
-            }
+            Kind::Str if !str_keys => None,
             Kind::Str | Kind::Bin => Some(c.read_str_or_bin()?.0),
             Kind::Nil => None,
             k => {

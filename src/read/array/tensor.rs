@@ -410,32 +410,31 @@ impl ArrayDecoder for TensorDecoder {
                 rest.len() >= h + f.data_len && rest[..h] == f.header[..]
             })
         };
-        if at(&self.fast)
+        // (the header before `fast` matching: the two swap, the last one used first)
+        let hit = at(&self.fast)
             || (at(&self.fast2) && {
                 std::mem::swap(&mut self.fast, &mut self.fast2);
                 true
-            })
-        {
-            if let Some(f) = &self.fast {
-                let h = f.header.len();
-                let (data, dl) = (&rest[h..h + f.data_len], f.data_len);
-                let n = f.n_elems;
-                if self.fixed.is_none() {
-                    // same header ⇒ the same shape
-                    self.dims.extend_from_slice(&f.shape);
-                }
-                let (sdt, relaid) = (f.swap_dt.clone(), f.relaid);
-                self.pad(self.item, sdt.itemsize(), n)
-                    .map_err(|k| c.error_at(c.pos(), k))?;
-                check_chars(&sdt, data, c, c.pos())?;
-                if let Some(i) = crate::types::buffers::time_out_of_range(&sdt, data) {
-                    return Err(c.error_at(c.pos(), time_out_of_range_error(&sdt, i)));
-                }
-                self.push_row(&sdt, data, n, relaid)
-                    .map_err(|e| e.at_offset(c.offset_of(c.pos())))?;
-                c.set_pos(c.pos() + h + dl);
-                return Ok(());
+            });
+        if let Some(f) = self.fast.as_ref().filter(|_| hit) {
+            let h = f.header.len();
+            let (data, dl) = (&rest[h..h + f.data_len], f.data_len);
+            let n = f.n_elems;
+            if self.fixed.is_none() {
+                // same header ⇒ the same shape
+                self.dims.extend_from_slice(&f.shape);
             }
+            let (sdt, relaid) = (f.swap_dt.clone(), f.relaid);
+            self.pad(self.item, sdt.itemsize(), n)
+                .map_err(|k| c.error_at(c.pos(), k))?;
+            check_chars(&sdt, data, c, c.pos())?;
+            if let Some(i) = crate::types::buffers::time_out_of_range(&sdt, data) {
+                return Err(c.error_at(c.pos(), time_out_of_range_error(&sdt, i)));
+            }
+            self.push_row(&sdt, data, n, relaid)
+                .map_err(|e| e.at_offset(c.offset_of(c.pos())))?;
+            c.set_pos(c.pos() + h + dl);
+            return Ok(());
         }
         match c.peek_kind()? {
             Kind::Nil => {

@@ -713,7 +713,11 @@ impl Inferrer {
         // the fast path knows msgpack-numpy's map headers and `np.save` bytes in an ext value
         // (whose header, from the ext's length on, is as much the same in rows of one dtype and
         // shape), not Flax's ext values
-        let npy = nd.type_text && c.clone().read_ext().ok().map(|(t, _)| t) == self.opts.npy_ext;
+        let npy = nd.type_text
+            && self
+                .opts
+                .npy_ext
+                .is_some_and(|code| matches!(c.clone().read_ext(), Ok((t, _)) if t == code));
         if (nd.type_text && !npy) || !nd.in_place() || nd.data_pos + nd.data.len() != d.pos() {
             return None;
         }
