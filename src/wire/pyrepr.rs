@@ -115,15 +115,10 @@ fn py_float(t: &str) -> Option<f64> {
         b'+' => (false, &t[1..]),
         _ => (false, t),
     };
-    let v = if ["inf", "infinity", "nan"]
-        .iter()
-        .any(|w| body.eq_ignore_ascii_case(w))
-    {
-        if body.len() == 3 && body.as_bytes()[0].eq_ignore_ascii_case(&b'n') {
-            f64::NAN
-        } else {
-            f64::INFINITY
-        }
+    let v = if body.eq_ignore_ascii_case("nan") {
+        f64::NAN
+    } else if body.eq_ignore_ascii_case("inf") || body.eq_ignore_ascii_case("infinity") {
+        f64::INFINITY
     } else {
         let b = body.as_bytes();
         let (mut mantissa_digits, mut in_exponent, mut underscores) = (0, false, false);

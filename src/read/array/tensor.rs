@@ -396,8 +396,8 @@ impl TensorDecoder {
 }
 
 /// The smallest row worth a slice of the input rather than a copy. Below it, a batch of one row
-/// is rare (a row ends its batch from [`crate::read::row_walk::row_alone_bytes`] on) and a copy costs
-/// little.
+/// is rare (a row ends its batch from [`crate::read::row_walk::row_alone_bytes`] on) and a copy
+/// costs little.
 const BORROW_MIN_BYTES: usize = 64 << 10;
 
 impl ArrayDecoder for TensorDecoder {

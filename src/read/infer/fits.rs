@@ -419,14 +419,17 @@ impl Inferrer {
             (Kind::F64, Ty::F64) => c.read_f64().is_ok(),
             (Kind::Str, Ty::Str) => c.read_str().is_ok(),
             (Kind::Bin, Ty::Bin) => c.read_str_or_bin().is_ok(),
-            (Kind::Ext, Ty::Ext) => {
+            // a timestamp (ext -1) as `value` takes it: its length checked (its range when
+            // decoded); any other ext by its code
+            (Kind::Ext, Ty::Ext | Ty::Timestamp) => {
                 !is_special_ext(c, self.opts.dialect, self.opts.npy_ext)
-                    && matches!(c.read_ext(), Ok((t, _)) if t != -1)
-            }
-            // (as `value` takes them: the length checked, the range when decoded)
-            (Kind::Ext, Ty::Timestamp) => {
-                !is_special_ext(c, self.opts.dialect, self.opts.npy_ext)
-                    && matches!(c.read_ext(), Ok((-1, d)) if matches!(d.len(), 4 | 8 | 12))
+                    && match c.read_ext() {
+                        Ok((-1, d)) => {
+                            matches!(acc, Ty::Timestamp) && matches!(d.len(), 4 | 8 | 12)
+                        }
+                        Ok(_) => matches!(acc, Ty::Ext),
+                        Err(_) => false,
+                    }
             }
             // a Python complex: the probe parses it (whatever else it is takes the slow path)
             (Kind::Map, Ty::Complex) => matches!(
@@ -518,7 +521,7 @@ impl Inferrer {
             // keys mostly come in the order of the first row: try the next field first (equal
             // bytes to a known name are valid UTF-8)
             let i = match fields.get_index(guess) {
-                Some((k, _)) if crate::wire::keys::key_eq(k.as_bytes(), key) => guess,
+                Some((k, _)) if key_eq(k.as_bytes(), key) => guess,
                 _ => match self.column_of(fields, key, depth) {
                     Some(i) => i,
                     None => return false,
