@@ -396,8 +396,8 @@ pub(crate) fn decode_column_value(
         .transpose()?;
     if let Some(w) = &want {
         // (each chunk's ndarray becomes Arrow values on its own: strings of other widths, and
-        // structured ones whose string fields are or whose fields are in another byte order,
-        // are values of the same Arrow type)
+        // structured ones whose string fields are of other widths or whose fields are in another
+        // byte order, are values of the same Arrow type)
         let text = |d: &NumpyDtype| d.text_width().map(|(unicode, _)| unicode);
         if crate::types::buffers::native(w) != crate::types::buffers::native(&dt)
             && w.widest_struct(&dt).is_none()
