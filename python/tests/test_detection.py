@@ -22,6 +22,9 @@ TEXTS = {
     "t.json": '{"records": [{"id": 1, "name": "alpha"}]}\n',
     "notes.txt": "These are my dumps.\nThe big one is from Tuesday.\n",
     "t.py": "import numpy as np\nprint(np.arange(3))\n",
+    # JSON without a word of two letters (every byte a small msgpack int)
+    "numbers.json": "[1, 2, 3]\n",
+    "short.json": '{"a": 1}',
 }
 
 

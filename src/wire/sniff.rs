@@ -121,8 +121,10 @@ fn is_zlib(head: &[u8]) -> bool {
 /// `Some(hint)` when `head` reads as text: valid UTF-8 (a character cut at the end of the window
 /// is fine), no control characters but tab, line feed, carriage return and form feed, and the shape
 /// of text: at least [`MIN_TEXT`] bytes, a word (two ASCII letters in a row), and a line break or
-/// a start like JSON (`{`, `[`, `"`). The hint is `"JSON"` for a JSON-like
-/// start, `"CSV"` when the first line has a comma, tab or semicolon, else `""`.
+/// a start like JSON (`{`, `[`, `"`); or JSON without a word: `{` or `[` then a comma, colon or
+/// quote (at least [`MIN_TEXT`] bytes), or a whole input that is one `{...}` or `[...]`. The hint
+/// is `"JSON"` for a JSON-like start, `"CSV"` when the first line has a comma, tab or semicolon,
+/// else `""`.
 ///
 /// Never true for msgpack that starts with a map, array, str, bin, nil, bool, float or a negative
 /// int (their first byte is not printable ASCII): only a `values` stream of small positive ints can
@@ -155,7 +157,19 @@ pub fn looks_like_text(head: &[u8]) -> Option<&'static str> {
         .any(|w| w[0].is_ascii_alphabetic() && w[1].is_ascii_alphabetic());
     let trimmed = text.trim_start();
     let json = trimmed.starts_with(['{', '[', '"']);
-    if text.len() < MIN_TEXT || !has_word || (!json && !text.contains('\n')) {
+    let worded = text.len() >= MIN_TEXT && has_word && (json || text.contains('\n'));
+    // JSON without a word of two letters: `[1, 2, 3]`, `{"a": 1}`. An object or array start
+    // with JSON's punctuation after it, or a whole input that is one bracketed value, is far more
+    // often such a file than small ints that happen to spell it (which read with `values`).
+    let bracketed = trimmed.starts_with(['{', '[']);
+    let punctuated = text.len() >= MIN_TEXT && bracketed && trimmed.contains([',', ':', '"']);
+    let whole = head.len() < SNIFF_LEN && bracketed && {
+        let t = trimmed.trim_end();
+        t.len() >= 2
+            && ((t.starts_with('{') && t.ends_with('}'))
+                || (t.starts_with('[') && t.ends_with(']')))
+    };
+    if !(worded || punctuated || whole) {
         return None;
     }
     if json {
@@ -253,8 +267,30 @@ mod tests {
         assert_eq!(sniff(&[1, 2, 3]), Sniffed::Msgpack);
         assert_eq!(sniff(b"AB"), Sniffed::Msgpack);
         assert_eq!(sniff(b"*\n"), Sniffed::Msgpack); // [42, 10]
-        assert_eq!(sniff(b"[1, 2, 3]\n"), Sniffed::Msgpack); // no word: ints 91, 49, 44, ...
         assert_eq!(sniff(b"\"#$%&'()*+"), Sniffed::Msgpack); // ints 34..43
+        assert_eq!(sniff(b"[123"), Sniffed::Msgpack); // not closed, no punctuation
+        assert_eq!(sniff(b"{|}~"), Sniffed::Msgpack); // ints 123..126: no JSON punctuation
+    }
+
+    #[test]
+    fn json_without_words_is_text() {
+        // no two letters in a row, yet JSON: punctuation after a bracket, or one bracketed value
+        for head in [
+            &b"[1, 2, 3]\n"[..],
+            b"{\"a\": 1}\n",
+            b"{\"a\":1}",
+            b"[0.5,1.5,2.5,3.5]",
+            b"{}",
+            b" [ ] \n",
+        ] {
+            assert_eq!(sniff(head), Sniffed::Text("JSON"), "{head:?}");
+        }
+        // a long one-line array of numbers, cut by the window
+        let mut long = b"[".to_vec();
+        while long.len() < SNIFF_LEN + 10 {
+            long.extend(b"12, ");
+        }
+        assert_eq!(sniff(&long[..SNIFF_LEN]), Sniffed::Text("JSON"));
     }
 
     #[test]
