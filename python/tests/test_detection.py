@@ -4,7 +4,10 @@ the CLI refuses outputs its own readers could not read back."""
 
 from __future__ import annotations
 
+import bz2
 import gzip
+import lzma
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +59,59 @@ def test_other_formats_are_named_and_compression_is_seen_by_magic(tmp_path):
     gz = tmp_path / "plain-name.msgpack"
     gz.write_bytes(gzip.compress(data))
     assert ma.read_msgpack(gz)["id"].to_list() == [1, 2]
+
+
+def _sqlite(path: Path) -> None:
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute("create table t (id integer, x real)")
+    con.executemany("insert into t values (?, ?)", [(i, i / 2) for i in range(10)])
+    con.commit()
+    con.close()
+
+
+def _tar(path: Path) -> None:
+    import tarfile
+
+    inner = path.with_suffix(".inner.msgpack")
+    inner.write_bytes(mn.packb({"id": 1}))
+    with tarfile.open(path, "w") as t:
+        t.add(inner, arcname="d.msgpack")
+
+
+def _arrow_stream(path: Path) -> None:
+    import pyarrow as pa
+
+    t = pa.table({"id": [1, 2, 3], "x": [0.5, 1.5, 2.5]})
+    with pa.ipc.new_stream(str(path), t.schema) as w:
+        w.write_table(t)
+
+
+# files of other formats, each written by its own producer, and the name the refusal gives
+PRODUCED = {
+    **{f"pickle{p}": (lambda path, p=p: path.write_bytes(pickle.dumps({"emb": np.ones(3)}, protocol=p)), "Python pickle")
+       for p in (2, 3, 4, 5)},
+    "arrow stream": (_arrow_stream, "Arrow IPC stream"),
+    "sqlite": (_sqlite, "SQLite database"),
+    "tar": (_tar, "tar archive"),
+    "xz": (lambda path: path.write_bytes(lzma.compress(mn.packb({"id": 1}))), "xz-compressed"),
+    "bzip2": (lambda path: path.write_bytes(bz2.compress(mn.packb({"id": 1}))), "bzip2-compressed"),
+    "utf-16 json": (lambda path: path.write_text('{"a": [1, 2, 3]}', encoding="utf-16"), "looks like text"),
+    "utf-8 bom csv": (lambda path: path.write_text("id,x\n1,2\n", encoding="utf-8-sig"), "looks like text"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCED))
+def test_other_formats_people_keep_beside_dumps_are_refused_by_name(tmp_path, name):
+    make, says = PRODUCED[name]
+    p = tmp_path / "d.msgpack"
+    make(p)
+    for read in (ma.read_msgpack, lambda s: ma.scan_msgpack(s).collect()):
+        with pytest.raises(ma.DecodeError, match=says):
+            read(p)
+    with pytest.raises(ma.DecodeError, match=says):
+        ma.read_msgpack(p.read_bytes())
 
 
 def test_infer_rows_and_n_rows_stop_before_a_later_conflict():

@@ -39,6 +39,30 @@ pub enum OtherFormat {
     Zip,
     /// NumPy `.npy` (`\x93NUMPY`)
     Npy,
+    /// an Arrow IPC stream (`ff ff ff ff`, then a metadata length, a multiple of 8)
+    ArrowStream,
+    /// a Python pickle, protocol 2 to 5 (`80 02`..`80 05`, then an opcode)
+    Pickle,
+    /// safetensors (a little-endian u64 header length, then the JSON header)
+    Safetensors,
+    /// HDF5 (`\x89HDF\r\n\x1a\n`)
+    Hdf5,
+    /// SQLite (`SQLite format 3\0`)
+    Sqlite,
+    /// Avro object container (`Obj\x01` and `avro.` metadata)
+    Avro,
+    /// ORC (`ORC`, then binary)
+    Orc,
+    /// a tar archive (`ustar` at byte 257)
+    Tar,
+    /// an image: PNG, JPEG or GIF
+    Image,
+    /// xz-compressed data (`\xfd7zXZ\0`; not decompressed here)
+    Xz,
+    /// bzip2-compressed data (`BZh`; not decompressed here)
+    Bzip2,
+    /// a 7z archive (`7z\xbc\xaf\x27\x1c`)
+    SevenZip,
 }
 
 impl OtherFormat {
@@ -50,6 +74,18 @@ impl OtherFormat {
             OtherFormat::FeatherV1 => "a Feather v1 file",
             OtherFormat::Zip => "a zip archive (NumPy .npz?)",
             OtherFormat::Npy => "a NumPy .npy file",
+            OtherFormat::ArrowStream => "an Arrow IPC stream",
+            OtherFormat::Pickle => "a Python pickle",
+            OtherFormat::Safetensors => "a safetensors file",
+            OtherFormat::Hdf5 => "an HDF5 file",
+            OtherFormat::Sqlite => "an SQLite database",
+            OtherFormat::Avro => "an Avro file",
+            OtherFormat::Orc => "an ORC file",
+            OtherFormat::Tar => "a tar archive",
+            OtherFormat::Image => "an image (PNG, JPEG or GIF)",
+            OtherFormat::Xz => "xz-compressed data (decompress it first)",
+            OtherFormat::Bzip2 => "bzip2-compressed data (decompress it first)",
+            OtherFormat::SevenZip => "a 7z archive",
         }
     }
 }
@@ -98,10 +134,88 @@ pub fn sniff(head: &[u8]) -> Sniffed {
     if starts(b"\x93NUMPY") {
         return Sniffed::Other(OtherFormat::Npy);
     }
-    match looks_like_text(head) {
-        Some(kind) => Sniffed::Text(kind),
-        None => Sniffed::Msgpack,
+    if let Some(f) = binary_format(head) {
+        return Sniffed::Other(f);
     }
+    if let Some(kind) = looks_like_text(head) {
+        return Sniffed::Text(kind);
+    }
+    // printable magic: after text, so that a text file starting with these letters says text
+    if starts(b"ORC") && head.get(3).is_some_and(|b| !b.is_ascii_graphic()) {
+        return Sniffed::Other(OtherFormat::Orc);
+    }
+    Sniffed::Msgpack
+}
+
+/// Formats people keep beside msgpack dumps (ML checkpoints, datasets, archives) that a msgpack
+/// read would otherwise take for numbers or maps: each by a magic or a structure that no
+/// msgpack file starting with a map, array, str or bin has, and that a `values` stream of small
+/// ints matches only by a long coincidence.
+fn binary_format(head: &[u8]) -> Option<OtherFormat> {
+    let starts = |m: &[u8]| head.starts_with(m);
+    let le32 = |at: usize| -> Option<u64> {
+        Some(u32::from_le_bytes(head.get(at..at + 4)?.try_into().ok()?) as u64)
+    };
+    let le64 = |at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(head.get(at..at + 8)?.try_into().ok()?))
+    };
+    if starts(b"\x89HDF\r\n\x1a\n") {
+        return Some(OtherFormat::Hdf5);
+    }
+    if starts(b"SQLite format 3\0") {
+        return Some(OtherFormat::Sqlite);
+    }
+    if starts(b"\x89PNG\r\n\x1a\n")
+        || starts(b"\xff\xd8\xff")
+        || starts(b"GIF87a")
+        || starts(b"GIF89a")
+    {
+        return Some(OtherFormat::Image);
+    }
+    if starts(b"\xfd7zXZ\0") {
+        return Some(OtherFormat::Xz);
+    }
+    if is_bzip2(head) {
+        return Some(OtherFormat::Bzip2);
+    }
+    if starts(b"7z\xbc\xaf\x27\x1c") {
+        return Some(OtherFormat::SevenZip);
+    }
+    if head.get(257..262) == Some(b"ustar") {
+        return Some(OtherFormat::Tar);
+    }
+    if starts(b"Obj\x01") && head.windows(5).any(|w| w == b"avro.") {
+        return Some(OtherFormat::Avro);
+    }
+    // protocol 4 and 5 open with a FRAME; 2 and 3 with an opcode that builds the first object
+    if let [0x80, proto @ 2..=5, op, ..] = head {
+        let opens = if *proto >= 4 {
+            *op == 0x95
+        } else {
+            b"}](cKMJXqNG\x88\x89\x8a".contains(op)
+        };
+        if opens {
+            return Some(OtherFormat::Pickle);
+        }
+    }
+    // the continuation marker, a metadata length (a multiple of 8, padded by every writer), and
+    // the flatbuffer's root offset inside that metadata
+    if starts(&[0xff; 4]) {
+        let (len, root) = (le32(4)?, le32(8)?);
+        if len > 0 && len % 8 == 0 && len < 1 << 24 && (4..len).contains(&root) {
+            return Some(OtherFormat::ArrowStream);
+        }
+    }
+    // a header length, then the header: a JSON object of string keys
+    if head.get(8..10) == Some(b"{\"") && le64(0).is_some_and(|n| (2..1 << 27).contains(&n)) {
+        return Some(OtherFormat::Safetensors);
+    }
+    None
+}
+
+/// bzip2: `BZh`, a block size digit, and the block magic (the digits of pi).
+fn is_bzip2(head: &[u8]) -> bool {
+    matches!(head, [b'B', b'Z', b'h', b'1'..=b'9', rest @ ..] if rest.starts_with(b"1AY&SY"))
 }
 
 /// A zlib header (`78 01/5e/9c/da`, the four levels zlib writes) followed by a deflate block
@@ -130,6 +244,13 @@ fn is_zlib(head: &[u8]) -> bool {
 /// int (their first byte is not printable ASCII): only a `values` stream of small positive ints can
 /// match, and such a stream is read with an explicit `values` layout.
 pub fn looks_like_text(head: &[u8]) -> Option<&'static str> {
+    // a byte order mark (Windows editors and PowerShell write them): the text after it
+    if let Some(rest) = head.strip_prefix(b"\xef\xbb\xbf") {
+        return looks_like_text(rest);
+    }
+    if let Some(text) = utf16_text(head) {
+        return looks_like_text(text.as_bytes());
+    }
     let window = &head[..head.len().min(SNIFF_LEN)];
     let first = *window.first()?;
     if !(first.is_ascii_graphic() || first.is_ascii_whitespace()) {
@@ -181,6 +302,36 @@ pub fn looks_like_text(head: &[u8]) -> Option<&'static str> {
     } else {
         ""
     })
+}
+
+/// The text of `head` when it starts with a UTF-16 byte order mark and decodes as UTF-16 (up to
+/// a unit cut by the window's end).
+fn utf16_text(head: &[u8]) -> Option<String> {
+    let le = match head {
+        [0xff, 0xfe, ..] => true,
+        [0xfe, 0xff, ..] => false,
+        _ => return None,
+    };
+    let window = &head[2..head.len().min(SNIFF_LEN)];
+    let units = window.chunks_exact(2).map(|p| {
+        let p = [p[0], p[1]];
+        if le {
+            u16::from_le_bytes(p)
+        } else {
+            u16::from_be_bytes(p)
+        }
+    });
+    let mut text = String::new();
+    let mut decoded = char::decode_utf16(units).peekable();
+    while let Some(c) = decoded.next() {
+        match c {
+            Ok(c) => text.push(c),
+            // a surrogate pair cut by the window's end
+            Err(_) if decoded.peek().is_none() => break,
+            Err(_) => return None,
+        }
+    }
+    Some(text)
 }
 
 impl Compression {
@@ -270,6 +421,76 @@ mod tests {
         assert_eq!(sniff(b"\"#$%&'()*+"), Sniffed::Msgpack); // ints 34..43
         assert_eq!(sniff(b"[123"), Sniffed::Msgpack); // not closed, no punctuation
         assert_eq!(sniff(b"{|}~"), Sniffed::Msgpack); // ints 123..126: no JSON punctuation
+    }
+
+    #[test]
+    fn other_binary_formats_by_magic_or_shape() {
+        let pickle = [0x80, 0x04, 0x95, 0x21, 0, 0, 0, 0, 0, 0, 0, 0x7d, 0x94];
+        let pickle2 = [0x80, 0x02, 0x7d, 0x71, 0x00];
+        let mut arrow = vec![0xff, 0xff, 0xff, 0xff, 0x78, 0, 0, 0, 0x10, 0, 0, 0];
+        arrow.extend([0; 120]);
+        let mut st = 20u64.to_le_bytes().to_vec();
+        st.extend(b"{\"w\": {\"dtype\": 1}}");
+        let mut tar = vec![0; 257];
+        tar.extend(b"ustar\x0000");
+        let mut avro = b"Obj\x01\x04\x16avro.schema".to_vec();
+        avro.push(0);
+        for (head, f) in [
+            (&pickle[..], OtherFormat::Pickle),
+            (&pickle2[..], OtherFormat::Pickle),
+            (&arrow[..], OtherFormat::ArrowStream),
+            (&st[..], OtherFormat::Safetensors),
+            (&tar[..], OtherFormat::Tar),
+            (&avro[..], OtherFormat::Avro),
+            (b"\x89HDF\r\n\x1a\n\0\0", OtherFormat::Hdf5),
+            (b"SQLite format 3\0\x10", OtherFormat::Sqlite),
+            (b"\x89PNG\r\n\x1a\n\0", OtherFormat::Image),
+            (b"\xff\xd8\xff\xe0\0\x10JFIF", OtherFormat::Image),
+            (b"\xfd7zXZ\0\0", OtherFormat::Xz),
+            (b"BZh91AY&SY\x01", OtherFormat::Bzip2),
+            (b"7z\xbc\xaf\x27\x1c\0", OtherFormat::SevenZip),
+            (b"ORC\x0a\x05", OtherFormat::Orc),
+        ] {
+            assert_eq!(sniff(head), Sniffed::Other(f), "{head:?}");
+        }
+        // msgpack that shares a first byte with them
+        for head in [
+            &b"\x80\x80"[..],                  // two empty maps
+            b"\x80\x02\x01",                   // {} then small ints
+            b"\xff\xff\xff\xff\0\0\0\0\x01",   // -1 four times, then zeros
+            b"\xff\xff\xff\xff\x03\0\0\0\x01", // a length that no writer pads so
+            b"\x89\xa1a\x01",                  // a map of 9
+            b"ORC is a word\n",                // text, said as text
+        ] {
+            assert!(!matches!(sniff(head), Sniffed::Other(_)), "{head:?}");
+        }
+        assert_eq!(sniff(b"ORC is a word\n"), Sniffed::Text(""));
+    }
+
+    #[test]
+    fn text_after_a_byte_order_mark() {
+        assert_eq!(
+            sniff(b"\xef\xbb\xbf{\"name\": \"x\"}"),
+            Sniffed::Text("JSON")
+        );
+        let utf16: Vec<u8> = "{\"a\": [1, 2, 3]}"
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        assert_eq!(
+            sniff(&[&[0xff, 0xfe][..], &utf16].concat()),
+            Sniffed::Text("JSON")
+        );
+        let be: Vec<u8> = "id,name\n1,ab\n"
+            .encode_utf16()
+            .flat_map(u16::to_be_bytes)
+            .collect();
+        assert_eq!(
+            sniff(&[&[0xfe, 0xff][..], &be].concat()),
+            Sniffed::Text("CSV")
+        );
+        // -1, -2 and then ints that are no UTF-16 text
+        assert_eq!(sniff(&[0xff, 0xfe, 0x01, 0x02]), Sniffed::Msgpack);
     }
 
     #[test]
