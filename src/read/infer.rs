@@ -878,22 +878,23 @@ impl Inferrer {
             let t = if depth == 0 && self.given.has(key) {
                 self.given_value(c)?
             } else {
-                let mark = if depth == 0 {
-                    if self.records {
-                        self.key_paths.start(key);
-                    }
+                // a record's key is its column (the path starts there); a map inside a column,
+                // or a `values` row's map (under the path `value`), notes its keys on the path
+                let column = depth == 0 && self.records;
+                let mark = if column {
+                    self.key_paths.start(key);
                     None
                 } else {
                     self.key_paths.enter_key(key, bin)
                 };
                 let t = self.value(c, depth + 1);
-                if depth == 0 {
+                if column {
                     self.key_paths.stop();
-                    if std::mem::take(&mut self.item_keys_differ) {
-                        self.flag_nested(key);
-                    }
                 } else {
                     self.key_paths.leave(mark);
+                }
+                if depth == 0 && std::mem::take(&mut self.item_keys_differ) {
+                    self.flag_nested(key);
                 }
                 t.map_err(|e| e.prepend_path(key))?
             };

@@ -746,7 +746,10 @@ fn ty_schema(ty: Ty, layout: Layout, inf: &Inferrer) -> Result<Schema> {
             }
             Ok(Schema::new(out))
         }
-        other => Ok(Schema::new(vec![other.to_field("value", &inf.opts)?])),
+        // (a map's keys that were bin tagged, from the walk's paths under `value`)
+        other => Ok(Schema::new(vec![inf
+            .key_paths
+            .tag(other.to_field("value", &inf.opts)?)])),
     }
 }
 

@@ -123,3 +123,36 @@ fn columns_sharing_a_type_keep_their_own_nested_key_tags() {
     let bin = Some("bin".to_string());
     assert_eq!(tags, vec![bin.clone(), None, bin]);
 }
+
+/// A `values` row that is a map (its struct column `value`) keeps its bin keys too, at any
+/// depth, and the writer writes them back as they were: byte for byte.
+#[test]
+fn bin_keys_of_maps_in_the_values_layout_are_tagged_and_written_back() {
+    use rmp::encode::{write_bin, write_map_len, write_sint, write_str};
+    let mut data = Vec::new();
+    for i in 0..30i64 {
+        write_map_len(&mut data, 2).unwrap();
+        write_bin(&mut data, b"nd").unwrap();
+        write_sint(&mut data, i).unwrap();
+        write_str(&mut data, "m").unwrap();
+        write_map_len(&mut data, 1).unwrap();
+        write_bin(&mut data, b"k").unwrap();
+        write_sint(&mut data, -i).unwrap();
+    }
+    let b = ReaderBuilder::new().with_layout(Layout::Values);
+    let full = fast_or_full(&b, &data, false, false);
+    assert_eq!(fast_or_full(&b, &data, true, false), full);
+    let r = b.build_from_slice(&data).unwrap();
+    let schema = r.schema();
+    let DataType::Struct(v) = schema.field(0).data_type() else {
+        panic!("{schema:?}")
+    };
+    assert_eq!((key(&v[0]), key(&v[1])), (Some("bin".to_string()), None));
+    let DataType::Struct(m) = v[1].data_type() else {
+        panic!("{schema:?}")
+    };
+    assert_eq!(key(&m[0]), Some("bin".to_string()));
+    let batches: Vec<_> = r.collect::<Result<_>>().unwrap();
+    let out = crate::write::write_batches(&batches, Layout::Values).unwrap();
+    assert_eq!(out, data);
+}
