@@ -473,20 +473,24 @@ mod tests {
             sniff(b"\xef\xbb\xbf{\"name\": \"x\"}"),
             Sniffed::Text("JSON")
         );
-        let utf16: Vec<u8> = "{\"a\": [1, 2, 3]}"
-            .encode_utf16()
-            .flat_map(u16::to_le_bytes)
-            .collect();
+        // `text` in UTF-16 after its byte order mark, little- or big-endian
+        let utf16 = |text: &str, le: bool| -> Vec<u8> {
+            let mut out = if le {
+                vec![0xff, 0xfe]
+            } else {
+                vec![0xfe, 0xff]
+            };
+            for u in text.encode_utf16() {
+                out.extend(if le { u.to_le_bytes() } else { u.to_be_bytes() });
+            }
+            out
+        };
         assert_eq!(
-            sniff(&[&[0xff, 0xfe][..], &utf16].concat()),
+            sniff(&utf16("{\"a\": [1, 2, 3]}", true)),
             Sniffed::Text("JSON")
         );
-        let be: Vec<u8> = "id,name\n1,ab\n"
-            .encode_utf16()
-            .flat_map(u16::to_be_bytes)
-            .collect();
         assert_eq!(
-            sniff(&[&[0xfe, 0xff][..], &be].concat()),
+            sniff(&utf16("id,name\n1,ab\n", false)),
             Sniffed::Text("CSV")
         );
         // -1, -2 and then ints that are no UTF-16 text
