@@ -200,8 +200,7 @@ fn binary_format(head: &[u8]) -> Option<OtherFormat> {
     }
     // the continuation marker, a metadata length (a multiple of 8, padded by every writer), and
     // the flatbuffer's root offset inside that metadata
-    if starts(&[0xff; 4]) {
-        let (len, root) = (le32(4)?, le32(8)?);
+    if let (true, Some(len), Some(root)) = (starts(&[0xff; 4]), le32(4), le32(8)) {
         if len > 0 && len % 8 == 0 && len < 1 << 24 && (4..len).contains(&root) {
             return Some(OtherFormat::ArrowStream);
         }
