@@ -156,3 +156,22 @@ fn bin_keys_of_maps_in_the_values_layout_are_tagged_and_written_back() {
     let out = crate::write::write_batches(&batches, Layout::Values).unwrap();
     assert_eq!(out, data);
 }
+
+/// Blobs (a binary column of msgpack values) tag the bin keys of their maps as a `values`
+/// file does.
+#[test]
+fn bin_keys_of_maps_in_blobs_are_tagged() {
+    use rmp::encode::{write_bin, write_map_len, write_sint, write_str};
+    let mut a = Vec::new();
+    write_map_len(&mut a, 2).unwrap();
+    write_bin(&mut a, b"k").unwrap();
+    write_sint(&mut a, 1).unwrap();
+    write_str(&mut a, "s").unwrap();
+    write_sint(&mut a, 2).unwrap();
+    let blobs = arrow_array::BinaryArray::from_iter_values([&a[..], &a[..]]);
+    let f = ReaderBuilder::new().infer_blobs(&[&blobs]).unwrap();
+    let DataType::Struct(v) = f.data_type() else {
+        panic!("{f:?}")
+    };
+    assert_eq!((key(&v[0]), key(&v[1])), (Some("bin".to_string()), None));
+}
