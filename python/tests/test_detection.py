@@ -88,12 +88,37 @@ def _arrow_stream(path: Path) -> None:
         w.write_table(t)
 
 
+def _crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def _tfrecord(path: Path) -> None:
+    """Records as TensorFlow's TFRecordWriter frames them (no TensorFlow here): a u64 length, its
+    masked CRC-32C, the bytes, their masked CRC-32C."""
+
+    def masked(data: bytes) -> bytes:
+        c = _crc32c(data)
+        return (((c >> 15) | (c << 17)) + 0xA282EAD8 & 0xFFFFFFFF).to_bytes(4, "little")
+
+    out = b""
+    for rec in (b"\x0a\x0b\x0a\x02id\x12\x05\x1a\x03\x0a\x01\x01", b"\x0a\x00"):
+        n = len(rec).to_bytes(8, "little")
+        out += n + masked(n) + rec + masked(rec)
+    path.write_bytes(out)
+
+
 # files of other formats, each written by its own producer, and the name the refusal gives
 PRODUCED = {
     **{f"pickle{p}": (lambda path, p=p: path.write_bytes(pickle.dumps({"emb": np.ones(3)}, protocol=p)), "Python pickle")
        for p in (2, 3, 4, 5)},
     "arrow stream": (_arrow_stream, "Arrow IPC stream"),
     "sqlite": (_sqlite, "SQLite database"),
+    "tfrecord": (_tfrecord, "TFRecord file"),
     "tar": (_tar, "tar archive"),
     "xz": (lambda path: path.write_bytes(lzma.compress(mn.packb({"id": 1}))), "xz-compressed"),
     "bzip2": (lambda path: path.write_bytes(bz2.compress(mn.packb({"id": 1}))), "bzip2-compressed"),

@@ -47,6 +47,8 @@ pub enum OtherFormat {
     Safetensors,
     /// HDF5 (`\x89HDF\r\n\x1a\n`)
     Hdf5,
+    /// TFRecord (a little-endian u64 record length, then its masked CRC-32C)
+    TfRecord,
     /// SQLite (`SQLite format 3\0`)
     Sqlite,
     /// Avro object container (`Obj\x01` and `avro.` metadata)
@@ -78,6 +80,7 @@ impl OtherFormat {
             OtherFormat::Pickle => "a Python pickle",
             OtherFormat::Safetensors => "a safetensors file",
             OtherFormat::Hdf5 => "an HDF5 file",
+            OtherFormat::TfRecord => "a TFRecord file",
             OtherFormat::Sqlite => "an SQLite database",
             OtherFormat::Avro => "an Avro file",
             OtherFormat::Orc => "an ORC file",
@@ -203,6 +206,13 @@ fn binary_format(head: &[u8]) -> Option<OtherFormat> {
     if let (true, Some(len), Some(root)) = (starts(&[0xff; 4]), le32(4), le32(8)) {
         if len > 0 && len % 8 == 0 && len < 1 << 24 && (4..len).contains(&root) {
             return Some(OtherFormat::ArrowStream);
+        }
+    }
+    // a record length and its masked CRC-32C: a 32-bit check no msgpack matches but by chance
+    if let (Some(len), Some(crc)) = (head.get(..8), le32(8)) {
+        let c = crc32c::crc32c(len);
+        if ((c >> 15) | (c << 17)).wrapping_add(0xa282_ead8) as u64 == crc {
+            return Some(OtherFormat::TfRecord);
         }
     }
     // a header length, then the header: a JSON object of string keys
@@ -442,6 +452,9 @@ mod tests {
             (&tar[..], OtherFormat::Tar),
             (&avro[..], OtherFormat::Avro),
             (b"\x89HDF\r\n\x1a\n\0\0", OtherFormat::Hdf5),
+            // a first record of 5 bytes: its length, then the length's masked CRC-32C (computed
+            // by a bitwise CRC-32C in Python, polynomial 0x82F63B78, not by this crate)
+            (b"\x05\0\0\0\0\0\0\0\xea\xb2\x04\x3e", OtherFormat::TfRecord),
             (b"SQLite format 3\0\x10", OtherFormat::Sqlite),
             (b"\x89PNG\r\n\x1a\n\0", OtherFormat::Image),
             (b"\xff\xd8\xff\xe0\0\x10JFIF", OtherFormat::Image),
