@@ -211,7 +211,7 @@ fn binary_format(head: &[u8]) -> Option<OtherFormat> {
     // a record length and its masked CRC-32C: a 32-bit check no msgpack matches but by chance
     if let (Some(len), Some(crc)) = (head.get(..8), le32(8)) {
         let c = crc32c::crc32c(len);
-        if ((c >> 15) | (c << 17)).wrapping_add(0xa282_ead8) as u64 == crc {
+        if c.rotate_right(15).wrapping_add(0xa282_ead8) as u64 == crc {
             return Some(OtherFormat::TfRecord);
         }
     }
