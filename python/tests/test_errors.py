@@ -73,6 +73,15 @@ def test_raw_object_arrays_are_written_back_as_read():
     want = list(mn.Unpacker(io.BytesIO(data), raw=False))
     assert [r["obj"].tolist() for r in back] == [r["obj"].tolist() for r in want]
 
+def test_a_structured_kind_with_a_dtype_string_says_what_type_must_be():
+    # kind b"V" promises a descr list in `type`; msgpack_numpy fails on a string there too
+    data = msgpack.packb({b"nd": True, b"type": "|V8", b"kind": b"V", b"shape": [1], b"data": bytes(8)})
+    with pytest.raises(Exception):
+        mn.unpackb(data)
+    with pytest.raises(DecodeError, match=r"kind b'V' needs 'type' as a list of \[name, type\] fields, found str"):
+        ma.read_msgpack(data)
+
+
 def test_exception_classes():
     assert issubclass(DecodeError, MsgpackArrowError) and issubclass(DecodeError, ValueError)
     assert issubclass(EncodeError, MsgpackArrowError) and issubclass(EncodeError, ValueError)

@@ -713,6 +713,14 @@ fn parse_descr(c: &mut Cursor<'_>, depth: usize) -> Result<NumpyDtype> {
             "structured descr: {m}"
         )))
     };
+    if depth == 0 && c.peek_kind()? != Kind::Array {
+        // (`kind` b"V" with a dtype string: msgpack_numpy fails on it too)
+        let k = format!("{:?}", c.peek_kind()?).to_lowercase();
+        return Err(bad(
+            c,
+            &format!("kind b'V' needs 'type' as a list of [name, type] fields, found {k}"),
+        ));
+    }
     let n = c.read_array_len()?;
     let mut fields = Vec::with_capacity(n.min(1024));
     for _ in 0..n {
