@@ -30,6 +30,24 @@ def test_string_override_takes_any_scalar_as_python_str_writes_it():
     assert got["x"].to_list() == [None if v is None else str(v) for v in values]
 
 
+@pytest.mark.parametrize("shape", [(5,), (5, 2)])
+def test_a_bare_ndarray_takes_a_number_override_exactly_and_refuses_a_string(shape):
+    arr = (np.arange(np.prod(shape), dtype=np.int16) * 50).reshape(shape)
+    data = mn.packb(arr)
+    wide = pl.Array(pl.Int64, shape[1:]) if len(shape) > 1 else pl.Int64
+    got = ma.read_msgpack(data, schema_overrides={"value": wide})
+    assert got.schema["value"] == wide and got["value"].to_list() == arr.astype(np.int64).tolist()
+    lists = ma.read_msgpack(data, schema_overrides={"value": pl.List(pl.Float32)}) if len(shape) > 1 else None
+    if lists is not None:
+        assert lists["value"].to_list() == arr.astype(np.float32).tolist()
+    # 250 does not fit an int8: an error naming it, never a wrapped value
+    narrow = pl.Array(pl.Int8, shape[1:]) if len(shape) > 1 else pl.Int8
+    with pytest.raises(ma.DecodeError, match="does not fit"):
+        ma.read_msgpack(data, schema_overrides={"value": narrow})
+    with pytest.raises(ma.DecodeError, match="bare ndarray of .* cannot be read as Utf8"):
+        ma.read_msgpack(data, schema_overrides={"value": pl.String})
+
+
 def test_numeric_override_takes_ints_floats_and_bools():
     got = ma.read_msgpack(dump([{"x": 1}, {"x": 2.5}, {"x": True}]), schema_overrides={"x": pl.Float32})
     assert got.schema["x"] == pl.Float32 and got["x"].to_list() == [1.0, 2.5, 1.0]

@@ -646,15 +646,44 @@ fn plan_single(
         }
         (Layout::Values, Container::NdArray) if b.schema.is_none() => {
             let t = infer_columns_value(&mut c, &mut inf, b)?.1;
-            {
-                p.schema = Some(Arc::new(Schema::new(vec![t.to_field("value", &inf.opts)?])));
-            }
+            let f = t.to_field("value", &inf.opts)?;
+            check_ndarray_override(b, &f)?;
+            p.schema = Some(Arc::new(Schema::new(vec![f])));
         }
         (Layout::Values, Container::NdArray) => {}
         _ => unreachable!("plan_first gives only these"),
     }
-    p.schema = finish_schema(b, p.layout, &inf, p.schema, &given_nd);
+    // a bare ndarray decodes into its own type, as a columns map's values do, and an override
+    // converts the decoded column after (`Reader::output_types`): the plan keeps the native type
+    let types_of = match p.container {
+        Container::NdArray => Layout::Columns,
+        _ => p.layout,
+    };
+    p.schema = finish_schema(b, types_of, &inf, p.schema, &given_nd);
     Ok(p)
+}
+
+/// An override of a bare ndarray's column (`value`, its field `f` as decoded) must be numbers
+/// (or lists of them) as its elements are: each is converted exactly, as a records column's
+/// ndarrays are; another type (a string) is the conflict it is in a records column.
+fn check_ndarray_override(b: &ReaderBuilder, f: &Field) -> Result<()> {
+    let Some(o) = b
+        .overrides
+        .as_ref()
+        .and_then(|o| o.field_with_name("value").ok())
+    else {
+        return Ok(());
+    };
+    let numbers = |t: &DataType| leaf_dtype(t).is_some();
+    if o.data_type() == f.data_type() || (numbers(f.data_type()) && numbers(o.data_type())) {
+        return Ok(());
+    }
+    Err(Error::new(ErrorKind::Inexact(format!(
+        "schema_overrides: a bare ndarray of {} cannot be read as {}; its elements can be given \
+         another number type",
+        f.data_type(),
+        o.data_type()
+    ))))
 }
 
 /// The inferrer of a plan: the builder's options, and the columns whose types overrides give
