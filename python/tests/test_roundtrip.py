@@ -131,6 +131,21 @@ def test_nested_and_temporal_round_trip():
         assert_frame_equal(roundtrip(df, layout), df, check_exact=True)
 
 
+@pytest.mark.parametrize("unit", ["s", "m", "h", "D", "ms", "us", "ns"])
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_nat_and_nil_timedelta_scalars_are_written_back_as_they_were(unit, order):
+    # msgpack_numpy writes np.timedelta64('NaT') scalars; a nil beside them is another value.
+    # Both read as null; the NaT's marker under its null tells them apart on the way back.
+    dt = np.dtype(f"{order}m8[{unit}]")
+    values = [np.timedelta64(3, unit), np.timedelta64("NaT", unit), None, np.timedelta64(-7, unit)]
+    data = b"".join(mn.packb({"t": None if v is None else np.array(v).astype(dt)[()]}) for v in values)
+    t = pa.table(ma.read_arrow(data))
+    assert t.column("t").null_count == 2
+    assert ma.write_msgpack(t) == data
+    back = list(mn.Unpacker(io.BytesIO(ma.write_msgpack(t)), raw=False))
+    assert np.isnat(back[1]["t"]) and back[2]["t"] is None
+
+
 def test_empty_array_width_round_trips_as_list():
     # Polars 2.1 cannot import Array width 0 (INTEROP.md): such ndarrays read as List
     data = mn.packb({"e": np.zeros((2, 0), dtype="<f4")})

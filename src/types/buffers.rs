@@ -405,8 +405,11 @@ fn time_array(
     };
     let (k, date32) = tick_factor(unit, is_datetime)
         .ok_or_else(|| Error::new(ErrorKind::UnsupportedDtype(dt.to_dtype_str())))?;
+    // a NaT keeps its marker (the type's minimum) under its null, as unconverted ticks do: the
+    // writer tells a NaT numpy scalar from a nil by it
     let convert = |&v: &i64| match v {
-        i64::MIN => Ok(0),
+        i64::MIN if date32 => Ok(i32::MIN as i64),
+        i64::MIN => Ok(i64::MIN),
         v => converted_tick(v, k, date32).ok_or_else(overflow),
     };
     if date32 {
