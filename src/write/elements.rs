@@ -53,6 +53,22 @@ pub(crate) enum Elems {
 }
 
 impl Elems {
+    /// Whether element `i` of a datetime or timedelta column holds NaT's marker (the type's
+    /// minimum), as a null read from a NaT does (`time_array`).
+    pub(crate) fn nat_at(&self, i: usize) -> bool {
+        match self {
+            Elems::Time {
+                src: TimeSrc::D32(s),
+                ..
+            } => s.get(i) == Some(&i32::MIN),
+            Elems::Time {
+                src: TimeSrc::I64(s),
+                ..
+            } => s.get(i) == Some(&i64::MIN),
+            _ => false,
+        }
+    }
+
     pub(crate) fn new(arr: &ArrayRef, dt: &NumpyDtype) -> Result<Self> {
         if !accepts(dt, arr.data_type()) {
             return Err(unsupported(format!(

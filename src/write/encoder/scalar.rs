@@ -8,7 +8,6 @@ use arrow_buffer::NullBuffer;
 
 use crate::error::Result;
 use crate::types::NumpyDtype;
-use crate::wire::dtype::ByteOrder;
 use crate::wire::write::{self as wire, Out};
 use crate::write::access::{accepts, Bins, Strs};
 use crate::write::elements::Elems;
@@ -118,38 +117,6 @@ pub(crate) struct ScalarEnc {
     pub(crate) elems: Elems,
     pub(crate) nulls: Option<NullBuffer>,
     pub(crate) len: usize,
-    /// a datetime or timedelta column: the raw values (a null holding the type's minimum was a
-    /// NaT, written back as one) and a NaT's data bytes in the dtype's byte order
-    pub(crate) nat: Option<(Nat, [u8; 8])>,
-}
-
-/// The raw values of a time column, where a null read from a NaT keeps the minimum.
-pub(crate) enum Nat {
-    I64(arrow_buffer::ScalarBuffer<i64>),
-    I32(arrow_buffer::ScalarBuffer<i32>),
-}
-
-impl Nat {
-    fn of(arr: &ArrayRef) -> Option<Nat> {
-        use arrow_buffer::ScalarBuffer;
-        use arrow_schema::DataType as T;
-        let d = arr.to_data();
-        let values = d.buffers().first()?.clone();
-        match arr.data_type() {
-            T::Timestamp(..) | T::Duration(_) | T::Date64 => {
-                Some(Nat::I64(ScalarBuffer::new(values, d.offset(), d.len())))
-            }
-            T::Date32 => Some(Nat::I32(ScalarBuffer::new(values, d.offset(), d.len()))),
-            _ => None,
-        }
-    }
-
-    fn at(&self, row: usize) -> bool {
-        match self {
-            Nat::I64(v) => v.get(row) == Some(&i64::MIN),
-            Nat::I32(v) => v.get(row) == Some(&i32::MIN),
-        }
-    }
 }
 
 impl ScalarEnc {
@@ -171,23 +138,12 @@ impl ScalarEnc {
         ty.write(&mut p, ty.forms_and_body().0[0]);
         p.extend_from_slice(b"\xc4\x04data");
         wire::bin_hdr_sized(&mut p, dt.itemsize(), wire::bin_forms(dt.itemsize())[0]);
-        let nat = match &dt {
-            NumpyDtype::Datetime { order, .. } | NumpyDtype::Timedelta { order, .. } => {
-                let bytes = match order {
-                    ByteOrder::Big => i64::MIN.to_be_bytes(),
-                    _ => i64::MIN.to_le_bytes(),
-                };
-                Nat::of(arr).map(|n| (n, bytes))
-            }
-            _ => None,
-        };
         Ok(ScalarEnc {
             dtype_str: dt.to_dtype_str(),
             prefix: p,
             elems,
             nulls: arr.logical_nulls(),
             len: arr.len(),
-            nat,
         })
     }
 }
@@ -241,14 +197,13 @@ impl ColumnEncoder for ScalarEnc {
     #[inline]
     fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
         if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) {
-            match &self.nat {
-                // (openpi's form has no NaT: its `item()` is None)
-                Some((raw, bytes)) if raw.at(row) && !out.openpi => {
-                    out.buf.extend_from_slice(&self.prefix);
-                    out.buf.extend_from_slice(bytes);
-                }
-                _ => out.buf.push(0xc0),
+            // a null read from a NaT keeps its marker: a NaT again (the element writer writes a
+            // null as one); any other null was a nil (openpi's form has no NaT)
+            if !out.openpi && self.elems.nat_at(row) {
+                out.buf.extend_from_slice(&self.prefix);
+                return self.elems.write(row, row + 1, &mut out.buf);
             }
+            out.buf.push(0xc0);
             return Ok(());
         }
         if out.openpi {
