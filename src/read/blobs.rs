@@ -79,11 +79,7 @@ impl ReaderBuilder {
             for (i, b) in rows.iter().enumerate() {
                 let at = |e: Error| e.at_record(row0 + i as u64);
                 let mut c = Cursor::new(b.unwrap_or(NIL), 0);
-                // (the keys of its maps on paths under `value`, as a `values` row's)
-                inf.key_paths.start("value");
-                let t = inf.value(&mut c, 0);
-                inf.key_paths.stop();
-                let t = t.map_err(at)?;
+                let t = inf.row_value(&mut c).map_err(at)?;
                 ty = Some(match ty {
                     None => t,
                     Some(acc) => acc.merge_with(t, inf.opts.raw_conflicts).map_err(at)?,

@@ -824,6 +824,15 @@ impl Inferrer {
         ]
     }
 
+    /// The type of a `values` row (or a blob) at `c`: [`Inferrer::value`], with the keys of the
+    /// maps inside noted on paths under its column `value` (so bin keys are written back as bin).
+    pub(crate) fn row_value(&mut self, c: &mut Cursor<'_>) -> Result<Ty> {
+        self.key_paths.start("value");
+        let t = self.value(c, 0);
+        self.key_paths.stop();
+        t
+    }
+
     /// A value of a given column, skipped: [`Ty::Given`], noting whether it is an ndarray.
     pub(crate) fn given_value(&mut self, c: &mut Cursor<'_>) -> Result<Ty> {
         c.peek_kind()?;

@@ -134,11 +134,7 @@ impl RowWalk<'_> {
             } else if self.given_value {
                 inf.given_value(c)
             } else {
-                // the keys of the maps inside, on paths under the column `value`
-                inf.key_paths.start("value");
-                let t = inf.value(c, 0);
-                inf.key_paths.stop();
-                t
+                inf.row_value(c)
             }
             .map_err(|e| in_value(e).at_offset(at).at_record(rows as u64))?;
             note_empty_shapes(&t, rows, records, &mut seen.empties);
