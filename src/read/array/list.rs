@@ -26,9 +26,7 @@ impl ArrayDecoder for ListDecoder {
             }
             Kind::Array => {
                 let n = c.read_array_len()?;
-                for _ in 0..n {
-                    self.child.decode(c)?;
-                }
+                self.child.decode_n(c, n)?;
                 push_offset(&mut self.offsets, n, c)?;
                 self.nulls.append_non_null();
             }
@@ -98,9 +96,7 @@ impl ArrayDecoder for FixedListDecoder {
                         )),
                     ));
                 }
-                for _ in 0..n {
-                    self.child.decode(c)?;
-                }
+                self.child.decode_n(c, n)?;
                 self.nulls.append_non_null();
             }
             _ => return Err(found(c, "array")),

@@ -86,6 +86,14 @@ impl Ctx {
 /// Decodes values of one column, appending them; `finish` returns the batch's array and resets.
 pub(crate) trait ArrayDecoder: Send {
     fn decode(&mut self, c: &mut Cursor<'_>) -> Result<()>;
+    /// `n` values one after another (a list's items): one call for the lot, so a decoder of
+    /// numbers runs its own loop rather than a dynamic call per item.
+    fn decode_n(&mut self, c: &mut Cursor<'_>, n: usize) -> Result<()> {
+        for _ in 0..n {
+            self.decode(c)?;
+        }
+        Ok(())
+    }
     fn append_null(&mut self);
     /// `n` nulls at once (a struct's fields that its maps lacked, appended when the field is
     /// next seen or the batch ends).

@@ -442,6 +442,14 @@ where
             }
         }
     }
+    fn decode_n(&mut self, c: &mut Cursor<'_>, n: usize) -> Result<()> {
+        // (a list's length is the writer's word: room for no more than its bytes can hold)
+        self.reserve(n.min(c.buf().len() - c.pos()));
+        for _ in 0..n {
+            self.decode(c)?;
+        }
+        Ok(())
+    }
     fn append_null(&mut self) {
         self.v.push(T::Native::default());
         self.nulls.append_nulls(1);

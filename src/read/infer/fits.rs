@@ -140,7 +140,11 @@ fn marker_fit(b: u8, acc: &Ty) -> u8 {
 /// there ([`marker_fit`]).
 #[inline(always)]
 fn size_by_marker(buf: &[u8], p: usize, acc: &Ty) -> Option<usize> {
-    let n = match marker_fit(*buf.get(p)?, acc) {
+    let b = *buf.get(p)?;
+    let n = match marker_fit(b, acc) {
+        // a uint64 below 2^63 (its first byte's top bit clear) fits any integer column: Python's
+        // msgpack writes every int from 2^32 up so
+        GENERIC if b == 0xcf && matches!(acc, Ty::Int { .. }) && *buf.get(p + 1)? < 0x80 => 9,
         GENERIC => return None,
         FIXSTR => fixstr_size(buf, p)?,
         n => n as usize,
@@ -455,8 +459,19 @@ impl Inferrer {
             },
             (Kind::Array, Ty::List(inner, len)) => match c.read_array_len() {
                 Ok(n) => {
-                    (len.is_none() || *len == Some(n))
-                        && (0..n).all(|_| self.fits(inner, c, depth + 1))
+                    if len.is_some_and(|len| len != n)
+                        || (n > 0 && depth + 1 >= self.opts.max_depth)
+                    {
+                        return false;
+                    }
+                    // items that fit by their marker alone (a list of numbers) in one loop
+                    let mut k = 0;
+                    let p = skip_marker_fits(c.buf(), c.pos(), inner, |_| {
+                        k += 1;
+                        k <= n
+                    });
+                    c.set_pos(p);
+                    (k.min(n)..n).all(|_| self.fits(inner, c, depth + 1))
                 }
                 Err(_) => false,
             },

@@ -411,6 +411,22 @@ fn fast_inference_equals_full_inference() {
         (Layout::Values, vec![f4(&[3]), f4(&[3]), f4(&[5])]),
         (Layout::Values, vec![f4(&[3]), f4(&[4]), f4(&[5]), f4(&[1])]),
         (Layout::Values, vec![int(1), int(2), int(-3), f64v(1.0)]),
+        // uint64s below 2^63 fit an Int64 column by their first byte, those above do not
+        (
+            Layout::Values,
+            vec![int(-1), uint(1 << 40), uint(i64::MAX as u64), uint(1 << 63)],
+        ),
+        (
+            Layout::Values,
+            vec![int(1), uint(1 << 40), uint(1 << 63), uint(1 << 40)],
+        ),
+        (
+            Layout::Records,
+            vec![
+                a(list(&[int(1), uint(1 << 40)])),
+                a(list(&[uint(1 << 40), int(-2), uint((1 << 63) + 1)])),
+            ],
+        ),
         (
             Layout::Values,
             vec![rec(&[("x", int(1))]), rec(&[("x", int(2))]), f4(&[1])],
