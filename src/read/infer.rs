@@ -11,7 +11,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Dialect, ObjectArrays, TensorMode};
 use crate::types::{fixed_size_list, list, meta, NumpyDtype};
 use crate::wire::cursor::{Cursor, Int, Kind};
-use crate::wire::ndarray::{is_special_ext, probe, Special};
+use crate::wire::ndarray::{is_special_ext, probe, NdArray, Special};
+use crate::wire::spelling::SpellingSeen;
 
 mod columns;
 mod fits;
@@ -557,6 +558,8 @@ pub(crate) struct Inferrer {
     pub list_columns: FastMap<String, bool>,
     /// an openpi `__ndarray__`/`__npgeneric__` map was seen (the file is written back so)
     pub openpi_seen: bool,
+    /// how the msgpack-numpy maps seen were spelled (the file is written back so)
+    pub spellings: SpellingSeen,
     /// records: whether maps nested in them are watched for absent keys ([`Ty::nested_keys_differ`])
     pub nested_track: bool,
     /// the columns in which a map nested in a record lacked a key another map at its place had:
@@ -610,6 +613,7 @@ impl Inferrer {
             records: false,
             list_columns: FastMap::default(),
             openpi_seen: false,
+            spellings: SpellingSeen::default(),
             list_ranges: FastMap::default(),
             column_index: Default::default(),
         }
@@ -643,12 +647,16 @@ impl Inferrer {
         }
     }
 
-    pub(crate) fn dtype(
-        &mut self,
-        raw: &[u8],
-        nd: &crate::wire::ndarray::NdArray<'_>,
-        base: u64,
-    ) -> Result<NumpyDtype> {
+    /// What an ndarray or numpy scalar map says of how the file is written back: its dialect
+    /// (openpi's) and its spelling.
+    pub(crate) fn note_form(&mut self, nd: &NdArray<'_>) {
+        self.openpi_seen |= nd.openpi;
+        if nd.spelled() {
+            self.spellings.note(nd.spelling, !nd.scalar);
+        }
+    }
+
+    pub(crate) fn dtype(&mut self, raw: &[u8], nd: &NdArray<'_>, base: u64) -> Result<NumpyDtype> {
         if let Some((_, d)) = self.dtypes.iter().find(|(r, _)| r == raw) {
             return Ok(d.clone());
         }
@@ -749,7 +757,7 @@ impl Inferrer {
                 )? {
                     Some(Special::Complex(..)) => Ty::Complex,
                     Some(Special::Array(nd)) => {
-                        self.openpi_seen |= nd.openpi;
+                        self.note_form(&nd);
                         let dt = self.dtype(nd.type_raw, &nd, c.offset_of(0))?;
                         if let NumpyDtype::Object = dt {
                             if self.opts.object_arrays == ObjectArrays::Error {

@@ -782,7 +782,7 @@ fn ty_schema(ty: Ty, layout: Layout, inf: &Inferrer) -> Result<Schema> {
     }
 }
 
-/// What every plan does to its schema last: the openpi dialect noted, a given schema taken as
+/// What every plan does to its schema last: the openpi dialect and the maps' spelling noted, a given schema taken as
 /// it is, overrides given their types.
 pub(crate) fn finish_schema(
     b: &ReaderBuilder,
@@ -794,6 +794,12 @@ pub(crate) fn finish_schema(
     if let (Some(s), true) = (&schema, inf.openpi_seen || b.dialect == Dialect::Openpi) {
         let mut md = s.metadata().clone();
         md.insert(meta::DIALECT.to_string(), "openpi".to_string());
+        schema = Some(Arc::new(s.as_ref().clone().with_metadata(md)));
+    }
+    let spelling = inf.spellings.spelling();
+    if let (Some(s), false) = (&schema, spelling.is_default()) {
+        let mut md = s.metadata().clone();
+        md.insert(meta::SPELLING.to_string(), spelling.to_meta());
         schema = Some(Arc::new(s.as_ref().clone().with_metadata(md)));
     }
     if let Some(s) = &b.schema {

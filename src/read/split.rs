@@ -133,6 +133,7 @@ pub(crate) fn walk(
             }
             inf.key_paths.merge(pinf.key_paths);
             inf.openpi_seen |= pinf.openpi_seen;
+            inf.spellings.merge(&pinf.spellings);
         }
         let mut s = pos;
         for step in row_steps {

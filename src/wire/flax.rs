@@ -157,6 +157,7 @@ fn ndarray<'a>(
         js: false,
         openpi: false,
         type_text: true,
+        spelling: Default::default(),
     }))
 }
 

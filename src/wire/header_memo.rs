@@ -12,6 +12,7 @@ use std::cell::RefCell;
 use crate::options::Dialect;
 use crate::wire::cursor::{Cursor, Int, Kind};
 use crate::wire::ndarray::{NdArray, MAX_NDIM};
+use crate::wire::spelling::Spelling;
 
 /// Headers longer than this (structured dtypes' descr lists) are parsed each time.
 const MAX_HEADER: usize = 256;
@@ -31,6 +32,8 @@ struct Memo {
     len: usize,
     js: bool,
     openpi: bool,
+    /// the map's spelling (its payload's, `raw`, is read from each map's own marker)
+    spelling: Spelling,
     /// where the `shape` value is in `bytes` (offset, length), when `type` and `kind` come
     /// before it (so that their offsets hold whatever its length)
     shape_at: Option<(usize, usize)>,
@@ -90,6 +93,7 @@ pub(crate) fn recall<'a>(
         if !matches!(d.peek_kind(), Ok(Kind::Str | Kind::Bin)) {
             return None;
         }
+        let raw = d.peek_kind().ok()? == Kind::Str;
         let (data, data_pos) = d.read_str_or_bin().ok()?;
         let (shape, len) = match shape {
             Some(s) => {
@@ -112,6 +116,7 @@ pub(crate) fn recall<'a>(
             js: m.js,
             openpi: m.openpi,
             type_text: false,
+            spelling: Spelling { raw, ..m.spelling },
         })
     })
 }
@@ -173,6 +178,7 @@ pub(crate) fn remember(
         len: nd.len,
         js: nd.js,
         openpi: nd.openpi,
+        spelling: nd.spelling,
         shape_at,
     };
     LAST.with(|m| {

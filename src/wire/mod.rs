@@ -17,4 +17,5 @@ pub(crate) mod pad;
 pub(crate) mod pyrepr;
 pub(crate) mod skip_memo;
 pub mod sniff;
+pub(crate) mod spelling;
 pub(crate) mod write;

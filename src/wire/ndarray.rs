@@ -11,6 +11,7 @@ use crate::wire::dtype::{ByteOrder, NumpyDtype, StructField};
 use crate::wire::flax;
 use crate::wire::header_memo;
 use crate::wire::pyrepr::parse_complex;
+use crate::wire::spelling::Spelling;
 
 /// Most ndarray maps have 5 keys; an upper bound keeps the probe cheap on big user maps.
 pub(crate) const MAX_SPECIAL_KEYS: usize = 16;
@@ -53,6 +54,16 @@ pub(crate) struct NdArray<'a> {
     /// `type_raw` is the dtype's text itself, not msgpack: `np.save` bytes in an ext value
     /// (`wire::npy`) or Flax's ext values (`wire::flax`), whose header is no msgpack-numpy map
     pub type_text: bool,
+    /// how a msgpack-numpy map was spelled (its keys, `kind`, payload); the default elsewhere
+    pub spelling: Spelling,
+}
+
+impl NdArray<'_> {
+    /// Whether the map's spelling says how the file was written: a msgpack-numpy map's (not
+    /// openpi's, msgpack-numpy-js's or an ext value's, which have forms of their own).
+    pub(crate) fn spelled(&self) -> bool {
+        !(self.openpi || self.js || self.type_text)
+    }
 }
 
 pub(crate) fn key_id(k: &[u8], dialect: Dialect) -> u8 {
@@ -349,6 +360,7 @@ fn ndarray<'a>(
         .try_fold(1usize, |a, &d| a.checked_mul(d))
         .ok_or_else(|| bad(c, at[4], format!("shape {shape:?} overflows")))?;
     c.set_pos(at[5]);
+    let raw = c.peek_kind()? == Kind::Str;
     let (data, data_pos) = match c.peek_kind()? {
         Kind::Str | Kind::Bin => c.read_str_or_bin()?,
         // a numpy masked array's `.data` is an ndarray, which msgpack_numpy packs as a map of its
@@ -381,6 +393,11 @@ fn ndarray<'a>(
         js: dialect == Dialect::Js,
         openpi: at[7] != usize::MAX,
         type_text: false,
+        spelling: Spelling {
+            str_keys,
+            no_kind: at[3] == usize::MAX,
+            raw,
+        },
     }))
 }
 
@@ -554,6 +571,7 @@ fn npgeneric<'a>(c: &mut Cursor<'a>, at: &[usize; 10]) -> Result<Special<'a>> {
         js: false,
         openpi: true,
         type_text: false,
+        spelling: Spelling::default(),
     }))
 }
 

@@ -119,6 +119,7 @@ pub(crate) fn parse<'a>(payload: &'a [u8], pos: usize, base: u64) -> Result<NdAr
         js: false,
         openpi: false,
         type_text: true,
+        spelling: Default::default(),
     })
 }
 

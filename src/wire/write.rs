@@ -6,6 +6,8 @@
 //! into the per-row loops, and aligned mode needs explicitly *wider* forms, which `rmp` only
 //! offers one function per marker for.
 
+use crate::wire::spelling::Spelling;
+
 // The smallest forms are written with one append each (marker and value in one array): one
 // capacity check per value, where a push then an extend made two.
 #[inline]
@@ -315,6 +317,9 @@ pub(crate) struct Out {
     pub(crate) align: bool,
     /// ndarrays and numpy scalars in openpi's maps (`__ndarray__`/`__npgeneric__`)
     pub(crate) openpi: bool,
+    /// how msgpack-numpy's maps and byte strings are spelled (the file read's, where it was
+    /// not msgpack_numpy 0.4's own)
+    pub(crate) spelling: Spelling,
     /// Only the output's size is wanted ([`crate::WriterBuilder::build_count`]): payloads whose
     /// length is known without encoding them are counted in `elided` instead of copied.
     pub(crate) count_only: bool,
@@ -329,6 +334,7 @@ impl Out {
             base: 0,
             align,
             openpi: false,
+            spelling: Spelling::default(),
             count_only: false,
             elided: 0,
         }

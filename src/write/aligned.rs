@@ -153,6 +153,7 @@ pub(crate) fn encode_aligned(
         base: 0,
         align: false,
         openpi: out.openpi,
+        spelling: out.spelling,
         count_only: false,
         elided: 0,
     };

@@ -45,6 +45,7 @@ use crate::types::arrow::record_batch;
 use crate::types::layout::{is_columns_map, ValueForm};
 use crate::types::{extension, meta};
 
+use crate::wire::spelling::Spelling;
 use crate::wire::write::{self as wire, Out};
 use aligned::{encode_aligned, Item, Segment};
 use columns::{column_encoder, ColumnNd};
@@ -257,6 +258,12 @@ impl WriterBuilder {
         }
         let mut out = Out::new(self.aligned);
         out.openpi = openpi;
+        // the spelling of the file read (old packers'), unless a form was asked for
+        if self.dialect == Dialect::Auto && !openpi && !self.aligned {
+            if let Some(v) = md.get(meta::SPELLING) {
+                out.spelling = Spelling::from_meta(v);
+            }
+        }
         let omit = match self.missing {
             Missing::Omit => true,
             Missing::Nil => false,

@@ -247,6 +247,9 @@ impl NdHead<'_> {
         if out.openpi {
             return self.write_openpi_head(out);
         }
+        if !out.spelling.is_default() {
+            return self.write_spelled_head(out);
+        }
         let mut f: [&'static [u8]; NSLOT] = [&[0]; NSLOT];
         let (n, fixed) = self.forms(&mut f)?;
         let mut sizes = [0u8; NSLOT];
@@ -284,6 +287,31 @@ impl NdHead<'_> {
         wire::bin_hdr_sized(b, 4, sizes[8]);
         b.extend_from_slice(b"data");
         wire::bin_hdr_sized(b, self.data_len, sizes[9]);
+        Ok(())
+    }
+
+    /// The head as an older packer spelled it ([`crate::wire::spelling`]): str keys, no `kind`,
+    /// raw strs for bytes, each as the file read had them; the smallest forms (never aligned).
+    fn write_spelled_head(&self, out: &mut Out) -> Result<()> {
+        self.forms(&mut [&[0]; NSLOT])?; // the same limits (axes, 4 GiB)
+        let (sp, b) = (out.spelling, &mut out.buf);
+        wire::map_hdr(b, if sp.no_kind { 4 } else { 5 });
+        sp.key(b, b"nd");
+        b.push(0xc3);
+        sp.key(b, b"type");
+        self.ty.write(b, self.ty.forms_and_body().0[0]);
+        if !sp.no_kind {
+            sp.key(b, b"kind");
+            sp.bytes_hdr(b, self.kind.len());
+            b.extend_from_slice(self.kind);
+        }
+        sp.key(b, b"shape");
+        wire::array_hdr(b, self.shape.len());
+        for &d in self.shape {
+            wire::uint(b, d as u64);
+        }
+        sp.key(b, b"data");
+        sp.bytes_hdr(b, self.data_len);
         Ok(())
     }
 

@@ -199,7 +199,7 @@ fn infer_column(
         Kind::Map | Kind::Ext => match probe(c, b.dialect, b.npy_ext, b.max_depth)? {
             Some(Special::Array(nd)) if !nd.scalar && !nd.shape.is_empty() => {
                 // (an openpi ndarray: the file is written back in that dialect)
-                inf.openpi_seen |= nd.openpi;
+                inf.note_form(&nd);
                 let dt = inf.dtype(nd.type_raw, &nd, c.offset_of(0))?;
                 if matches!(dt, NumpyDtype::Object) {
                     return Err(c.error_at(

@@ -749,7 +749,7 @@ impl Inferrer {
             return None;
         }
         // as the slow path notes it: the file is written back in the dialect it was read in
-        self.openpi_seen |= nd.openpi;
+        self.note_form(&nd);
         if self.headers.len() >= MAX_HEADERS {
             self.headers.remove(0);
         }

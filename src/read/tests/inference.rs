@@ -79,6 +79,16 @@ fn fast_inference_equals_full_inference() {
             ("data", bin(&[1, 0, 0, 0])),
         ])
     }
+    // msgpack_numpy before 0.3.9: no `kind`
+    fn nd_no_kind(ty: &str, n: usize) -> Vec<u8> {
+        let size: usize = ty[2..].parse().unwrap();
+        map(&[
+            ("nd", vec![0xc3]),
+            ("type", s(ty)),
+            ("shape", list(&[uint(n as u64)])),
+            ("data", bin(&vec![7u8; n * size])),
+        ])
+    }
     let rec = |entries: &[(&str, Vec<u8>)]| map(entries);
     let a = |v: Vec<u8>| rec(&[("a", v)]);
     let f4 = |shape: &[usize]| nd("<f4", shape, b"");
@@ -411,6 +421,23 @@ fn fast_inference_equals_full_inference() {
         (Layout::Values, vec![f4(&[3]), f4(&[3]), f4(&[5])]),
         (Layout::Values, vec![f4(&[3]), f4(&[4]), f4(&[5]), f4(&[1])]),
         (Layout::Values, vec![int(1), int(2), int(-3), f64v(1.0)]),
+        // the spelling of the maps (no `kind`) noted alike, and dropped where a map has a `kind`
+        (
+            Layout::Records,
+            vec![
+                rec(&[("v", nd_no_kind("<f4", 3))]),
+                rec(&[("v", nd_no_kind("<f4", 3))]),
+                rec(&[("v", nd_no_kind("<f4", 2))]),
+            ],
+        ),
+        (
+            Layout::Records,
+            vec![
+                rec(&[("v", nd_no_kind("<f4", 3))]),
+                rec(&[("v", nd_no_kind("<f4", 3))]),
+                rec(&[("v", nd("<f4", &[3], b""))]),
+            ],
+        ),
         // uint64s below 2^63 fit an Int64 column by their first byte, those above do not
         (
             Layout::Values,

@@ -8,6 +8,7 @@ use arrow_buffer::NullBuffer;
 
 use crate::error::Result;
 use crate::types::NumpyDtype;
+use crate::wire::spelling::Spelling;
 use crate::wire::write::{self as wire, Out};
 use crate::write::access::{accepts, Bins, Strs};
 use crate::write::elements::Elems;
@@ -84,7 +85,7 @@ impl ColumnEncoder for StrEnc {
         if self.0.is_null(row) {
             out.buf.push(0xc0);
         } else {
-            wire::str(&mut out.buf, self.0.value(row));
+            out.spelling.str(&mut out.buf, self.0.value(row));
         }
         Ok(())
     }
@@ -100,7 +101,9 @@ impl ColumnEncoder for BinEnc {
         if self.0.is_null(row) {
             out.buf.push(0xc0);
         } else {
-            wire::bin(&mut out.buf, self.0.value(row));
+            let v = self.0.value(row);
+            out.spelling.bytes_hdr(&mut out.buf, v.len());
+            out.buf.extend_from_slice(v);
         }
         Ok(())
     }
@@ -113,7 +116,11 @@ impl ColumnEncoder for BinEnc {
 pub(crate) struct ScalarEnc {
     /// the dtype string (`"<i4"`), for openpi's maps, which name it after the value
     pub(crate) dtype_str: String,
+    /// the map up to the payload's bytes
     pub(crate) prefix: Vec<u8>,
+    dtype: NumpyDtype,
+    /// `prefix` in an older packer's spelling, made when first asked for
+    spelled: Option<(Spelling, Vec<u8>)>,
     pub(crate) elems: Elems,
     pub(crate) nulls: Option<NullBuffer>,
     pub(crate) len: usize,
@@ -131,16 +138,11 @@ impl ScalarEnc {
             })?,
         };
         let elems = Elems::new(arr, &dt)?;
-        let mut p = Vec::with_capacity(32);
-        wire::map_hdr(&mut p, 3);
-        p.extend_from_slice(b"\xc4\x02nd\xc2\xc4\x04type");
-        let ty = TypeEnc::of(&dt);
-        ty.write(&mut p, ty.forms_and_body().0[0]);
-        p.extend_from_slice(b"\xc4\x04data");
-        wire::bin_hdr_sized(&mut p, dt.itemsize(), wire::bin_forms(dt.itemsize())[0]);
         Ok(ScalarEnc {
             dtype_str: dt.to_dtype_str(),
-            prefix: p,
+            prefix: scalar_prefix(&dt, Spelling::default()),
+            dtype: dt,
+            spelled: None,
             elems,
             nulls: arr.logical_nulls(),
             len: arr.len(),
@@ -148,7 +150,32 @@ impl ScalarEnc {
     }
 }
 
+/// A numpy scalar's map up to its payload's bytes, in spelling `sp`.
+fn scalar_prefix(dt: &NumpyDtype, sp: Spelling) -> Vec<u8> {
+    let mut p = Vec::with_capacity(32);
+    wire::map_hdr(&mut p, 3);
+    sp.key(&mut p, b"nd");
+    p.push(0xc2);
+    sp.key(&mut p, b"type");
+    let ty = TypeEnc::of(dt);
+    ty.write(&mut p, ty.forms_and_body().0[0]);
+    sp.key(&mut p, b"data");
+    sp.bytes_hdr(&mut p, dt.itemsize());
+    p
+}
+
 impl ScalarEnc {
+    /// The map up to the payload, in the output's spelling.
+    fn prefix_for(&mut self, sp: Spelling) -> &[u8] {
+        if sp.is_default() {
+            return &self.prefix;
+        }
+        if self.spelled.as_ref().is_none_or(|(s, _)| *s != sp) {
+            self.spelled = Some((sp, scalar_prefix(&self.dtype, sp)));
+        }
+        &self.spelled.as_ref().expect("just made").1
+    }
+
     /// openpi's numpy scalar: `{b'__npgeneric__': True, b'data': obj.item(), b'dtype': str}`:
     /// `item()` is a Python bool, int or float, which msgpack writes in its smallest int form or
     /// as a float64.
@@ -200,7 +227,8 @@ impl ColumnEncoder for ScalarEnc {
             // a null read from a NaT keeps its marker: a NaT again (the element writer writes a
             // null as one); any other null was a nil (openpi's form has no NaT)
             if !out.openpi && self.elems.nat_at(row) {
-                out.buf.extend_from_slice(&self.prefix);
+                let p = self.prefix_for(out.spelling);
+                out.buf.extend_from_slice(p);
                 return self.elems.write(row, row + 1, &mut out.buf);
             }
             out.buf.push(0xc0);
@@ -209,7 +237,8 @@ impl ColumnEncoder for ScalarEnc {
         if out.openpi {
             return self.encode_npgeneric(row, out);
         }
-        out.buf.extend_from_slice(&self.prefix);
+        let p = self.prefix_for(out.spelling);
+        out.buf.extend_from_slice(p);
         self.elems.write(row, row + 1, &mut out.buf)
     }
     fn size_hint(&self) -> usize {

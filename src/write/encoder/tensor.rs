@@ -10,7 +10,7 @@ use arrow_schema::{DataType, Field};
 use crate::error::Result;
 use crate::types::{meta, NumpyDtype};
 use crate::wire::pyrepr::py_complex_repr;
-use crate::wire::write::{self as wire, Out};
+use crate::wire::write::Out;
 use crate::write::access::Bins;
 use crate::write::encoder::ColumnEncoder;
 use crate::write::ndarray::{NdHead, NdProbe, TypeEnc};
@@ -135,7 +135,8 @@ impl ColumnEncoder for TensorEnc {
             out.buf.push(0xc0);
             return Ok(());
         }
-        if let (Some((_, k, prefix)), false) = (&self.fixed, out.align || out.openpi) {
+        let plain = !(out.align || out.openpi) && out.spelling.is_default();
+        if let (Some((_, k, prefix)), true) = (&self.fixed, plain) {
             // Hot path: the whole head is constant; one copy of the row's payload.
             self.t.check_elems(row * k, (row + 1) * k)?;
             out.buf.extend_from_slice(prefix);
@@ -245,9 +246,16 @@ impl ColumnEncoder for ComplexEnc {
         }
         let (re, im) = (self.part(2 * row), self.part(2 * row + 1));
         py_complex_repr(re, im, &mut self.s);
-        out.buf
-            .extend_from_slice(b"\x82\xc4\x07complex\xc3\xc4\x04data");
-        wire::str(&mut out.buf, &self.s);
+        let (sp, b) = (out.spelling, &mut out.buf);
+        if sp.is_default() {
+            b.extend_from_slice(b"\x82\xc4\x07complex\xc3\xc4\x04data");
+        } else {
+            b.push(0x82);
+            sp.key(b, b"complex");
+            b.push(0xc3);
+            sp.key(b, b"data");
+        }
+        sp.str(b, &self.s);
         Ok(())
     }
     fn size_hint(&self) -> usize {
