@@ -146,6 +146,27 @@ def test_nat_and_nil_timedelta_scalars_are_written_back_as_they_were(unit, order
     assert np.isnat(back[1]["t"]) and back[2]["t"] is None
 
 
+@pytest.mark.parametrize("kind", ["M", "m"])
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_nat_and_nil_beside_0d_datetime_ndarrays_are_written_back_as_they_were(kind, order):
+    # 0-d datetime ndarrays (msgpack_numpy's map with shape [], which its decoder reads and its
+    # encoder cannot write): a NaT one and a nil are both null, and each comes back as itself
+    dt = np.dtype(f"{order}{kind}8[ms]")
+
+    def nd0(v):
+        return {b"nd": True, b"type": dt.str, b"kind": b"", b"shape": [], b"data": np.array(v, dtype=dt).tobytes()}
+
+    values = [nd0(5), nd0("NaT"), None, nd0(-2)]
+    data = b"".join(msgpack.packb({"i": i, "t": v}) for i, v in enumerate(values))
+    ref = list(mn.Unpacker(io.BytesIO(data), raw=False))
+    assert np.isnat(ref[1]["t"]) and ref[2]["t"] is None
+    t = pa.table(ma.read_arrow(data))
+    assert t.column("t").null_count == 2
+    assert ma.write_msgpack(t) == data
+    # batch by batch (each row a slice of its own)
+    assert ma.write_msgpack(pa.Table.from_batches(t.to_batches(max_chunksize=1))) == data
+
+
 def test_empty_array_width_round_trips_as_list():
     # Polars 2.1 cannot import Array width 0 (INTEROP.md): such ndarrays read as List
     data = mn.packb({"e": np.zeros((2, 0), dtype="<f4")})

@@ -29,6 +29,9 @@ pub(crate) struct TensorEnc {
     /// least the column's (the last number: 0, or that width), with the dtype of the last width
     /// used
     pub(crate) min_width: Option<(NumpyDtype, usize, NdType, usize)>,
+    /// 0-d datetime ndarrays: the column's nulls, each a NaT where it holds NaT's marker (the
+    /// element writer writes it), else a nil
+    nat_or_nil: Option<arrow_buffer::NullBuffer>,
 }
 
 impl TensorEnc {
@@ -41,15 +44,18 @@ impl TensorEnc {
     ) -> Result<Self> {
         let (dt, mut ts) = resolve_tensor(std::slice::from_ref(arr), dtype, lists, structs)?;
         let mut t = ts.pop().expect("one array").with_dims(dims);
-        // A null in a column that held 0-d datetime ndarrays was a NaT: write it back as one
-        // (the element writer turns nulls into NaT). Without metadata a null stays nil.
+        // A null in a column that held 0-d datetime ndarrays was a NaT where it keeps NaT's
+        // marker: written back as one (the element writer turns it into NaT), any other null as
+        // nil. Without metadata a null stays nil.
         let temporal = matches!(
             dt,
             NumpyDtype::Datetime { .. } | NumpyDtype::Timedelta { .. }
         );
-        if temporal && t.levels.is_empty() && dtype.is_some() {
-            t.nulls = None;
-        }
+        let nat_or_nil = if temporal && t.levels.is_empty() && dtype.is_some() {
+            t.nulls.take()
+        } else {
+            None
+        };
         let nd = NdType::of(&dt);
         let fixed = match t.fixed_shape() {
             Some(shape) => {
@@ -73,7 +79,17 @@ impl TensorEnc {
             fixed,
             shape: Vec::new(),
             min_width: None,
+            nat_or_nil,
         })
+    }
+
+    /// Whether row `row` is written as nil.
+    fn nil_at(&self, row: usize) -> bool {
+        self.t.is_null(row)
+            || self
+                .nat_or_nil
+                .as_ref()
+                .is_some_and(|n| n.is_null(row) && !self.t.elems.nat_at(row))
     }
 
     /// Write rows at their own smallest width when the reader saw several (`field` metadata); a
@@ -131,7 +147,7 @@ impl TensorEnc {
 impl ColumnEncoder for TensorEnc {
     #[inline]
     fn encode(&mut self, row: usize, out: &mut Out) -> Result<()> {
-        if self.t.is_null(row) {
+        if self.nil_at(row) {
             out.buf.push(0xc0);
             return Ok(());
         }
@@ -164,7 +180,7 @@ impl ColumnEncoder for TensorEnc {
         Ok(())
     }
     fn nd_probe(&mut self, row: usize) -> Result<Option<NdProbe>> {
-        if self.t.is_null(row) {
+        if self.nil_at(row) {
             return Ok(None);
         }
         let (a, b) = self.head_range(row)?;
@@ -185,7 +201,7 @@ impl ColumnEncoder for TensorEnc {
         true
     }
     fn form(&mut self, row: usize) -> Result<ValueForm> {
-        if self.t.is_null(row) {
+        if self.nil_at(row) {
             return Ok(ValueForm::Other);
         }
         self.head_range(row)?;
