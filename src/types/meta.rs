@@ -75,7 +75,7 @@ pub const DIALECT: &str = "msgpack_arrow.dialect";
 /// Schema: how the file's msgpack-numpy maps were spelled where that is not msgpack_numpy 0.4's
 /// own (bin keys, a `kind`, bin payloads): comma-separated words, `str-keys` (keys as str),
 /// `no-kind` (no `kind` entry: before 0.3.9), `raw` (bytes as raw str, no str8: msgpack's
-/// `use_bin_type=False`). The writer spells its output so ([`crate::wire::spelling`]).
+/// `use_bin_type=False`). The writer spells its output so.
 pub const SPELLING: &str = "msgpack_arrow.spelling";
 /// Schema (of a Parquet file's embedded Arrow schema): the metadata of every top-level field that
 /// carries none, as a JSON object, written once in place of one copy per field
