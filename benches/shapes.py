@@ -108,6 +108,12 @@ def make_more(d: Path, n: int) -> None:
     texts = [f"{k:04} " + " ".join(f"w{x}" for x in rng.integers(0, 10**6, 200)) for k in range(1000)]
     made = {
         "floats": lambda: b"".join(pk.pack(float(x)) for x in rng.random(n)),
+        # Python ints of ±2^40 (msgpack writes the positive ones from 2^32 up as uint64)
+        "ints": lambda: b"".join(pk.pack(int(x)) for x in rng.integers(-(2**40), 2**40, n)),
+        # lists of Python floats (`.tolist()`, JSON-born data): a List column
+        "float_lists": lambda: b"".join(
+            pk.pack({"id": i, "v": rng.random(64).tolist()}) for i in range(n // 20)
+        ),
         "bools": lambda: b"".join(mn.packb({"b": rng.random(128) < 0.5}) for _ in range(n // 5)),
         "ragged": lambda: b"".join(
             mn.packb({"id": i, "v": rng.random(1 + i % 50, dtype=np.float32)}) for i in range(n // 10)
@@ -429,6 +435,10 @@ def main() -> None:
     # 4c. more shapes: numbers one by one, bool ndarrays, ragged ndarrays, wide records (read, and written to bytes)
     for shape in [
         ("floats", f"a `values` stream of {scalars:,} float64", "pl.DataFrame({'value': list(msgpack.Unpacker(open(P, 'rb')))})"),
+        ("ints", f"a `values` stream of {scalars:,} Python ints of ±2^40",
+         "pl.DataFrame({'value': list(msgpack.Unpacker(open(P, 'rb')))})"),
+        ("float_lists", f"{scalars // 20:,} records {{id, v}} of a list of 64 Python floats",
+         "pl.DataFrame(list(msgpack.Unpacker(open(P, 'rb'))))"),
         ("bools", f"{scalars // 5:,} records holding a bool[128] ndarray",
          "pl.DataFrame({'b': np.stack([r['b'] for r in mn.Unpacker(open(P, 'rb'), raw=False)])})"),
         ("ragged", f"{scalars // 10:,} records {{id, v}} of a float32 ndarray of 1 to 50 elements (ragged)",
