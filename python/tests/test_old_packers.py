@@ -52,6 +52,8 @@ def records(n: int = 5) -> list[dict]:
             "path": f"/data/shards/{i:04d}/" + "x" * 22,
             "score": np.float32(i / 4),
             "z": complex(i, -1),
+            # keys of 32-255 bytes: str16 from a raw packer, at the top and nested
+            "a_long_column_name_for_str16_keys": {"a_long_nested_key_for_str16_keys": i},
         }
         for i in range(n)
     ]

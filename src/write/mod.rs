@@ -641,13 +641,14 @@ impl<W: Write> Writer<W> {
 
     fn ensure_keys(&mut self) {
         if self.keys.is_empty() && !self.schema.fields().is_empty() {
+            let sp = self.out.spelling;
             self.keys = self
                 .schema
                 .fields()
                 .iter()
                 .map(|f| {
                     let mut k = Vec::with_capacity(f.name().len() + 1);
-                    write_key(&mut k, f);
+                    write_key(&mut k, f, sp);
                     k
                 })
                 .collect();
@@ -834,7 +835,8 @@ impl<W: Write> Writer<W> {
         } else {
             wire::map_hdr(&mut self.out.buf, encs.len());
             for (c, enc) in encs.iter_mut().enumerate() {
-                write_key(&mut self.out.buf, &names[c]);
+                let sp = self.out.spelling;
+                write_key(&mut self.out.buf, &names[c], sp);
                 // to the sink as it is encoded: neither the map nor a column's payload is held
                 // whole beside the table
                 let (w, at) = (&mut self.w, self.flush_at);
@@ -880,12 +882,12 @@ fn bin_key(f: &Field) -> bool {
     f.metadata().get(meta::KEY).map(String::as_str) == Some("bin")
 }
 
-/// The key of a column or a struct's field: str, or bin ([`bin_key`]).
-pub(crate) fn write_key(b: &mut Vec<u8>, f: &Field) {
+/// The key of a column or a struct's field: str (in spelling `sp`), or bin ([`bin_key`]).
+pub(crate) fn write_key(b: &mut Vec<u8>, f: &Field, sp: Spelling) {
     if bin_key(f) {
         wire::bin(b, f.name().as_bytes())
     } else {
-        wire::str(b, f.name())
+        sp.str(b, f.name())
     }
 }
 

@@ -5,6 +5,7 @@ use arrow_array::{Array, ArrayRef};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 
 use crate::error::Result;
+use crate::wire::spelling::Spelling;
 use crate::wire::write::{self as wire, Out};
 use arrow_schema::{DataType, Field};
 
@@ -13,8 +14,11 @@ use crate::write::encoder::{make_encoder, make_top_encoder, ColumnEncoder};
 /// A map with str keys (bin where the field says so: [`crate::types::meta::KEY`]) in field order.
 pub(crate) struct StructEnc {
     pub(crate) names: Vec<String>,
+    /// the fields' keys, one after another, in spelling `keys_spelling`
     pub(crate) keys: Vec<u8>,
     pub(crate) key_ends: Vec<usize>,
+    keys_spelling: Spelling,
+    fields: arrow_schema::Fields,
     pub(crate) children: Vec<Box<dyn ColumnEncoder>>,
     pub(crate) nulls: Option<NullBuffer>,
     pub(crate) len: usize,
@@ -128,7 +132,7 @@ impl StructEnc {
         };
         for (f, c) in fields.iter().zip(sa.columns()) {
             children.push(make(f, c).map_err(|e| e.prepend_path(f.name()))?);
-            crate::write::write_key(&mut keys, f);
+            crate::write::write_key(&mut keys, f, Spelling::default());
             key_ends.push(keys.len());
             names.push(f.name().clone());
         }
@@ -136,6 +140,8 @@ impl StructEnc {
             names,
             keys,
             key_ends,
+            keys_spelling: Spelling::default(),
+            fields: fields.clone(),
             children,
             nulls: arr.logical_nulls(),
             len: arr.len(),
@@ -164,6 +170,16 @@ impl ColumnEncoder for StructEnc {
             None => None,
         };
         let n = present.map_or(self.children.len(), |p| p.iter().filter(|&&p| p).count());
+        if self.keys_spelling != out.spelling {
+            // an older packer's spelling (long keys in str16): the keys again, once
+            self.keys.clear();
+            self.key_ends.clear();
+            for f in self.fields.iter() {
+                crate::write::write_key(&mut self.keys, f, out.spelling);
+                self.key_ends.push(self.keys.len());
+            }
+            self.keys_spelling = out.spelling;
+        }
         wire::map_hdr(&mut out.buf, n);
         let mut start = 0;
         for (i, c) in self.children.iter_mut().enumerate() {
