@@ -295,12 +295,15 @@ impl NdHead<'_> {
     fn write_spelled_head(&self, out: &mut Out) -> Result<()> {
         self.forms(&mut [&[0]; NSLOT])?; // the same limits (axes, 4 GiB)
         let (sp, b) = (out.spelling, &mut out.buf);
-        wire::map_hdr(b, if sp.no_kind { 4 } else { 5 });
+        // (a structured or object array keeps its `kind`: without it msgpack_numpy reads the
+        // payload as plain bytes)
+        let kind = !sp.no_kind || !self.kind.is_empty();
+        wire::map_hdr(b, if kind { 5 } else { 4 });
         sp.key(b, b"nd");
         b.push(0xc3);
         sp.key(b, b"type");
         self.ty.write(b, self.ty.forms_and_body().0[0]);
-        if !sp.no_kind {
+        if kind {
             sp.key(b, b"kind");
             sp.bytes_hdr(b, self.kind.len());
             b.extend_from_slice(self.kind);

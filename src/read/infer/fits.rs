@@ -697,8 +697,13 @@ impl Inferrer {
                 return None;
             }
             d.set_pos(p + tail.len());
-            if !matches!(d.peek_kind(), Ok(Kind::Str | Kind::Bin)) {
-                return None;
+            // a payload of the header's own kind (a raw str or a bin: the map's spelling, which
+            // the header's map noted)
+            let raw = matches!(h.prefix.get(d0), Some(0xa0..=0xbf | 0xd9..=0xdb));
+            match d.peek_kind() {
+                Ok(Kind::Str) if raw => {}
+                Ok(Kind::Bin) if !raw => {}
+                _ => return None,
             }
             let (data, _) = d.read_str_or_bin().ok()?;
             let want = dims[..n]
