@@ -89,6 +89,20 @@ fn fast_inference_equals_full_inference() {
             ("data", bin(&vec![7u8; n * size])),
         ])
     }
+    // an ndarray whose payload is a raw str (msgpack's use_bin_type=False)
+    fn nd_raw(ty: &str, n: usize) -> Vec<u8> {
+        let size: usize = ty[2..].parse().unwrap();
+        let mut data = Vec::new();
+        rmp::encode::write_str_len(&mut data, (n * size) as u32).unwrap();
+        data.extend(vec![7u8; n * size]);
+        map(&[
+            ("nd", vec![0xc3]),
+            ("type", s(ty)),
+            ("kind", bin(b"")),
+            ("shape", list(&[uint(n as u64)])),
+            ("data", data),
+        ])
+    }
     let rec = |entries: &[(&str, Vec<u8>)]| map(entries);
     let a = |v: Vec<u8>| rec(&[("a", v)]);
     let f4 = |shape: &[usize]| nd("<f4", shape, b"");
@@ -436,6 +450,16 @@ fn fast_inference_equals_full_inference() {
                 rec(&[("v", nd_no_kind("<f4", 3))]),
                 rec(&[("v", nd_no_kind("<f4", 3))]),
                 rec(&[("v", nd("<f4", &[3], b""))]),
+            ],
+        ),
+        // ragged rows with raw payloads, then one with a bin payload: `raw` is dropped alike
+        (
+            Layout::Records,
+            vec![
+                rec(&[("v", nd_raw("<f4", 3))]),
+                rec(&[("v", nd_raw("<f4", 5))]),
+                rec(&[("v", nd_raw("<f4", 4))]),
+                rec(&[("v", nd("<f4", &[2], b""))]),
             ],
         ),
         // uint64s below 2^63 fit an Int64 column by their first byte, those above do not
