@@ -782,8 +782,8 @@ fn ty_schema(ty: Ty, layout: Layout, inf: &Inferrer) -> Result<Schema> {
     }
 }
 
-/// What every plan does to its schema last: the openpi dialect and the maps' spelling noted, a given schema taken as
-/// it is, overrides given their types.
+/// What every plan does to its schema last: how the maps were written noted (openpi's dialect,
+/// an older packer's spelling), a given schema taken as it is, overrides given their types.
 pub(crate) fn finish_schema(
     b: &ReaderBuilder,
     layout: Layout,
@@ -791,15 +791,16 @@ pub(crate) fn finish_schema(
     mut schema: Option<Arc<Schema>>,
     given_nd: &[String],
 ) -> Option<Arc<Schema>> {
-    if let (Some(s), true) = (&schema, inf.openpi_seen || b.dialect == Dialect::Openpi) {
-        let mut md = s.metadata().clone();
-        md.insert(meta::DIALECT.to_string(), "openpi".to_string());
-        schema = Some(Arc::new(s.as_ref().clone().with_metadata(md)));
-    }
+    let openpi = inf.openpi_seen || b.dialect == Dialect::Openpi;
     let spelling = inf.spellings.spelling();
-    if let (Some(s), false) = (&schema, spelling.is_default()) {
+    if let (Some(s), true) = (&schema, openpi || !spelling.is_default()) {
         let mut md = s.metadata().clone();
-        md.insert(meta::SPELLING.to_string(), spelling.to_meta());
+        if openpi {
+            md.insert(meta::DIALECT.to_string(), "openpi".to_string());
+        }
+        if !spelling.is_default() {
+            md.insert(meta::SPELLING.to_string(), spelling.to_meta());
+        }
         schema = Some(Arc::new(s.as_ref().clone().with_metadata(md)));
     }
     if let Some(s) = &b.schema {

@@ -116,11 +116,10 @@ impl ColumnEncoder for BinEnc {
 pub(crate) struct ScalarEnc {
     /// the dtype string (`"<i4"`), for openpi's maps, which name it after the value
     pub(crate) dtype_str: String,
-    /// the map up to the payload's bytes
-    pub(crate) prefix: Vec<u8>,
+    /// the map up to the payload's bytes, in the spelling it was made for (the output's, made
+    /// again when that is another)
+    prefix: (Spelling, Vec<u8>),
     dtype: NumpyDtype,
-    /// `prefix` in an older packer's spelling, made when first asked for
-    spelled: Option<(Spelling, Vec<u8>)>,
     pub(crate) elems: Elems,
     pub(crate) nulls: Option<NullBuffer>,
     pub(crate) len: usize,
@@ -140,9 +139,8 @@ impl ScalarEnc {
         let elems = Elems::new(arr, &dt)?;
         Ok(ScalarEnc {
             dtype_str: dt.to_dtype_str(),
-            prefix: scalar_prefix(&dt, Spelling::default()),
+            prefix: (Spelling::default(), scalar_prefix(&dt, Spelling::default())),
             dtype: dt,
-            spelled: None,
             elems,
             nulls: arr.logical_nulls(),
             len: arr.len(),
@@ -167,13 +165,10 @@ fn scalar_prefix(dt: &NumpyDtype, sp: Spelling) -> Vec<u8> {
 impl ScalarEnc {
     /// The map up to the payload, in the output's spelling.
     fn prefix_for(&mut self, sp: Spelling) -> &[u8] {
-        if sp.is_default() {
-            return &self.prefix;
+        if self.prefix.0 != sp {
+            self.prefix = (sp, scalar_prefix(&self.dtype, sp));
         }
-        if self.spelled.as_ref().is_none_or(|(s, _)| *s != sp) {
-            self.spelled = Some((sp, scalar_prefix(&self.dtype, sp)));
-        }
-        &self.spelled.as_ref().expect("just made").1
+        &self.prefix.1
     }
 
     /// openpi's numpy scalar: `{b'__npgeneric__': True, b'data': obj.item(), b'dtype': str}`:
@@ -242,6 +237,6 @@ impl ColumnEncoder for ScalarEnc {
         self.elems.write(row, row + 1, &mut out.buf)
     }
     fn size_hint(&self) -> usize {
-        self.len * (self.prefix.len() + 8)
+        self.len * (self.prefix.1.len() + 8)
     }
 }

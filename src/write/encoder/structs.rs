@@ -13,12 +13,11 @@ use crate::write::encoder::{make_encoder, make_top_encoder, ColumnEncoder};
 
 /// A map with str keys (bin where the field says so: [`crate::types::meta::KEY`]) in field order.
 pub(crate) struct StructEnc {
-    pub(crate) names: Vec<String>,
+    fields: arrow_schema::Fields,
     /// the fields' keys, one after another, in spelling `keys_spelling`
     pub(crate) keys: Vec<u8>,
     pub(crate) key_ends: Vec<usize>,
     keys_spelling: Spelling,
-    fields: arrow_schema::Fields,
     pub(crate) children: Vec<Box<dyn ColumnEncoder>>,
     pub(crate) nulls: Option<NullBuffer>,
     pub(crate) len: usize,
@@ -122,9 +121,6 @@ impl StructEnc {
         mut make: impl FnMut(&Field, &ArrayRef) -> Result<Box<dyn ColumnEncoder>>,
     ) -> Result<Self> {
         let sa = arr.as_struct();
-        let mut names = Vec::new();
-        let mut keys = Vec::new();
-        let mut key_ends = Vec::new();
         let mut children = Vec::new();
         let fields = match typed {
             DataType::Struct(fs) if fs.len() == sa.num_columns() => fs,
@@ -132,22 +128,31 @@ impl StructEnc {
         };
         for (f, c) in fields.iter().zip(sa.columns()) {
             children.push(make(f, c).map_err(|e| e.prepend_path(f.name()))?);
-            crate::write::write_key(&mut keys, f, Spelling::default());
-            key_ends.push(keys.len());
-            names.push(f.name().clone());
         }
-        Ok(StructEnc {
-            names,
-            keys,
-            key_ends,
-            keys_spelling: Spelling::default(),
+        let mut enc = StructEnc {
             fields: fields.clone(),
+            keys: Vec::new(),
+            key_ends: Vec::new(),
+            keys_spelling: Spelling::default(),
             children,
             nulls: arr.logical_nulls(),
             len: arr.len(),
             omit: None,
             arr: arr.clone(),
-        })
+        };
+        enc.write_keys(Spelling::default());
+        Ok(enc)
+    }
+
+    /// The fields' keys in spelling `sp` (an older packer's writes long keys in str16).
+    fn write_keys(&mut self, sp: Spelling) {
+        self.keys.clear();
+        self.key_ends.clear();
+        for f in self.fields.iter() {
+            crate::write::write_key(&mut self.keys, f, sp);
+            self.key_ends.push(self.keys.len());
+        }
+        self.keys_spelling = sp;
     }
 }
 
@@ -156,6 +161,9 @@ impl ColumnEncoder for StructEnc {
         if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) {
             out.buf.push(0xc0);
             return Ok(());
+        }
+        if self.keys_spelling != out.spelling {
+            self.write_keys(out.spelling);
         }
         let present = match &mut self.omit {
             Some(o) => {
@@ -170,16 +178,6 @@ impl ColumnEncoder for StructEnc {
             None => None,
         };
         let n = present.map_or(self.children.len(), |p| p.iter().filter(|&&p| p).count());
-        if self.keys_spelling != out.spelling {
-            // an older packer's spelling (long keys in str16): the keys again, once
-            self.keys.clear();
-            self.key_ends.clear();
-            for f in self.fields.iter() {
-                crate::write::write_key(&mut self.keys, f, out.spelling);
-                self.key_ends.push(self.keys.len());
-            }
-            self.keys_spelling = out.spelling;
-        }
         wire::map_hdr(&mut out.buf, n);
         let mut start = 0;
         for (i, c) in self.children.iter_mut().enumerate() {
@@ -190,7 +188,7 @@ impl ColumnEncoder for StructEnc {
             out.buf
                 .extend_from_slice(&self.keys[from..self.key_ends[i]]);
             c.encode(row, out)
-                .map_err(|e| e.prepend_path(&self.names[i]))?;
+                .map_err(|e| e.prepend_path(self.fields[i].name()))?;
         }
         Ok(())
     }
