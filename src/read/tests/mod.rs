@@ -7,6 +7,7 @@ use arrow_schema::Field;
 
 mod batches;
 mod during_walk;
+mod fast_cases;
 mod inference;
 mod key_paths;
 mod marked;
