@@ -529,6 +529,21 @@ def test_an_extension_frame_with_null_columns_is_written_back_byte_for_byte(data
     assert ma.write_msgpack(df) == data
 
 
+@pytest.mark.parametrize("carrier", ["complex", "f4 scalar", "ndarray"])
+def test_plain_lists_of_narrow_numbers_stay_lists_beside_a_numpy_column(carrier):
+    # Only the numpy column carries the extension (and with it the file's layout): a plain
+    # msgpack list of float32s beside it, its rows of several lengths, is not a ragged ndarray
+    other = {"complex": complex(1, 2), "f4 scalar": np.float32(1.5), "ndarray": np.arange(2, dtype="<i2")}[carrier]
+    pk = msgpack.Packer(use_single_float=True, default=mn.encode)
+    recs = [{"emb": [], "x": other}, {"emb": [0.5, 1.5, 2.5], "x": other}, {"emb": [3.5], "x": other}]
+    data = b"".join(pk.pack(r) for r in recs)
+    df = ma.read_msgpack(data, numpy_types="extension")
+    out = ma.write_msgpack(df)
+    assert out == data
+    back = [r["emb"] for r in mn.Unpacker(io.BytesIO(out), raw=False)]
+    assert back == [r["emb"] for r in recs]
+
+
 @pytest.mark.parametrize(
     "shape, dtype",
     [((0, 3), "<u2"), ((2, 0), "<u2"), ((0,), "<i8"), ((0,), "<f8"), ((0, 2), "|b1")],

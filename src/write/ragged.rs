@@ -9,7 +9,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{Field, Fields, SchemaRef};
 
 use super::columns::{row_shapes_vary, rows_are_ndarrays};
-use crate::types::meta;
+use crate::types::{extension, meta};
 
 /// `schema` with the List columns of `batches` that held ndarrays marked so (`msgpack_numpy.kind`
 /// = `ndarray`), for a table msgpack-arrow did not read (from Polars, pyarrow, ...), which says
@@ -19,7 +19,11 @@ use crate::types::meta;
 /// column that has some, is left as it is. The whole table is looked at, so a column is written
 /// one way throughout.
 pub fn mark_ragged_ndarrays(schema: &SchemaRef, batches: &[RecordBatch]) -> SchemaRef {
-    if schema.metadata().contains_key(meta::LAYOUT) {
+    // (through Polars the reader's metadata rides on its `msgpack_arrow.numpy` columns)
+    let read_by_us = |s: &arrow_schema::Schema| s.metadata().contains_key(meta::LAYOUT);
+    if read_by_us(schema)
+        || extension::unwrap(schema).is_ok_and(|u| u.is_some_and(|u| read_by_us(&u)))
+    {
         return schema.clone();
     }
     let fields: Vec<Field> = schema
