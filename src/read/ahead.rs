@@ -21,7 +21,7 @@ use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 
 use super::array::Ctx;
-use super::plan::{plan_with, Plan, WalkedBatch};
+use super::plan::{plan_with, Handoff, Plan, WalkedBatch};
 use super::rows::{decode_rows, RowDecoder};
 use super::source::release_pages;
 use super::ReaderBuilder;
@@ -108,7 +108,14 @@ pub(crate) fn plan_ahead(b: &ReaderBuilder, input: &Buffer) -> Result<(Plan, Ahe
             });
             true
         };
-        plan_with(b, data, Some(&mut walked))
+        plan_with(
+            b,
+            data,
+            Some(Handoff {
+                take: &mut walked,
+                only_batch: false,
+            }),
+        )
     })?;
     drop(tx);
     let mut ahead: Ahead = (0..plan.batch_starts.len())

@@ -17,7 +17,7 @@ use arrow_buffer::Buffer;
 use arrow_schema::SchemaRef;
 
 use super::ahead::decode_walked;
-use super::plan::{plan_with, WalkedBatch};
+use super::plan::{plan_with, Handoff, WalkedBatch};
 use super::rows::Limit;
 use super::ReaderBuilder;
 use crate::error::{Error, Result};
@@ -107,7 +107,14 @@ impl Piped {
                         true
                     };
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        plan_with(&b, data, Some(&mut walked))
+                        plan_with(
+                            &b,
+                            data,
+                            Some(Handoff {
+                                take: &mut walked,
+                                only_batch: true,
+                            }),
+                        )
                     }))
                     .unwrap_or_else(|p| Err(panicked(p)))
                 });
