@@ -151,6 +151,18 @@ def make_more(d: Path, n: int) -> None:
             }, datetime=True)
             for i in range(n // 10)
         ),
+        # a model's state dict packed once: one map of 4,000 small tensors of several shapes and
+        # numpy scalars (a single record of 4,000 columns)
+        "state_dict": lambda: mn.packb({
+            f"layers.{k}.{name}": v
+            for k in range(1000)
+            for name, v in (
+                ("attn.weight", rng.standard_normal((16, 24), dtype=np.float32)),
+                ("attn.bias", rng.standard_normal(24, dtype=np.float32)),
+                ("ln.weight", rng.standard_normal(16, dtype=np.float32)),
+                ("step", np.int64(k)),
+            )
+        }),
         # a dict of lists (`df.to_dict("list")`, or lists of arrays gathered in a loop) packed once
         "list_columns": lambda: mn.packb({
             "id": list(range(n // 10)),
@@ -452,6 +464,8 @@ def main() -> None:
          "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))))"),
         ("list_columns", f"a dict of 5 lists of {scalars // 10:,} (id, name, x, tags, emb: float32[32] ndarrays)",
          "d = mn.unpackb(open(P, 'rb').read(), raw=False); d['emb'] = np.stack(d['emb']); pl.DataFrame(d)"),
+        ("state_dict", "a state dict: one map of 4,000 tensors (16×24, 24, 16 float32) and numpy int64 scalars",
+         "mn.unpackb(open(P, 'rb').read(), raw=False)", "msgpack_numpy unpackb alone (a dict of arrays, no DataFrame)"),
         ("sparse", f"{scalars // 50:,} records of 200 int keys out of 2,000 (a 2,000-column table)",
          "pl.from_dicts(list(msgpack.Unpacker(open(P, 'rb'))), infer_schema_length=None)"),
         ("dense_wide", f"{scalars // 50:,} records of 400 float keys (a 400-column table)",
