@@ -257,3 +257,33 @@ def test_an_nd_flag_that_is_not_true_is_a_numpy_scalar_as_msgpack_numpy_reads_it
         assert ref == -7 and ref.dtype == np.int32
         got = ma.read_msgpack(blob)
         assert got.schema["x"] == pl.Int32 and got["x"].to_list() == [-7]
+
+
+@pytest.mark.parametrize("layout", ["records", "values", "columns"])
+def test_a_1d_shape_written_as_an_int_reads_as_msgpack_numpy_reads_it(layout):
+    # numpy takes an int for a 1-d shape (`np.ndarray(shape=3)`), so msgpack_numpy reads a
+    # writer's `shape: 3` as (3,); other rows spell it as a list
+    import io
+
+    import msgpack
+
+    def nd(arr, int_shape):
+        shape = int(arr.shape[0]) if int_shape else list(arr.shape)
+        return {b"nd": True, b"type": arr.dtype.str, b"kind": b"", b"shape": shape, b"data": arr.tobytes()}
+
+    arrays = [np.arange(3, dtype="<f4") + i for i in range(4)]
+    if layout == "records":
+        blob = b"".join(msgpack.packb({"id": i, "v": nd(a, i % 2 == 0)}) for i, a in enumerate(arrays))
+        ref = np.stack([r["v"] for r in mn.Unpacker(io.BytesIO(blob), raw=False)])
+        got = ma.read_msgpack(blob)["v"]
+    elif layout == "values":
+        blob = msgpack.packb(nd(arrays[1], True))
+        ref = mn.unpackb(blob, raw=False)
+        got = ma.read_msgpack(blob)["value"]
+    else:
+        blob = msgpack.packb({"a": nd(arrays[0], True), "b": nd(arrays[1].astype("<i8"), False)})
+        ref = mn.unpackb(blob, raw=False)["a"]
+        got = ma.read_msgpack(blob)["a"]
+    assert ref.dtype == np.float32
+    np.testing.assert_array_equal(got.to_numpy(), ref)
+    assert got.dtype == (pl.Array(pl.Float32, 3) if layout == "records" else pl.Float32)

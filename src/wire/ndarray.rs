@@ -327,6 +327,9 @@ fn ndarray<'a>(
         c.set_pos(at[4]);
         let n = match c.peek_kind()? {
             Kind::Array => c.read_array_len()?,
+            // numpy takes an int for a 1-d shape (`np.ndarray(shape=3)`), and so reads
+            // msgpack_numpy a writer's `shape: 3`: one entry, read below
+            Kind::Int => 1,
             k => {
                 return Err(bad(
                     c,

@@ -49,6 +49,16 @@ fn fast_inference_equals_full_inference() {
             ("data", bin(&vec![7u8; n * size])),
         ])
     }
+    // a 1-d `<f4` ndarray whose `shape` is the int `n`, not a list
+    fn nd_int_shape(n: usize) -> Vec<u8> {
+        map(&[
+            ("nd", vec![0xc3]),
+            ("type", s("<f4")),
+            ("kind", bin(b"")),
+            ("shape", uint(n as u64)),
+            ("data", bin(&vec![7u8; n * 4])),
+        ])
+    }
     // an ndarray map whose payload has `bytes` bytes, whatever its shape says
     fn nd_bytes(ty: &str, shape: &[usize], bytes: usize) -> Vec<u8> {
         let dims: Vec<Vec<u8>> = shape.iter().map(|&d| uint(d as u64)).collect();
@@ -480,6 +490,16 @@ fn fast_inference_equals_full_inference() {
         (
             Layout::Values,
             vec![rec(&[("x", int(1))]), rec(&[("x", int(2))]), f4(&[1])],
+        ),
+        // a 1-d shape written as an int (numpy takes `shape=3`), beside shapes that are lists
+        (
+            Layout::Records,
+            vec![
+                rec(&[("v", nd_int_shape(3))]),
+                rec(&[("v", nd("<f4", &[3], b""))]),
+                rec(&[("v", nd_int_shape(3))]),
+                rec(&[("v", nd_int_shape(2))]),
+            ],
         ),
     ];
     for (i, (layout, rows)) in cases.iter().enumerate() {
