@@ -778,6 +778,27 @@ impl Iterator for ProgressIter {
 }
 
 /// Indices of `columns` in `schema`, in the order asked; unknown or repeated names are errors.
+/// The error of an output format that counts a table's rows in its columns (Parquet's row
+/// groups, NPZ's arrays) given rows without any column (a stream of empty maps `{}`), which it
+/// would write as none, silently.
+pub(crate) fn rows_without_columns(format: &str, rows: usize) -> Error {
+    Error::new(ErrorKind::Unsupported(format!(
+        "{format} cannot hold rows without columns ({rows} rows whose maps are empty); \
+         write Feather or msgpack to keep them"
+    )))
+}
+
+/// A batch of `rows` rows and no column (a stream of empty maps), for the writers' tests.
+#[cfg(test)]
+pub(crate) fn rows_of_no_column(rows: usize) -> RecordBatch {
+    RecordBatch::try_new_with_options(
+        Arc::new(arrow_schema::Schema::empty()),
+        vec![],
+        &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows)),
+    )
+    .expect("no column to disagree with the row count")
+}
+
 pub(crate) fn projection_indices(
     schema: &arrow_schema::Schema,
     columns: &[String],

@@ -308,14 +308,8 @@ mod tests {
             .contains("does not fit"));
 
         // a stream of empty maps: 3 rows, no column (an archive holds no row count)
-        let schema = Arc::new(Schema::empty());
-        let b = RecordBatch::try_new_with_options(
-            schema.clone(),
-            vec![],
-            &arrow_array::RecordBatchOptions::new().with_row_count(Some(3)),
-        )
-        .unwrap();
-        let mut w = NpzWriter::try_new(Cursor::new(Vec::new()), schema).unwrap();
+        let b = crate::io::rows_of_no_column(3);
+        let mut w = NpzWriter::try_new(Cursor::new(Vec::new()), b.schema()).unwrap();
         let e = w.write(&b).unwrap_err().to_string();
         assert!(e.contains("without columns (3 rows"), "{e}");
     }

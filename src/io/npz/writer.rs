@@ -339,11 +339,7 @@ impl<W: Write + Seek> NpzWriter<W> {
         }
         // an archive holds arrays, not rows: rows of no column would vanish silently
         if batch.num_columns() == 0 && batch.num_rows() > 0 {
-            return Err(Error::new(ErrorKind::Unsupported(format!(
-                "npz cannot hold rows without columns ({} rows whose maps are empty); \
-                 write Feather or msgpack to keep them",
-                batch.num_rows()
-            ))));
+            return Err(crate::io::rows_without_columns("npz", batch.num_rows()));
         }
         let first_row = self.rows;
         for (col, array) in self.columns.iter_mut().zip(batch.columns()) {

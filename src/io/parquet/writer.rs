@@ -31,7 +31,7 @@ use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor};
 use rayon::prelude::*;
 
 use super::{dense_leaf, dictionary, writer_properties_for, MAX_ROW_GROUP_BYTES};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::io::Compression;
 use crate::types::arrow::column_bytes;
 
@@ -141,11 +141,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         // a Parquet row group counts its rows in its column chunks: without a column they would
         // be written as none, silently
         if b.num_columns() == 0 {
-            return Err(Error::new(ErrorKind::Unsupported(format!(
-                "Parquet cannot hold rows without columns ({} rows whose maps are empty); \
-                 write Feather or msgpack to keep them",
-                b.num_rows()
-            ))));
+            return Err(crate::io::rows_without_columns("Parquet", b.num_rows()));
         }
         // Checked here, not on the encoding threads, where a mismatch would be found too late.
         // Nested field names may differ ("item", "element"): the file's own are written.
@@ -559,14 +555,9 @@ mod tests {
     #[test]
     fn rows_without_columns_are_an_error_not_a_file_of_no_rows() {
         // a stream of empty maps: 3 rows, no column (a row group counts rows in its chunks)
-        let schema = Arc::new(Schema::empty());
-        let batch = RecordBatch::try_new_with_options(
-            schema.clone(),
-            vec![],
-            &arrow_array::RecordBatchOptions::new().with_row_count(Some(3)),
-        )
-        .unwrap();
-        let mut w = ParquetWriter::try_new(Vec::new(), schema, Compression::default()).unwrap();
+        let batch = crate::io::rows_of_no_column(3);
+        let mut w =
+            ParquetWriter::try_new(Vec::new(), batch.schema(), Compression::default()).unwrap();
         let e = w.write(&batch).unwrap_err().to_string();
         assert!(e.contains("without columns (3 rows"), "{e}");
     }
