@@ -777,7 +777,6 @@ impl Iterator for ProgressIter {
     }
 }
 
-/// Indices of `columns` in `schema`, in the order asked; unknown or repeated names are errors.
 /// The error of an output format that counts a table's rows in its columns (Parquet's row
 /// groups, NPZ's arrays) given rows without any column (a stream of empty maps `{}`), which it
 /// would write as none, silently.
@@ -799,6 +798,7 @@ pub(crate) fn rows_of_no_column(rows: usize) -> RecordBatch {
     .expect("no column to disagree with the row count")
 }
 
+/// Indices of `columns` in `schema`, in the order asked; unknown or repeated names are errors.
 pub(crate) fn projection_indices(
     schema: &arrow_schema::Schema,
     columns: &[String],

@@ -354,9 +354,9 @@ pub(crate) fn plan(b: &ReaderBuilder, data: &[u8]) -> Result<Plan> {
 }
 
 /// [`plan`], telling `walked` of each batch of rows (records, values) as soon as the walk is past
-/// it ([`Handoff`]). The walk then leaves a mapped file's pages to whoever decodes the batches. The schema
-/// handed on is the inferred one: with a given schema or overrides it is not what the read ends
-/// with, and the caller does not ask ([`ReaderBuilder::decodes_ahead`]).
+/// it ([`Handoff`]). The walk then leaves a mapped file's pages to whoever decodes the batches.
+/// The schema handed on is the inferred one: with a given schema or overrides it is not what the
+/// read ends with, and the caller does not ask ([`ReaderBuilder::decodes_ahead`]).
 pub(crate) fn plan_with(
     b: &ReaderBuilder,
     data: &[u8],

@@ -327,8 +327,8 @@ fn ndarray<'a>(
         c.set_pos(at[4]);
         let n = match c.peek_kind()? {
             Kind::Array => c.read_array_len()?,
-            // numpy takes an int for a 1-d shape (`np.ndarray(shape=3)`), and so reads
-            // msgpack_numpy a writer's `shape: 3`: one entry, read below
+            // numpy takes an int for a 1-d shape (`np.ndarray(shape=3)`), so msgpack_numpy
+            // reads a writer's `shape: 3` as (3,): one entry, read below
             Kind::Int => 1,
             k => {
                 return Err(bad(
