@@ -1079,7 +1079,8 @@ def bad_cases():
     add("bad_nd_zero_size_elems_huge", "auto", BAD_ND, None, msgpack.packb({"x": nd_map("|S0", [2**62], b"")}, use_bin_type=True), "2**62 elements of S0 as a columns map")
     add("bad_nd_struct_empty_field_huge", "auto", BAD_ND, None, in_record(nd_map([["a", "<i4", [0]]], [2**62], b"", b"V")), "structured, field of shape (0,), 2**62 elements")
     add("bad_nd_bare_empty_huge", "auto", BAD_ND, None, msgpack.packb(nd_map("<f8", [2**62, 0], b""), use_bin_type=True), "one bare ndarray of shape (2**62, 0)")
-    add("bad_nd_shape_not_array", "auto", BAD_ND, None, in_record(nd_map("<f4", 3, f4.tobytes())), "shape is the int 3")
+    # (an int shape is 1-d to numpy, and so to msgpack_numpy and to us; a float is no shape)
+    add("bad_nd_shape_not_array", "auto", BAD_ND, None, in_record(nd_map("<f4", 3.0, f4.tobytes())), "shape is the float 3.0")
     add("bad_nd_type_int", "auto", BAD_ND, None, in_record(nd_map(7, [3], f4.tobytes())), "nd true but type is the int 7")
     add("bad_nd_data_not_bin", "auto", BAD_ND, None, in_record(nd_map("<f4", [1], 5)), "data is the int 5")
 
