@@ -540,3 +540,33 @@ def test_a_file_object_that_takes_part_of_each_write():
     for bad in (lambda n: 0, lambda n: -5, lambda n: n + 1, lambda n: "x"):
         with pytest.raises((ma.EncodeError, OSError, ValueError)):
             ma.write_msgpack(df, Partial(bad))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        mn.packb({"id": 1, "v": np.arange(3, dtype="<f4")}),  # one record
+        b"".join(mn.packb({"id": i, "s": f"x{i}"}) for i in range(5)),  # records
+        mn.packb({"a": np.arange(4), "b": [1.5, 2.5, None, 4.5]}),  # a columns map
+        mn.packb(np.arange(6, dtype="<i2").reshape(3, 2)),  # a bare ndarray
+        b"".join(mn.packb(x) for x in [1, 2.5, None]),  # values
+        b"",  # nothing
+    ],
+)
+def test_bytes_read_with_default_options_as_any_source(data):
+    # bytes with every option at its default go straight to the reader: the same frame as a file
+    # object of the same bytes (which takes the general path) and as explicit default options
+    df = ma.read_msgpack(data)
+    assert_frame_equal(df, ma.read_msgpack(io.BytesIO(data)))
+    assert_frame_equal(df, ma.read_msgpack(memoryview(data), layout="auto", numpy_types="polars", batch_size=65536))
+
+
+@pytest.mark.parametrize("data", [b"\x85\xc4\x02nd\xc3", mn.packb({"a": 1}) + b"\xc1", mn.packb({"a": 1}) + mn.packb({"a": "x"})])
+def test_bad_bytes_read_with_default_options_name_the_same_place(data):
+    # ... and the same error, offset and record
+    with pytest.raises(ma.DecodeError) as fast:
+        ma.read_msgpack(data)
+    with pytest.raises(ma.DecodeError) as general:
+        ma.read_msgpack(io.BytesIO(data), row_index_offset=0)
+    assert str(fast.value) == str(general.value)
+    assert (fast.value.offset, fast.value.record) == (general.value.offset, general.value.record)
