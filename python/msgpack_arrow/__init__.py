@@ -230,6 +230,9 @@ def read_arrow(
     >>> t.schema.field("x").type
     FixedSizeListType(fixed_size_list<item: int16>[3])
     """
+    # one message in memory, every option at its default: straight to the reader (as read_msgpack)
+    if type(source) in _IN_MEMORY and _all_default(locals(), _ARROW_DEFAULTS):
+        return Reader(source, eager=True, **_IN_MEMORY_READ).read_all()
     if _is_multi(source):
         kw = _kw(locals())
         try:
@@ -542,7 +545,7 @@ def read_msgpack(
     # One message in memory read with every option at its default (a service decoding a message
     # at a time): straight to the reader. The handling of sources, options and row windows below
     # does nothing for it and took as long as the decode (a one-record read 52 -> 32 µs).
-    if type(source) in _IN_MEMORY and _all_default(locals()):
+    if type(source) in _IN_MEMORY and _all_default(locals(), _READ_DEFAULTS):
         return _to_polars(Reader(source, for_polars=True, eager=True, whole_chunks=True, **_IN_MEMORY_READ).read_all())
     kw = _kw(locals())
     extra = {k: kw.pop(k) for k in ("row_index_name", "row_index_offset", "include_file_paths")}
@@ -581,20 +584,25 @@ def read_msgpack(
     return _virtual(df, extra["row_index_name"], offset, extra["include_file_paths"], path)
 
 
-#: sources `read_msgpack` hands to the reader as they are (no path, no file object)
+#: sources `read_msgpack` and `read_arrow` hand to the reader as they are (no path, no file object)
 _IN_MEMORY = (bytes, bytearray, memoryview)
-#: what `read_msgpack` passes the reader for default options (as `_read_stream` does)
+#: what they pass the reader for default options (as `_read_stream` does)
 _IN_MEMORY_READ = {"batch_size": 65536, "batch_bytes": 16 << 20, "schema_inferred": False}
-#: `read_msgpack`'s keyword arguments and their defaults
-_READ_DEFAULTS = tuple(
-    (k, p.default) for k, p in inspect.signature(read_msgpack).parameters.items() if p.default is not p.empty
-)
 
 
-def _all_default(args: dict[str, Any]) -> bool:
-    """Whether every keyword argument of `read_msgpack` in `args` (its locals) is its default
-    (of the default's type: `row_index_offset=False` is not `0`)."""
-    for k, v in _READ_DEFAULTS:
+def _defaults(f: Any) -> tuple[tuple[str, Any], ...]:
+    """The keyword arguments of `f` and their defaults."""
+    return tuple((k, p.default) for k, p in inspect.signature(f).parameters.items() if p.default is not p.empty)
+
+
+_READ_DEFAULTS = _defaults(read_msgpack)
+_ARROW_DEFAULTS = _defaults(read_arrow)
+
+
+def _all_default(args: dict[str, Any], defaults: tuple[tuple[str, Any], ...]) -> bool:
+    """Whether every keyword argument in `args` (a reader's locals) is its default, of the
+    default's type (`row_index_offset=False` is not `0`)."""
+    for k, v in defaults:
         a = args[k]
         if a is not v and not (type(a) is type(v) and a == v):
             return False

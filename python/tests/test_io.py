@@ -559,6 +559,9 @@ def test_bytes_read_with_default_options_as_any_source(data):
     df = ma.read_msgpack(data)
     assert_frame_equal(df, ma.read_msgpack(io.BytesIO(data)))
     assert_frame_equal(df, ma.read_msgpack(memoryview(data), layout="auto", numpy_types="polars", batch_size=65536))
+    table = pa.table(ma.read_arrow(data))
+    assert table.equals(pa.table(ma.read_arrow(io.BytesIO(data))), check_metadata=True)
+    assert table.equals(pa.table(ma.read_arrow(bytearray(data), layout="auto", batch_size=1000)), check_metadata=True)
 
 
 @pytest.mark.parametrize("data", [b"\x85\xc4\x02nd\xc3", mn.packb({"a": 1}) + b"\xc1", mn.packb({"a": 1}) + mn.packb({"a": "x"})])
@@ -570,3 +573,6 @@ def test_bad_bytes_read_with_default_options_name_the_same_place(data):
         ma.read_msgpack(io.BytesIO(data), row_index_offset=0)
     assert str(fast.value) == str(general.value)
     assert (fast.value.offset, fast.value.record) == (general.value.offset, general.value.record)
+    with pytest.raises(ma.DecodeError) as fast_arrow:
+        ma.read_arrow(data)
+    assert str(fast_arrow.value) == str(general.value)
