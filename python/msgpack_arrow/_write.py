@@ -97,7 +97,7 @@ def _without_null_dtype(df: pl.DataFrame, columns: tuple[list[str], list[Any]] |
     classes = set(map(type, dtypes))
     if pl.Null not in classes and pl.Extension not in classes and not any(issubclass(c, _NESTED) for c in classes):
         return df
-    casts = {n: _no_null(t) for n, t in zip(names, dtypes) if not isinstance(t, pl.Extension) and _holds_null(t)}
+    casts = {n: u for n, t in zip(names, dtypes) if not isinstance(t, pl.Extension) and (u := _no_null(t)) is not t}
     # (not `df.cast(casts)`: Polars 1.x-2.1 skips a column named "" in a cast's mapping)
     df = df.with_columns(pl.col(n).cast(u) for n, u in casts.items()) if casts else df
     # a frame read with numpy_types="extension": the same inside the extension's storage
@@ -107,18 +107,6 @@ def _without_null_dtype(df: pl.DataFrame, columns: tuple[list[str], list[Any]] |
         if isinstance(t, pl.Extension) and (u := _no_null(t.ext_storage())) != t.ext_storage()
     ]
     return df.with_columns(wrapped) if wrapped else df
-
-
-def _holds_null(dt: Any) -> bool:
-    """Whether ``dt`` is or holds Polars' Null dtype (without building the dtype that replaces it,
-    which for the common nested column cost more than a small frame's write)."""
-    if dt is pl.Null or type(dt) is pl.Null:
-        return True
-    if isinstance(dt, (pl.List, pl.Array)):
-        return _holds_null(dt.inner)
-    if isinstance(dt, pl.Struct):
-        return any(_holds_null(f.dtype) for f in dt.fields)
-    return False
 
 
 def write_msgpack(

@@ -118,19 +118,30 @@ def _dtype_token(dtype: PolarsDataType) -> str:
     return _internal.dtype_token(holder)
 
 
+def _is_null(dt: Any) -> bool:
+    """Polars' Null dtype, its class or an instance (without Polars' `==`, slow in a loop)."""
+    return dt is pl.Null or type(dt) is pl.Null
+
+
 def _no_null(dt: Any) -> Any:
     # Polars exports its Null dtype with a buffer, which arrow-rs refuses; all-null Boolean
-    # values encode the same way (nil)
-    if dt == pl.Null:
+    # values encode the same way (nil). `dt` itself where it holds no Null: nothing is built for
+    # the nested columns every write looks at (building them cost more than a small frame's write)
+    if _is_null(dt):
         return pl.Boolean
     if isinstance(dt, pl.List):
         # items of no type (a msgpack [] read as List(Null)) as String: a list of them is
         # written as a msgpack list, as read; a list of Booleans may be an ndarray ('|b1')
-        return pl.List(pl.String if dt.inner == pl.Null else _no_null(dt.inner))
+        if _is_null(dt.inner):
+            return pl.List(pl.String)
+        inner = _no_null(dt.inner)
+        return dt if inner is dt.inner else pl.List(inner)
     if isinstance(dt, pl.Array):
-        return pl.Array(_no_null(dt.inner), dt.size)
+        inner = _no_null(dt.inner)
+        return dt if inner is dt.inner else pl.Array(inner, dt.size)
     if isinstance(dt, pl.Struct):
-        return pl.Struct({f.name: _no_null(f.dtype) for f in dt.fields})
+        kids = [(f, _no_null(f.dtype)) for f in dt.fields]
+        return dt if all(u is f.dtype for f, u in kids) else pl.Struct({f.name: u for f, u in kids})
     return dt
 
 
