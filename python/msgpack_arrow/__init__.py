@@ -584,12 +584,6 @@ def read_msgpack(
     return _virtual(df, extra["row_index_name"], offset, extra["include_file_paths"], path)
 
 
-#: sources `read_msgpack` and `read_arrow` hand to the reader as they are (no path, no file object)
-_IN_MEMORY = (bytes, bytearray, memoryview)
-#: what they pass the reader for default options (as `_read_stream` does)
-_IN_MEMORY_READ = {"batch_size": 65536, "batch_bytes": 16 << 20, "schema_inferred": False}
-
-
 def _defaults(f: Any) -> tuple[tuple[str, Any], ...]:
     """The keyword arguments of `f` and their defaults."""
     return tuple((k, p.default) for k, p in inspect.signature(f).parameters.items() if p.default is not p.empty)
@@ -597,6 +591,10 @@ def _defaults(f: Any) -> tuple[tuple[str, Any], ...]:
 
 _READ_DEFAULTS = _defaults(read_msgpack)
 _ARROW_DEFAULTS = _defaults(read_arrow)
+#: sources `read_msgpack` and `read_arrow` hand to the reader as they are (no path, no file object)
+_IN_MEMORY = (bytes, bytearray, memoryview)
+#: what they pass the reader for default options (as `_read_stream` does): read_arrow's batch bounds
+_IN_MEMORY_READ = {k: v for k, v in _ARROW_DEFAULTS if k in ("batch_size", "batch_bytes")} | {"schema_inferred": False}
 
 
 def _all_default(args: dict[str, Any], defaults: tuple[tuple[str, Any], ...]) -> bool:
