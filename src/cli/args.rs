@@ -82,7 +82,8 @@ pub(super) struct ConvertArgs {
     /// Input files, globs (quoted) or directories (their .msgpack/.mpk files); `-` for standard input
     #[arg(required = true)]
     pub(super) inputs: Vec<String>,
-    /// Output file; it appears only when complete
+    /// Output file; it appears only when complete. `-`: standard output (name the format with
+    /// --format; written as encoded)
     #[arg(short, long)]
     pub(super) output: PathBuf,
     /// Output format (default: from OUTPUT's extension)

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{interrupted, on_ctrl_c, CliResult, ConvertArgs, INTERRUPTED};
+use super::{interrupted, on_ctrl_c, CliResult, ConvertArgs, BROKEN_PIPE, INTERRUPTED};
 use crate::io::convert::{output_format, ConvertOptions};
 use crate::io::dataset::{convert_dataset, DatasetOptions};
 
@@ -54,6 +54,9 @@ pub(super) fn convert(args: ConvertArgs) -> CliResult<()> {
     let inputs = crate::io::compress::expand_inputs_with(&args.inputs, &read.storage)
         .map_err(|e| e.to_string())?;
     if args.dataset {
+        if crate::io::compress::is_stdio(&args.output) {
+            return Err("--dataset writes a directory of files, not standard output (-)".into());
+        }
         let opts = DatasetOptions {
             format: args.format,
             partition_by: args.partition_by.clone(),
@@ -74,6 +77,11 @@ pub(super) fn convert(args: ConvertArgs) -> CliResult<()> {
     let opts = args.convert_options();
     // refuse contradicting options before any input is read
     output_format(&args.output, &opts).map_err(|e| e.to_string())?;
+    if crate::io::compress::is_stdio(&args.output) && io::stdout().is_terminal() {
+        return Err(
+            "standard output is a terminal: redirect it (> FILE, | ...) or give -o FILE".into(),
+        );
+    }
     on_ctrl_c();
     let show = !args.quiet && io::stderr().is_terminal();
     let counter = Arc::new(AtomicU64::new(0));
@@ -118,7 +126,13 @@ pub(super) fn convert(args: ConvertArgs) -> CliResult<()> {
             bar.abandon();
         }
     }
-    let done = result.map_err(|e| e.to_string())?;
+    let done = result.map_err(|e| match e.kind() {
+        // the reader of standard output went away (`| head`): nothing more to say
+        crate::ErrorKind::Io(io) if io.kind() == io::ErrorKind::BrokenPipe => {
+            BROKEN_PIPE.to_string()
+        }
+        _ => e.to_string(),
+    })?;
     for (path, t) in &done.truncated {
         eprintln!("warning: {}: {t}", path.display());
     }
@@ -135,7 +149,11 @@ pub(super) fn convert(args: ConvertArgs) -> CliResult<()> {
             if done.rows == 1 { "" } else { "s" },
             done.inputs,
             if done.inputs == 1 { "" } else { "s" },
-            args.output.display()
+            if crate::io::compress::is_stdio(&args.output) {
+                "standard output".into()
+            } else {
+                args.output.display().to_string()
+            }
         );
     }
     Ok(())

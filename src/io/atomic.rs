@@ -236,6 +236,43 @@ pub enum Output {
     /// A remote object (the upload completed on commit).
     #[cfg(feature = "cloud")]
     Remote(crate::io::remote::RemoteWriter),
+    /// Standard output (`-`): written as encoded, flushed on commit. A pipe cannot be replaced
+    /// whole: what a failure leaves there, the reader on the other end sees.
+    Stdout(Piped),
+}
+
+/// Standard output, written in order (a pipe cannot seek).
+pub struct Piped {
+    out: BufWriter<io::Stdout>,
+    written: u64,
+}
+
+impl Write for Piped {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// A writer may ask where it is (a seek to where it already is), not go back.
+impl Seek for Piped {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        let at = match pos {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::Current(d) | SeekFrom::End(d) => self.written.checked_add_signed(d),
+        };
+        match at {
+            Some(n) if n == self.written => Ok(n),
+            _ => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "standard output is written in order, without seeking",
+            )),
+        }
+    }
 }
 
 impl Output {
@@ -243,13 +280,18 @@ impl Output {
     pub fn as_file_mut(&mut self) -> Option<&mut AtomicFile> {
         match self {
             Output::File(f) => Some(f),
-            #[cfg(feature = "cloud")]
-            Output::Remote(_) => None,
+            _ => None,
         }
     }
 
-    /// Start writing `target`: a path, or a URL of a remote store.
+    /// Start writing `target`: a path, a URL of a remote store, or `-` (standard output).
     pub fn create(target: &Path, storage: &crate::io::StorageOptions) -> Result<Output> {
+        if crate::io::compress::is_stdio(target) {
+            return Ok(Output::Stdout(Piped {
+                out: BufWriter::with_capacity(1 << 20, io::stdout()),
+                written: 0,
+            }));
+        }
         if crate::io::is_url(target) {
             let url = target.to_str().unwrap_or_default();
             #[cfg(feature = "cloud")]
@@ -267,7 +309,6 @@ impl Output {
     pub fn with_fsync(self, on: bool) -> Self {
         match self {
             Output::File(f) => Output::File(f.with_fsync(on)),
-            #[cfg(feature = "cloud")]
             other => other,
         }
     }
@@ -278,6 +319,7 @@ impl Output {
             Output::File(f) => f.commit(),
             #[cfg(feature = "cloud")]
             Output::Remote(r) => r.commit(),
+            Output::Stdout(mut p) => Ok(p.flush()?),
         }
     }
 }
@@ -288,6 +330,7 @@ impl Write for Output {
             Output::File(f) => f.write(buf),
             #[cfg(feature = "cloud")]
             Output::Remote(r) => r.write(buf),
+            Output::Stdout(p) => p.write(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -295,6 +338,7 @@ impl Write for Output {
             Output::File(f) => f.flush(),
             #[cfg(feature = "cloud")]
             Output::Remote(r) => r.flush(),
+            Output::Stdout(p) => p.flush(),
         }
     }
 }
@@ -305,6 +349,7 @@ impl Seek for Output {
             Output::File(f) => f.seek(pos),
             #[cfg(feature = "cloud")]
             Output::Remote(r) => r.seek(pos),
+            Output::Stdout(p) => p.seek(pos),
         }
     }
 }

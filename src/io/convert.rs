@@ -1,5 +1,6 @@
 //! Converting files: inputs in any format read as one table, written to one output that appears
-//! only when complete (an [`AtomicFile`](super::AtomicFile)), in the format its extension names.
+//! only when complete (an [`AtomicFile`](super::AtomicFile)), in the format its extension names;
+//! or to standard output (`-`), as encoded, in the format named.
 
 use std::path::{Path, PathBuf};
 
@@ -70,9 +71,19 @@ fn usage(msg: String) -> Error {
 /// The output format and msgpack codec `output` and `opts` ask for; an error when they disagree.
 pub fn output_format(output: &Path, opts: &ConvertOptions) -> Result<(Format, Option<Codec>)> {
     if is_stdio(output) {
-        return Err(usage(
-            "writing to standard output is not supported; give an output file name".into(),
-        ));
+        // `-`: standard output, written as encoded (a pipe has no extension, and no place for
+        // an index file beside it)
+        let Some(format) = opts.format else {
+            return Err(usage(
+                "standard output (-) has no extension to tell the format: give --format (parquet, feather, npz or msgpack)".into(),
+            ));
+        };
+        if opts.index {
+            return Err(usage(
+                "--index writes a file beside the output; standard output (-) has none".into(),
+            ));
+        }
+        return check_format(format, None, opts, output);
     }
     let named = Format::from_path(output);
     let format = match (opts.format, named) {
@@ -90,7 +101,16 @@ pub fn output_format(output: &Path, opts: &ConvertOptions) -> Result<(Format, Op
             )))
         }
     };
-    let codec = Codec::from_path(output);
+    check_format(format, Codec::from_path(output), opts, output)
+}
+
+/// Refuse options that do not apply to `format` (written to `output`).
+fn check_format(
+    format: Format,
+    codec: Option<Codec>,
+    opts: &ConvertOptions,
+    output: &Path,
+) -> Result<(Format, Option<Codec>)> {
     SinkOptions {
         compression: opts.compression,
         codec,
@@ -182,7 +202,7 @@ pub fn check_unique_columns(schema: &Schema) -> Result<()> {
 /// Convert `inputs` (read as one table: same columns and types) into `output`. `on_batch` is
 /// called after each batch with the input it came from (for progress reports, and to stop: an
 /// error it returns ends the conversion). The output appears only when complete; on any error
-/// it is left as it was.
+/// it is left as it was. `-` is standard output, written as the output is encoded.
 pub fn convert(
     inputs: &[PathBuf],
     output: &Path,
@@ -213,11 +233,12 @@ pub fn convert(
         aligned: opts.aligned,
         dialect: opts.output_dialect.unwrap_or_default(),
         // spilled columns go beside a local output (same file system); a URL's beside nothing
-        spool_dir: (!super::is_url(output)).then(|| spool_dir_for(output)),
+        spool_dir: (!super::is_url(output) && !is_stdio(output)).then(|| spool_dir_for(output)),
         ..SinkOptions::new(format)
     };
-    if format == Format::Npz && super::is_url(output) {
-        // the NPZ writer goes back to patch its entries: staged locally, then uploaded whole
+    if format == Format::Npz && (super::is_url(output) || is_stdio(output)) {
+        // the NPZ writer goes back to patch its entries: staged locally, then uploaded (or
+        // written out) whole
         return convert_staged(inputs, output, read, opts, on_batch);
     }
     let mut file = Output::create(output, &read.storage)?.with_fsync(!opts.no_fsync);
@@ -439,9 +460,10 @@ fn convert_staged(
     on_batch: &mut dyn FnMut(&Path) -> Result<()>,
 ) -> Result<Converted> {
     let dir = tempfile::tempdir()?;
-    let local = dir
-        .path()
-        .join(output.file_name().unwrap_or_else(|| "out".as_ref()));
+    let name = Some(output)
+        .filter(|o| !is_stdio(o))
+        .and_then(Path::file_name);
+    let local = dir.path().join(name.unwrap_or_else(|| "out".as_ref()));
     let done = convert(inputs, &local, read, opts, on_batch)?;
     let mut out = Output::create(output, &read.storage)?;
     std::io::copy(&mut std::fs::File::open(&local)?, &mut out)?;

@@ -494,3 +494,66 @@ fn a_pipe_given_as_a_path_is_read_whole() {
         .sum();
     assert_eq!(rows, 300);
 }
+
+/// `-o -` writes standard output in the format `--format` names: the bytes the same conversion
+/// writes to a file (NPZ, whose writer goes back to patch its entries, staged first); without
+/// `--format`, or with `--index`, a usage error before anything is read.
+#[test]
+fn standard_output_gets_the_bytes_of_a_file_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("in.msgpack");
+    embeddings(&src, 500, 8, 3);
+    for (format, ext) in [
+        ("msgpack", "msgpack"),
+        ("feather", "feather"),
+        ("parquet", "parquet"),
+        ("npz", "npz"),
+    ] {
+        let file = dir.path().join(format!("out.{ext}"));
+        let o = run(&["convert", s(&src), "-o", s(&file), "--quiet"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let piped = run(&["convert", s(&src), "-o", "-", "--format", format]);
+        assert!(piped.status.success(), "{format}: {}", stderr(&piped));
+        assert_eq!(piped.stdout, fs::read(&file).unwrap(), "{format}");
+    }
+    let o = run(&["convert", s(&src), "-o", "-"]);
+    assert!(!o.status.success() && o.stdout.is_empty());
+    assert_reported(&o, "give --format");
+    let o = run(&[
+        "convert",
+        s(&src),
+        "-o",
+        "-",
+        "--format",
+        "msgpack",
+        "--index",
+    ]);
+    assert!(!o.status.success() && o.stdout.is_empty());
+    assert_reported(&o, "--index writes a file beside the output");
+    let o = run(&["convert", s(&src), "-o", "-", "--dataset"]);
+    assert!(!o.status.success() && o.stdout.is_empty());
+    assert_reported(&o, "--dataset writes a directory");
+    assert!(!Path::new("-").exists());
+}
+
+/// A reader of standard output that goes away (`| head -c`) ends the conversion quietly, as a
+/// closed pipe ends `head` and `schema`.
+#[test]
+fn a_closed_standard_output_ends_the_conversion_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("in.msgpack");
+    embeddings(&src, 20_000, 64, 5); // 5 MB: more than a pipe holds
+    let mut child = Command::new(BIN)
+        .args(["convert", s(&src), "-o", "-", "--format", "msgpack"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 16];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut head).unwrap();
+    drop(child.stdout.take());
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(head, fs::read(&src).unwrap()[..16]);
+    assert!(done.status.success(), "{}", stderr(&done));
+    assert_eq!(stderr(&done), "");
+}
