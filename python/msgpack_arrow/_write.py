@@ -48,8 +48,17 @@ _NESTED = (pl.List, pl.Array, pl.Struct)
 def _dtypes(df: pl.DataFrame) -> tuple[list[str], list[Any]]:
     """The names and dtypes of the columns: ``df.dtypes`` is a list made at once, where
     ``df.schema`` builds a Schema (7 ms for 10,000 columns); the checks below look at the set of
-    dtype classes (a Polars dtype hashes in Python, its class in C) and at nested columns only."""
-    return df.columns, df.dtypes
+    dtype classes (a Polars dtype hashes in Python, its class in C) and at nested columns only.
+
+    Polars makes nested dtypes through their Python classes, from its Rust: a Ctrl-C landing in
+    one of those calls panics there (Polars unwraps the KeyboardInterrupt), and is raised here
+    as the KeyboardInterrupt it was."""
+    try:
+        return df.columns, df.dtypes
+    except BaseException as e:  # pyo3's PanicException is a BaseException
+        if type(e).__name__ == "PanicException" and "KeyboardInterrupt" in str(e):
+            raise KeyboardInterrupt from None
+        raise
 
 
 def _distinct(dtypes: Any) -> Any:
