@@ -48,13 +48,16 @@ _NESTED = (pl.List, pl.Array, pl.Struct)
 def _dtypes(df: pl.DataFrame) -> tuple[list[str], list[Any]]:
     """The names and dtypes of the columns: ``df.dtypes`` is a list made at once, where
     ``df.schema`` builds a Schema (7 ms for 10,000 columns); the checks below look at the set of
-    dtype classes (a Polars dtype hashes in Python, its class in C) and at nested columns only.
+    dtype classes (a Polars dtype hashes in Python, its class in C) and at nested columns only."""
+    return df.columns, _uninterrupted(lambda: df.dtypes)
 
-    Polars makes nested dtypes through their Python classes, from its Rust: a Ctrl-C landing in
-    one of those calls panics there (Polars unwraps the KeyboardInterrupt), and is raised here
-    as the KeyboardInterrupt it was."""
+
+def _uninterrupted(make: Any) -> Any:
+    """``make()``, which has Polars build dtypes: it makes nested ones through their Python
+    classes, from its Rust, and a Ctrl-C landing in one of those calls panics there (Polars
+    unwraps the KeyboardInterrupt). Raised here as the KeyboardInterrupt it was."""
     try:
-        return df.columns, df.dtypes
+        return make()
     except BaseException as e:  # pyo3's PanicException is a BaseException
         if type(e).__name__ == "PanicException" and "KeyboardInterrupt" in str(e):
             raise KeyboardInterrupt from None
@@ -305,7 +308,7 @@ def sink_msgpack(
         lf = lf.lazy()
     if not isinstance(lf, pl.LazyFrame):
         raise TypeError(f"sink_msgpack takes a LazyFrame, got {type(lf).__name__}")
-    schema = lf.collect_schema()
+    schema = _uninterrupted(lf.collect_schema)
     empty = _without_null_dtype(pl.DataFrame(schema=schema))
     _check_writable(empty)
     batches = (_without_null_dtype(b) for b in lf.collect_batches(chunk_size=chunk_size))

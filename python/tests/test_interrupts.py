@@ -93,8 +93,8 @@ def test_sigint_is_a_prompt_keyboard_interrupt(dump, tmp_path, op):
 
 def test_ctrl_c_inside_polars_dtype_conversion_is_a_keyboard_interrupt(tmp_path, monkeypatch):
     """Polars builds an Array dtype through its Python class; a KeyboardInterrupt raised there
-    (a Ctrl-C's handler running in that call) panics inside Polars. The write raises it as the
-    KeyboardInterrupt it was, and leaves the previous file."""
+    (a Ctrl-C's handler running in that call) panics inside Polars. A write or a sink raises it
+    as the KeyboardInterrupt it was, and leaves the previous file."""
     df = pl.DataFrame({"id": [1, 2], "emb": np.zeros((2, 3), dtype=np.float32)})
     out = tmp_path / "o.msgpack"
     out.write_bytes(b"previous")
@@ -105,6 +105,8 @@ def test_ctrl_c_inside_polars_dtype_conversion_is_a_keyboard_interrupt(tmp_path,
     monkeypatch.setattr(pl.Array, "__init__", interrupted)
     with pytest.raises(KeyboardInterrupt):
         ma.write_msgpack(df, out)
+    with pytest.raises(KeyboardInterrupt):
+        ma.sink_msgpack(df.lazy(), out)
     monkeypatch.undo()
     assert out.read_bytes() == b"previous"
     assert ma.read_msgpack(ma.write_msgpack(df)).equals(df)
