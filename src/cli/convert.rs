@@ -53,8 +53,9 @@ pub(super) fn convert(args: ConvertArgs) -> CliResult<()> {
         .with_batch_bytes(usize::try_from(args.batch_bytes).unwrap_or(usize::MAX));
     let inputs = crate::io::compress::expand_inputs_with(&args.inputs, &read.storage)
         .map_err(|e| e.to_string())?;
+    let to_stdout = crate::io::compress::is_stdio(&args.output);
     if args.dataset {
-        if crate::io::compress::is_stdio(&args.output) {
+        if to_stdout {
             return Err("--dataset writes a directory of files, not standard output (-)".into());
         }
         let opts = DatasetOptions {
@@ -77,7 +78,7 @@ pub(super) fn convert(args: ConvertArgs) -> CliResult<()> {
     let opts = args.convert_options();
     // refuse contradicting options before any input is read
     output_format(&args.output, &opts).map_err(|e| e.to_string())?;
-    if crate::io::compress::is_stdio(&args.output) && io::stdout().is_terminal() {
+    if to_stdout && io::stdout().is_terminal() {
         return Err(
             "standard output is a terminal: redirect it (> FILE, | ...) or give -o FILE".into(),
         );
@@ -149,7 +150,7 @@ pub(super) fn convert(args: ConvertArgs) -> CliResult<()> {
             if done.rows == 1 { "" } else { "s" },
             done.inputs,
             if done.inputs == 1 { "" } else { "s" },
-            if crate::io::compress::is_stdio(&args.output) {
+            if to_stdout {
                 "standard output".into()
             } else {
                 args.output.display().to_string()

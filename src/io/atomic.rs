@@ -258,20 +258,28 @@ impl Write for Piped {
     }
 }
 
-/// A writer may ask where it is (a seek to where it already is), not go back.
 impl Seek for Piped {
     fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
-        let at = match pos {
-            SeekFrom::Start(n) => Some(n),
-            SeekFrom::Current(d) | SeekFrom::End(d) => self.written.checked_add_signed(d),
-        };
-        match at {
-            Some(n) if n == self.written => Ok(n),
-            _ => Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "standard output is written in order, without seeking",
-            )),
-        }
+        seek_in_order(self.written, pos, || {
+            "standard output is written in order, without seeking".into()
+        })
+    }
+}
+
+/// The seek of an output written in order, `written` bytes so far: a writer may ask where it is
+/// (a seek to where it already is), not go back; anything else is an error saying `why`.
+pub(crate) fn seek_in_order(
+    written: u64,
+    pos: SeekFrom,
+    why: impl FnOnce() -> String,
+) -> io::Result<u64> {
+    let at = match pos {
+        SeekFrom::Start(n) => Some(n),
+        SeekFrom::Current(d) | SeekFrom::End(d) => written.checked_add_signed(d),
+    };
+    match at {
+        Some(n) if n == written => Ok(n),
+        _ => Err(io::Error::new(io::ErrorKind::Unsupported, why())),
     }
 }
 

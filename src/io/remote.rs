@@ -617,21 +617,12 @@ impl Write for RemoteWriter {
 /// not go back. Formats whose writers go back (NPZ) are staged in a local file first.
 impl io::Seek for RemoteWriter {
     fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
-        let at = match pos {
-            io::SeekFrom::Start(n) => Some(n),
-            io::SeekFrom::Current(d) => self.written.checked_add_signed(d),
-            io::SeekFrom::End(d) => self.written.checked_add_signed(d),
-        };
-        match at {
-            Some(n) if n == self.written => Ok(n),
-            _ => Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!(
-                    "{}: a remote object is written in order, without seeking",
-                    redact(&self.url)
-                ),
-            )),
-        }
+        crate::io::atomic::seek_in_order(self.written, pos, || {
+            format!(
+                "{}: a remote object is written in order, without seeking",
+                redact(&self.url)
+            )
+        })
     }
 }
 
