@@ -78,6 +78,12 @@ __all__ = [
 ]
 
 
+def __dir__() -> list[str]:
+    # what `dir(ma)` and tab completion offer: the API and its public modules, not the modules
+    # this one imports to do its work (`os`, `re`, `pl`, ...)
+    return sorted({*__all__, "MIN_POLARS", "exceptions", "expressions", "tensors"})
+
+
 #: The oldest Polars the package is tested with. Reading, scanning and writing use the Arrow C
 #: stream interface, which later versions keep: there is no upper bound. Only the optional
 #: ``pl.col(c).msgpack`` expression plugin is tied to a range (:data:`TESTED_POLARS`).

@@ -216,3 +216,13 @@ def test_a_row_window_of_columns_chunks_is_typed_by_the_chunks_it_reads():
         got = ma.read_msgpack(data, layout="columns", rows=slice(a, b))
         assert got.schema == pl.Schema({"x": pl.Float64, "v": pl.List(pl.UInt16)})
         assert got.to_dict(as_series=False) == {"x": xs[a:b], "v": vs[a:b]}
+
+
+def test_dir_of_the_package_offers_its_api_not_its_imports():
+    # tab completion after `ma.` lists what a user calls, not `os`, `re` or `pl`
+    import msgpack_arrow as ma
+
+    names = dir(ma)
+    assert set(ma.__all__) <= set(names)
+    assert not {"os", "re", "pl", "inspect", "hashlib", "contextlib", "Any", "Literal"} & set(names)
+    assert all(hasattr(ma, n) for n in names)
