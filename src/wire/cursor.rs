@@ -20,6 +20,30 @@ pub enum Int {
     U(u64),
 }
 
+/// [`Kind`] by marker byte (`None`: the reserved 0xc1): one load where a match on the marker was
+/// a chain of compares, in every decoder's and the walk's per-value path.
+const KINDS: [Option<Kind>; 256] = {
+    let mut t = [None; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = match b as u8 {
+            0xc0 => Some(Kind::Nil),
+            0xc2 | 0xc3 => Some(Kind::Bool),
+            0x00..=0x7f | 0xe0..=0xff | 0xcc..=0xd3 => Some(Kind::Int),
+            0xca => Some(Kind::F32),
+            0xcb => Some(Kind::F64),
+            0xa0..=0xbf | 0xd9..=0xdb => Some(Kind::Str),
+            0xc4..=0xc6 => Some(Kind::Bin),
+            0x90..=0x9f | 0xdc | 0xdd => Some(Kind::Array),
+            0x80..=0x8f | 0xde | 0xdf => Some(Kind::Map),
+            0xc7..=0xc9 | 0xd4..=0xd8 => Some(Kind::Ext),
+            0xc1 => None,
+        };
+        b += 1;
+    }
+    t
+};
+
 /// The broad type of the next value, from its marker alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -173,37 +197,13 @@ impl<'a> Cursor<'a> {
     /// Broad kind of the next value, not consumed.
     #[inline]
     pub fn peek_kind(&self) -> Result<Kind> {
-        Ok(match self.peek_marker()? {
-            Marker::Null => Kind::Nil,
-            Marker::True | Marker::False => Kind::Bool,
-            Marker::FixPos(_)
-            | Marker::FixNeg(_)
-            | Marker::U8
-            | Marker::U16
-            | Marker::U32
-            | Marker::U64
-            | Marker::I8
-            | Marker::I16
-            | Marker::I32
-            | Marker::I64 => Kind::Int,
-            Marker::F32 => Kind::F32,
-            Marker::F64 => Kind::F64,
-            Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => Kind::Str,
-            Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => Kind::Bin,
-            Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => Kind::Array,
-            Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => Kind::Map,
-            Marker::FixExt1
-            | Marker::FixExt2
-            | Marker::FixExt4
-            | Marker::FixExt8
-            | Marker::FixExt16
-            | Marker::Ext8
-            | Marker::Ext16
-            | Marker::Ext32 => Kind::Ext,
-            Marker::Reserved => {
-                return Err(self.error(ErrorKind::InvalidMsgpack("reserved byte 0xc1".into())))
-            }
-        })
+        match self.buf.get(self.pos) {
+            Some(&b) => match KINDS[b as usize] {
+                Some(k) => Ok(k),
+                None => Err(self.error(ErrorKind::InvalidMsgpack("reserved byte 0xc1".into()))),
+            },
+            None => Err(self.error(ErrorKind::Truncated { need: 1, have: 0 })),
+        }
     }
 
     fn wrong(&self, want: &str) -> Error {
@@ -248,6 +248,40 @@ impl<'a> Cursor<'a> {
     /// Read any integer.
     #[inline]
     pub fn read_int(&mut self) -> Result<Int> {
+        let p = self.pos;
+        // with the longest int's 9 bytes there, the marker alone says where the value ends: one
+        // check, not one per step (most ints of a file are read here)
+        if let Some(w) = self.buf.get(p..p + 9) {
+            let w: [u8; 9] = w.try_into().expect("9 bytes");
+            let a2 = [w[1], w[2]];
+            let a4 = [w[1], w[2], w[3], w[4]];
+            let a8 = [w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]];
+            let (v, n) = match w[0] {
+                b @ 0x00..=0x7f => (Int::I(b as i64), 1),
+                b @ 0xe0..=0xff => (Int::I(b as i8 as i64), 1),
+                0xcc => (Int::I(w[1] as i64), 2),
+                0xcd => (Int::I(u16::from_be_bytes(a2) as i64), 3),
+                0xce => (Int::I(u32::from_be_bytes(a4) as i64), 5),
+                0xcf => match u64::from_be_bytes(a8) {
+                    v if v > i64::MAX as u64 => (Int::U(v), 9),
+                    v => (Int::I(v as i64), 9),
+                },
+                0xd0 => (Int::I(w[1] as i8 as i64), 2),
+                0xd1 => (Int::I(i16::from_be_bytes(a2) as i64), 3),
+                0xd2 => (Int::I(i32::from_be_bytes(a4) as i64), 5),
+                0xd3 => (Int::I(i64::from_be_bytes(a8)), 9),
+                _ => return self.read_int_checked(),
+            };
+            self.vstart = p;
+            self.pos = p + n;
+            return Ok(v);
+        }
+        self.read_int_checked()
+    }
+
+    /// [`Cursor::read_int`] near the end of the input, or of a value that is not an int: each
+    /// step checked, errors positioned.
+    fn read_int_checked(&mut self) -> Result<Int> {
         self.vstart = self.pos;
         let m = self.peek_marker()?;
         let start = self.pos;
@@ -401,6 +435,15 @@ impl<'a> Cursor<'a> {
     #[inline]
     fn read_container_len(&mut self, map: bool) -> Result<usize> {
         self.vstart = self.pos;
+        // a fixmap or fixarray (most records and lists): the length is in the marker byte
+        if let Some(&b) = self.buf.get(self.pos) {
+            let n = (b & 0x0f) as usize;
+            let (fix, need) = if map { (0x80, 2 * n) } else { (0x90, n) };
+            if b & 0xf0 == fix && need < self.remaining() {
+                self.pos += 1;
+                return Ok(n);
+            }
+        }
         let m = self.peek_marker()?;
         let ok = if map {
             matches!(m, Marker::FixMap(_) | Marker::Map16 | Marker::Map32)
@@ -617,6 +660,146 @@ fn fast_len(buf: &[u8], pos: usize) -> Option<(usize, Option<usize>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kind_table_classifies_every_marker_byte_as_rmp_does() {
+        for b in 0..=255u8 {
+            let want = match Marker::from_u8(b) {
+                Marker::Null => Some(Kind::Nil),
+                Marker::True | Marker::False => Some(Kind::Bool),
+                Marker::FixPos(_)
+                | Marker::FixNeg(_)
+                | Marker::U8
+                | Marker::U16
+                | Marker::U32
+                | Marker::U64
+                | Marker::I8
+                | Marker::I16
+                | Marker::I32
+                | Marker::I64 => Some(Kind::Int),
+                Marker::F32 => Some(Kind::F32),
+                Marker::F64 => Some(Kind::F64),
+                Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => Some(Kind::Str),
+                Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => Some(Kind::Bin),
+                Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => Some(Kind::Array),
+                Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => Some(Kind::Map),
+                Marker::FixExt1
+                | Marker::FixExt2
+                | Marker::FixExt4
+                | Marker::FixExt8
+                | Marker::FixExt16
+                | Marker::Ext8
+                | Marker::Ext16
+                | Marker::Ext32 => Some(Kind::Ext),
+                Marker::Reserved => None,
+            };
+            assert_eq!(KINDS[b as usize], want, "marker byte {b:#04x}");
+            let buf = [b, 0, 0, 0, 0, 0, 0, 0, 0];
+            assert_eq!(Cursor::new(&buf, 0).peek_kind().ok(), want);
+        }
+    }
+
+    #[test]
+    fn ints_of_every_width_read_as_rmp_wrote_them_with_or_without_bytes_after() {
+        use rmp::encode::*;
+        let mut cases: Vec<(Vec<u8>, i128)> = Vec::new();
+        for v in [
+            0i64,
+            1,
+            127,
+            -1,
+            -32,
+            -33,
+            -128,
+            -129,
+            255,
+            256,
+            65_535,
+            -32_768,
+            i64::MIN,
+            i64::MAX,
+        ] {
+            let mut b = Vec::new();
+            write_sint(&mut b, v).unwrap();
+            cases.push((b, v as i128));
+        }
+        for v in [
+            0u64,
+            200,
+            65_535,
+            70_000,
+            u32::MAX as u64,
+            1 << 40,
+            i64::MAX as u64 + 1,
+            u64::MAX,
+        ] {
+            let mut b = Vec::new();
+            write_uint(&mut b, v).unwrap();
+            cases.push((b, v as i128));
+        }
+        // the widths a writer may choose though a shorter one holds the value
+        type Put = fn(&mut Vec<u8>, i128);
+        let forced: [Put; 8] = [
+            |b, v| write_u8(b, v as u8).unwrap(),
+            |b, v| write_u16(b, v as u16).unwrap(),
+            |b, v| write_u32(b, v as u32).unwrap(),
+            |b, v| write_u64(b, v as u64).unwrap(),
+            |b, v| write_i8(b, v as i8).unwrap(),
+            |b, v| write_i16(b, v as i16).unwrap(),
+            |b, v| write_i32(b, v as i32).unwrap(),
+            |b, v| write_i64(b, v as i64).unwrap(),
+        ];
+        for put in forced {
+            let mut b = Vec::new();
+            put(&mut b, 5);
+            cases.push((b, 5));
+        }
+        for (bytes, want) in cases {
+            for after in [0usize, 1, 8, 16] {
+                let mut buf = bytes.clone();
+                buf.resize(bytes.len() + after, 0xc0);
+                let mut c = Cursor::new(&buf, 0);
+                let got = match c.read_int().unwrap() {
+                    Int::I(v) => v as i128,
+                    Int::U(v) => v as i128,
+                };
+                assert_eq!(
+                    (got, c.pos()),
+                    (want, bytes.len()),
+                    "{bytes:02x?} + {after}"
+                );
+            }
+            // cut short: an error at the value's start, nothing consumed
+            let mut c = Cursor::new(&bytes[..bytes.len() - 1], 7);
+            if bytes.len() > 1 {
+                let e = c.read_int().unwrap_err();
+                assert!(e.to_string().contains("truncated"), "{e}");
+                assert_eq!((e.offset(), c.pos()), (Some(7), 0));
+            }
+        }
+        // not an int: an error, the cursor where it was
+        let buf = [0xa1, b'x', 0, 0, 0, 0, 0, 0, 0, 0];
+        let mut c = Cursor::new(&buf, 0);
+        assert!(c.read_int().is_err());
+        assert_eq!(c.pos(), 0);
+    }
+
+    #[test]
+    fn fix_headers_read_as_the_general_path_reads_them() {
+        // a fixmap / fixarray whose items cannot all be there is refused as a longer header is
+        let ok = [0x81, 0xa1, b'a', 0x01];
+        assert_eq!(Cursor::new(&ok, 0).read_map_len().unwrap(), 1);
+        let short = [0x82, 0xa1, b'a'];
+        assert!(Cursor::new(&short, 0).read_map_len().is_err());
+        let arr = [0x93, 1, 2, 3];
+        let mut c = Cursor::new(&arr, 0);
+        assert_eq!(c.read_array_len().unwrap(), 3);
+        assert_eq!(c.pos(), 1);
+        assert!(Cursor::new(&arr[..3], 0).read_array_len().is_err());
+        // one kind is not the other
+        assert!(Cursor::new(&arr, 0).read_map_len().is_err());
+        assert!(Cursor::new(&ok, 0).read_array_len().is_err());
+    }
 
     #[test]
     fn lengths_are_checked_before_use() {
