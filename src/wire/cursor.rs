@@ -280,7 +280,8 @@ impl<'a> Cursor<'a> {
     }
 
     /// [`Cursor::read_int`] near the end of the input, or of a value that is not an int: each
-    /// step checked, errors positioned.
+    /// step checked, errors positioned. (A twin of the fast path's table on purpose: one table
+    /// for both, over a zero-padded word, read 1,000,000 ints in 14.0 ms instead of 11.7.)
     fn read_int_checked(&mut self) -> Result<Int> {
         self.vstart = self.pos;
         let m = self.peek_marker()?;
